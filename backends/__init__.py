@@ -1,0 +1,1 @@
+"""Metric backends (installed as retrace.backends)."""

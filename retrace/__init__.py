@@ -1,0 +1,1 @@
+"""retrace: replay apitrace OpenGL traces and profile them."""

@@ -1,0 +1,5 @@
+"""`python -m retrace` runs the command-line interface."""
+
+from retrace.cli import main
+
+main()

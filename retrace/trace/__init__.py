@@ -1,0 +1,1 @@
+"""Reading apitrace .trace files: containers, grammar, call flags, callsets, dump."""

@@ -1,0 +1,1 @@
+"""Result store and writers (installed as retrace.writer)."""
