@@ -1,0 +1,30 @@
+"""User-facing errors.
+
+Every failure a user can cause is raised as a `RetraceError`; the CLI turns it
+into one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class RetraceError(Exception):
+    """An error the user caused or can fix; its message is one complete line."""
+
+    exit_code = 1
+
+
+class UsageError(RetraceError):
+    """Bad command-line input (a malformed call set, an unknown option value)."""
+
+    exit_code = 2
+
+
+class TraceError(RetraceError):
+    """A trace file that cannot be read (further): not a trace, corrupt, cut off."""
+
+    def __init__(self, path: str, offset: int | None, problem: str, where: str = "") -> None:
+        self.path = path
+        self.offset = offset
+        self.problem = problem
+        at = "" if offset is None else f" at byte {offset}{where}"
+        super().__init__(f"{path}{at}: {problem}")
