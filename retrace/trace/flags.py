@@ -24,4 +24,4 @@ class CallFlag(enum.IntFlag):
     MARKER = 1 << 8
     MARKER_PUSH = 1 << 9
     MARKER_POP = 1 << 10
-    SWAPBUFFERS = END_FRAME | 1 << 11
+    SWAPBUFFERS = END_FRAME | SWAP_RENDERTARGET
