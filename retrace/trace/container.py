@@ -1,0 +1,162 @@
+"""Trace containers: the compressed wrapping around apitrace's event stream.
+
+apitrace writes the event stream through one of several compressors and never
+records which one in a separate field, so the container is recognised by its
+first bytes, as apitrace itself does: ``at`` for its own snappy framing (chunks
+of a little-endian uint32 length followed by one raw snappy block), the gzip
+magic, the zstd frame magic (a seekable zstd file is a series of zstd frames
+followed by a skippable seek-table frame), and brotli, which has no magic, for
+anything else.
+
+Every container is read incrementally and yields decompressed chunks of about a
+megabyte, so memory stays bounded whatever the size of the trace.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from retrace.errors import TraceError
+
+SNAPPY_MAGIC = b"at"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+_READ_SIZE = 1 << 20  # compressed bytes read per step
+_OUT_LIMIT = 4 << 20  # decompressed bytes produced per step by the streaming codecs
+
+
+def detect_container(head: bytes) -> str:
+    """Name the container from the first bytes of a file."""
+    if head.startswith(SNAPPY_MAGIC):
+        return "snappy"
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return "brotli"
+
+
+class TraceStream:
+    """The decompressed event stream of one trace file.
+
+    Iterating yields ``bytes`` chunks in order. A damaged container raises
+    `TraceError` only after every chunk decoded before the damage was yielded,
+    so callers can deliver all intact calls first.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:
+            self.file_size = os.path.getsize(self.path)
+            with open(self.path, "rb") as f:
+                head = f.read(4)
+        except OSError as e:
+            raise TraceError(self.path, None, f"cannot open: {e.strerror or e}") from None
+        if not head:
+            raise TraceError(self.path, 0, "empty file, not a trace")
+        self.container = detect_container(head)
+        self.compressed_offset = 0  # file offset reached so far, for progress and errors
+
+    def __iter__(self) -> Iterator[bytes]:
+        reader = {
+            "snappy": self._snappy,
+            "gzip": self._gzip,
+            "zstd": self._zstd,
+            "brotli": self._brotli,
+        }[self.container]
+        with open(self.path, "rb") as f:
+            yield from reader(f)
+
+    def _error(self, problem: str) -> TraceError:
+        return TraceError(self.path, self.compressed_offset, f"{self.container} container: {problem}")
+
+    def _snappy(self, f: BinaryIO) -> Iterator[bytes]:
+        import cramjam
+
+        f.seek(len(SNAPPY_MAGIC))
+        self.compressed_offset = len(SNAPPY_MAGIC)
+        while True:
+            prefix = f.read(4)
+            if not prefix:
+                return
+            if len(prefix) < 4:
+                raise self._error("file ends inside a chunk length")
+            length = int.from_bytes(prefix, "little")
+            block = f.read(length)
+            if len(block) < length:
+                raise self._error(f"file ends inside a chunk ({len(block)} of {length} bytes)")
+            try:
+                chunk = bytes(cramjam.snappy.decompress_raw(block))
+            except Exception as e:  # cramjam reports corruption with its own error types
+                raise self._error(f"corrupt snappy chunk ({e})") from None
+            self.compressed_offset += 4 + length
+            yield chunk
+
+    def _gzip(self, f: BinaryIO) -> Iterator[bytes]:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = b""
+        while True:
+            if not pending:
+                pending = f.read(_READ_SIZE)
+                if not pending:
+                    break
+                self.compressed_offset += len(pending)
+            try:
+                out = d.decompress(pending, _OUT_LIMIT)
+            except zlib.error as e:
+                raise self._error(f"corrupt gzip data ({e})") from None
+            pending = d.unconsumed_tail
+            if out:
+                yield out
+            if d.eof:
+                # gzip files may hold several members back to back
+                pending = d.unused_data + pending
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                if not pending:
+                    pending = f.read(_READ_SIZE)
+                    self.compressed_offset += len(pending)
+                    if not pending:
+                        return
+        if not d.eof:
+            raise self._error("file ends inside the compressed stream")
+
+    def _zstd(self, f: BinaryIO) -> Iterator[bytes]:
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
+        while True:
+            try:
+                out = reader.read(_OUT_LIMIT)
+            except zstandard.ZstdError as e:
+                self.compressed_offset = f.tell()
+                raise self._error(f"corrupt zstd data ({e})") from None
+            self.compressed_offset = f.tell()
+            if not out:
+                return
+            yield out
+
+    def _brotli(self, f: BinaryIO) -> Iterator[bytes]:
+        import brotli
+
+        d = brotli.Decompressor()
+        while True:
+            data = f.read(_READ_SIZE)
+            if not data:
+                break
+            try:
+                out = d.process(data)
+            except brotli.error:
+                if self.compressed_offset == 0:
+                    raise TraceError(
+                        self.path, 0, "not a trace file (no snappy, gzip, zstd or brotli stream)"
+                    ) from None
+                raise self._error("corrupt brotli data") from None
+            self.compressed_offset += len(data)
+            if out:
+                yield out
+        if not d.is_finished():
+            raise self._error("file ends inside the compressed stream")

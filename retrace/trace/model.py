@@ -1,0 +1,157 @@
+"""Signatures and the flat call records the scanner produces.
+
+The scanner (`_scanner.c`) emits each batch of calls as four flat arrays:
+
+* ``calls``: one `CALL_DTYPE` record per call, in delivery order;
+* ``slots``: per call, one int32 per argument of its signature: the
+  call-relative index of the argument's value node, or -1 when the trace holds
+  no value for it;
+* ``nodes``: `NODE_DTYPE` value nodes in pre-order; arrays, structs and reprs
+  are followed by their children, and ``v`` of such a node counts the nodes
+  below it, so a reader can step over a whole value;
+* ``pool``: the bytes of strings and blobs (``v`` = offset, ``aux`` = length)
+  and of wide strings (uint32 code points, ``aux`` = count).
+
+Value tags are the trace format's own type bytes (`Tag`). Signatures are
+defined once per trace and kept as small Python objects.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrace.trace.flags import CallFlag, call_flags
+
+
+class Tag(enum.IntEnum):
+    """Value kinds, numbered as in apitrace's binary format."""
+
+    NULL = 0
+    FALSE = 1
+    TRUE = 2
+    SINT = 3
+    UINT = 4
+    FLOAT = 5
+    DOUBLE = 6
+    STRING = 7
+    BLOB = 8
+    ENUM = 9
+    BITMASK = 10
+    ARRAY = 11
+    STRUCT = 12
+    OPAQUE = 13
+    REPR = 14
+    WSTRING = 15
+
+
+CALL_DTYPE = np.dtype(
+    [
+        ("no", "<u8"),
+        ("offset", "<u8"),  # stream offset of the call's enter event
+        ("sig", "<u4"),
+        ("thread", "<u4"),
+        ("flags", "<u4"),  # FAKE and INCOMPLETE as read; name-derived flags live on the signature
+        ("node_start", "<u4"),
+        ("node_count", "<u4"),
+        ("slot_start", "<u4"),
+        ("nargs", "<u4"),
+        ("ret", "<i4"),  # call-relative node index, -1 when the call returned nothing
+        ("bt_start", "<u4"),
+        ("bt_count", "<u4"),
+    ]
+)
+
+NODE_DTYPE = np.dtype([("tag", "u1"), ("pad", "V3"), ("aux", "<u4"), ("v", "<u8")])
+
+
+def _text(raw: bytes) -> str:
+    # Names are C strings of unknown encoding; keep every byte round-trippable.
+    return raw.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSig:
+    id: int
+    name: str
+    arg_names: tuple[str, ...]
+    flags: CallFlag
+
+
+@dataclass(frozen=True, slots=True)
+class StructSig:
+    id: int
+    name: str
+    member_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EnumSig:
+    id: int
+    values: tuple[tuple[str, int], ...]
+    by_value: dict[int, str] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BitmaskSig:
+    id: int
+    flags: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    module: str | None
+    function: str | None
+    filename: str | None
+    line: int  # -1 when unknown
+    offset: int  # -1 when unknown
+
+
+class Signatures:
+    """Every signature defined so far in one trace, by kind and id."""
+
+    def __init__(self) -> None:
+        self.functions: dict[int, FunctionSig] = {}
+        self.structs: dict[int, StructSig] = {}
+        self.enums: dict[int, EnumSig] = {}
+        self.bitmasks: dict[int, BitmaskSig] = {}
+        self.frames: dict[int, StackFrame] = {}
+
+    def add(self, definitions: list[tuple]) -> None:
+        """Record definitions as reported by the scanner's take()."""
+        for d in definitions:
+            kind, sid = d[0], d[1]
+            if kind == "call":
+                name = _text(d[2])
+                self.functions[sid] = FunctionSig(
+                    sid, name, tuple(_text(a) for a in d[3]), call_flags(name)
+                )
+            elif kind == "struct":
+                self.structs[sid] = StructSig(sid, _text(d[2]), tuple(_text(m) for m in d[3]))
+            elif kind == "enum":
+                values = tuple((_text(n), v) for n, v in d[2])
+                by_value: dict[int, str] = {}
+                for n, v in values:
+                    by_value.setdefault(v, n)  # the first name listed for a value wins
+                self.enums[sid] = EnumSig(sid, values, by_value)
+            elif kind == "bitmask":
+                self.bitmasks[sid] = BitmaskSig(sid, tuple((_text(n), v) for n, v in d[2]))
+            else:
+                module, function, filename = (None if s is None else _text(s) for s in d[2:5])
+                self.frames[sid] = StackFrame(module, function, filename, d[5], d[6])
+
+
+@dataclass(slots=True)
+class CallBatch:
+    """A run of consecutive calls in flat form (see the module docstring)."""
+
+    calls: np.ndarray
+    slots: np.ndarray
+    nodes: np.ndarray
+    pool: bytes
+    backtraces: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.calls)

@@ -1,0 +1,160 @@
+"""Reading a trace: header, then the event stream as batches of flat call records.
+
+The header (format version, semantic version, properties) is parsed here; the
+events go to the C scanner chunk by chunk, so a trace of any size is read in
+bounded memory. Damage -- a corrupt container, an unknown event, a file cut off
+mid-call -- never loses what came before it: every intact call is yielded
+first, calls that had entered but not returned are delivered marked
+INCOMPLETE, and only then is a `TraceError` raised naming the file, the offset
+and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+from retrace.errors import TraceError
+from retrace.trace._scanner import Scanner
+from retrace.trace.container import TraceStream
+from retrace.trace.model import CALL_DTYPE, NODE_DTYPE, CallBatch, Signatures
+
+MAX_VERSION = 6
+
+_API_BY_PREFIX = (("glX", "GL"), ("wgl", "GL"), ("CGL", "GL"), ("egl", "EGL"))
+
+
+class _Truncated(Exception):
+    """The header ran past the data read so far."""
+
+
+def _uint(buf: bytes | bytearray, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise _Truncated
+        c = buf[pos]
+        pos += 1
+        value |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return value, pos
+
+
+def _string(buf: bytes | bytearray, pos: int) -> tuple[bytes, int]:
+    n, pos = _uint(buf, pos)
+    if pos + n > len(buf):
+        raise _Truncated
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+class TraceReader:
+    """One trace file, read from the start.
+
+    After construction `version`, `semantic_version`, `properties` and
+    `container` are known; `batches()` then streams the calls, filling
+    `signatures` as definitions appear.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.stream = TraceStream(self.path)
+        self.container = self.stream.container
+        self.signatures = Signatures()
+        self.calls_read = 0
+        self._chunks = iter(self.stream)
+        self._rest = self._read_header()
+
+    def _read_header(self) -> bytes:
+        head = bytearray()
+        while True:
+            try:
+                return self._parse_header(head)
+            except _Truncated:
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    what = "empty trace" if not head else "trace ends inside its header"
+                    raise TraceError(self.path, len(head), what) from None
+                head += chunk
+
+    def _parse_header(self, head: bytearray) -> bytes:
+        self.version, pos = _uint(head, 0)
+        if self.version > MAX_VERSION:
+            raise TraceError(
+                self.path,
+                0,
+                f"unsupported trace format version {self.version} "
+                f"(retrace reads versions 0 to {MAX_VERSION}); not an apitrace trace?",
+            )
+        self.semantic_version = self.version
+        self.properties: dict[str, str] = {}
+        if self.version >= 6:
+            self.semantic_version, pos = _uint(head, pos)
+            while True:
+                name, pos = _string(head, pos)
+                if not name:
+                    break
+                value, pos = _string(head, pos)
+                self.properties[name.decode("utf-8", "surrogateescape")] = value.decode(
+                    "utf-8", "surrogateescape"
+                )
+        self.header_size = pos
+        return bytes(head[pos:])
+
+    @property
+    def api(self) -> str:
+        """The window-system API the trace was captured through, guessed as apitrace does."""
+        for sig in self.signatures.functions.values():
+            for prefix, api in _API_BY_PREFIX:
+                if sig.name.startswith(prefix) and sig.name[len(prefix) : len(prefix) + 1].isupper():
+                    return api
+        return "unknown"
+
+    def batches(self) -> Iterator[CallBatch]:
+        """Yield every call of the trace, in delivery order, in batches."""
+        scanner = Scanner(self.version, self.header_size)
+        damage: TraceError | None = None
+        data = self._rest
+        self._rest = b""
+        while True:
+            if data and scanner.feed(data):
+                yield self._take(scanner)
+            if scanner.error is not None:
+                offset, problem = scanner.error
+                damage = TraceError(self.path, offset, problem, " of the decompressed stream")
+                break
+            try:
+                data = next(self._chunks, None)
+            except TraceError as e:
+                damage = e
+                break
+            if data is None:
+                break
+        if damage is None and scanner.buffered:
+            damage = TraceError(
+                self.path,
+                scanner.offset,
+                "trace cut off in the middle of a call",
+                " of the decompressed stream",
+            )
+        scanner.finish()
+        final = self._take(scanner)
+        if len(final):
+            yield final
+        if damage is not None:
+            raise damage
+
+    def _take(self, scanner: Scanner) -> CallBatch:
+        calls, slots, nodes, pool, backtraces, definitions = scanner.take()
+        self.signatures.add(definitions)
+        batch = CallBatch(
+            calls=np.frombuffer(calls, CALL_DTYPE),
+            slots=np.frombuffer(slots, np.int32),
+            nodes=np.frombuffer(nodes, NODE_DTYPE),
+            pool=pool,
+            backtraces=np.frombuffer(backtraces, np.uint32),
+        )
+        self.calls_read += len(batch)
+        return batch
