@@ -21,9 +21,25 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=False))
-@click.option("--calls", "calls_spec", metavar="CALLSET", help="Only dump these calls (apitrace call-set grammar).")
-@click.option("-v", "--verbose", is_flag=True, help="Also dump calls apitrace hides (glGetError = GL_NO_ERROR, glGetString…).")
-@click.option("--color", "--colour", type=click.Choice(["never"]), default="never", help="Accepted for apitrace compatibility; output is never coloured.")
+@click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Only dump these calls (apitrace call-set grammar).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also dump calls apitrace hides (glGetError = GL_NO_ERROR, glGetString…).",
+)
+@click.option(
+    "--color",
+    "--colour",
+    type=click.Choice(["never"]),
+    default="never",
+    help="Accepted for apitrace compatibility; output is never coloured.",
+)
 def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
     """Print every call of TRACE as `apitrace dump --color=never` does."""
     from retrace.trace.callset import CallSet
@@ -41,14 +57,19 @@ def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("--dump-frames", is_flag=True, help="Add per-frame call ranges and sizes.")
-@click.option("--top", default=10, show_default=True, help="How many of the most frequent functions to list.")
+@click.option(
+    "--top", default=10, show_default=True, help="How many of the most frequent functions to list."
+)
 def info(trace: str, dump_frames: bool, top: int) -> None:
-    """Print JSON facts about TRACE: apitrace info's fields plus call, thread and function counts."""
+    """Print facts about TRACE as JSON: apitrace info's fields plus call and thread counts."""
     import json
 
     from retrace.trace.info import trace_info
 
-    click.echo(json.dumps(trace_info(trace, dump_frames=dump_frames, top=top), indent=2))
+    summary, error = trace_info(trace, dump_frames=dump_frames, top=top)
+    click.echo(json.dumps(summary, indent=2))
+    if error is not None:
+        raise error
 
 
 def main() -> None:

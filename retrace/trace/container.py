@@ -24,19 +24,29 @@ from retrace.errors import TraceError
 SNAPPY_MAGIC = b"at"
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_SEEKABLE_MAGIC = b"\xb1\xea\x92\x8f"  # last 4 bytes of a seekable zstd file
+
+# How apitrace's `info` names each container.
+CONTAINER_NAMES = {
+    "snappy": "Snappy",
+    "gzip": "ZLib",
+    "brotli": "Brotli",
+    "zstd": "Zstandard",
+    "zstd-seekable": "Zstandard (seekable)",
+}
 
 _READ_SIZE = 1 << 20  # compressed bytes read per step
 _OUT_LIMIT = 4 << 20  # decompressed bytes produced per step by the streaming codecs
 
 
-def detect_container(head: bytes) -> str:
-    """Name the container from the first bytes of a file."""
+def detect_container(head: bytes, tail: bytes = b"") -> str:
+    """Name the container from the first (and, for zstd, the last) bytes of a file."""
     if head.startswith(SNAPPY_MAGIC):
         return "snappy"
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
-        return "zstd"
+        return "zstd-seekable" if tail == ZSTD_SEEKABLE_MAGIC else "zstd"
     return "brotli"
 
 
@@ -54,11 +64,13 @@ class TraceStream:
             self.file_size = os.path.getsize(self.path)
             with open(self.path, "rb") as f:
                 head = f.read(4)
+                f.seek(max(self.file_size - 4, 0))
+                tail = f.read(4)
         except OSError as e:
             raise TraceError(self.path, None, f"cannot open: {e.strerror or e}") from None
         if not head:
             raise TraceError(self.path, 0, "empty file, not a trace")
-        self.container = detect_container(head)
+        self.container = detect_container(head, tail)
         self.compressed_offset = 0  # file offset reached so far, for progress and errors
 
     def __iter__(self) -> Iterator[bytes]:
@@ -66,13 +78,16 @@ class TraceStream:
             "snappy": self._snappy,
             "gzip": self._gzip,
             "zstd": self._zstd,
+            "zstd-seekable": self._zstd,  # its seek table is a skippable frame
             "brotli": self._brotli,
         }[self.container]
         with open(self.path, "rb") as f:
             yield from reader(f)
 
     def _error(self, problem: str) -> TraceError:
-        return TraceError(self.path, self.compressed_offset, f"{self.container} container: {problem}")
+        return TraceError(
+            self.path, self.compressed_offset, f"{self.container} container: {problem}"
+        )
 
     def _snappy(self, f: BinaryIO) -> Iterator[bytes]:
         import cramjam

@@ -130,7 +130,9 @@ class _Formatter:
 
     def _members(self, i: int) -> Iterator[str]:
         sig = self.sigs.structs[self.aux[i]]
-        for name, child in zip(sig.member_names, self._children(i, len(sig.member_names))):
+        for name, child in zip(
+            sig.member_names, self._children(i, len(sig.member_names)), strict=True
+        ):
             if name:
                 yield f"{name} = {self.value(child)}"
             elif self.tags[child] == Tag.STRUCT:  # anonymous struct: its members inline
@@ -168,7 +170,9 @@ def dump_calls(
 ) -> Iterator[str]:
     """Yield the dump text of a trace, one call (with its trailing newlines) at a time."""
     sigs = reader.signatures
-    for key, value in sorted(reader.properties.items(), key=lambda kv: kv[0].encode("utf-8", "surrogateescape")):
+    for key, value in sorted(
+        reader.properties.items(), key=lambda kv: kv[0].encode("utf-8", "surrogateescape")
+    ):
         yield f"// {key} = {quote(value.encode('utf-8', 'surrogateescape'))}\n"
     stop = None if calls is None else calls.last + _DUMP_TOLERANCE
     for batch in reader.batches():
@@ -176,7 +180,9 @@ def dump_calls(
         slots = batch.slots.tolist()
         bts = batch.backtraces.tolist()
         for rec in batch.calls.tolist():
-            no, _, sig_id, _, rflags, node_start, _, slot_start, nargs, ret, bt_start, bt_count = rec
+            no, _, sig_id, _, rflags, node_start, _, slot_start, nargs, ret, bt_start, bt_count = (
+                rec
+            )
             if stop is not None and no > stop:
                 return
             sig = sigs.functions[sig_id]
@@ -188,7 +194,9 @@ def dump_calls(
             if flags & CallFlag.VERBOSE and not verbose:
                 continue
             args = []
-            for name, slot in zip(sig.arg_names, slots[slot_start : slot_start + nargs]):
+            for name, slot in zip(
+                sig.arg_names, slots[slot_start : slot_start + nargs], strict=True
+            ):
                 args.append(f"{name} = {fmt.value(node_start + slot) if slot >= 0 else '?'}")
             line = f"{no} {sig.name}({', '.join(args)})"
             if ret >= 0:
@@ -209,7 +217,9 @@ def dump_calls(
             yield line
 
 
-def write_dump(reader: TraceReader, out: IO[bytes], calls: CallSet | None = None, verbose: bool = False) -> None:
+def write_dump(
+    reader: TraceReader, out: IO[bytes], calls: CallSet | None = None, verbose: bool = False
+) -> None:
     """Write the dump to a binary stream, keeping every byte of names and strings."""
     buffer: list[str] = []
     try:

@@ -64,8 +64,14 @@ class TraceReader:
         self.container = self.stream.container
         self.signatures = Signatures()
         self.calls_read = 0
-        self._chunks = iter(self.stream)
+        self.stream_bytes = 0  # decompressed bytes read so far
+        self._chunks = self._counted(iter(self.stream))
         self._rest = self._read_header()
+
+    def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.stream_bytes += len(chunk)
+            yield chunk
 
     def _read_header(self) -> bytes:
         head = bytearray()
@@ -108,7 +114,10 @@ class TraceReader:
         """The window-system API the trace was captured through, guessed as apitrace does."""
         for sig in self.signatures.functions.values():
             for prefix, api in _API_BY_PREFIX:
-                if sig.name.startswith(prefix) and sig.name[len(prefix) : len(prefix) + 1].isupper():
+                if (
+                    sig.name.startswith(prefix)
+                    and sig.name[len(prefix) : len(prefix) + 1].isupper()
+                ):
                     return api
         return "unknown"
 

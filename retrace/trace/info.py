@@ -1,0 +1,117 @@
+"""`retrace info`: facts about a trace, as JSON.
+
+Carries the fields `apitrace info` prints (same names and values, so scripts
+written against it keep working) plus call, thread and function counts.
+Frame sizes are measured between the frames' first events in the decompressed
+stream, where apitrace rounds them to its read-buffer boundaries.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from retrace.errors import TraceError
+from retrace.trace.container import CONTAINER_NAMES
+from retrace.trace.flags import CallFlag
+from retrace.trace.reader import TraceReader
+
+API_NAMES = {
+    "GL": "OpenGL + GLX/WGL/CGL",
+    "EGL": "OpenGL/GLES1/GLES2/VG + EGL",
+    "unknown": "Unknown API",
+}
+
+
+def trace_info(
+    path: str, dump_frames: bool = False, top: int = 10
+) -> tuple[dict[str, Any], TraceError | None]:
+    """Read the whole trace and summarise it.
+
+    A damaged trace still yields a summary of everything read before the
+    damage, with the problem under "Error", and the error itself so that the
+    caller can exit non-zero.
+    """
+    reader = TraceReader(path)
+    per_sig: Counter[int] = Counter()
+    threads: set[int] = set()
+    calls = incomplete = fake = 0
+    frame_count = 0
+    frames: list[dict[str, int]] = []
+    frame_first: tuple[int, int] | None = None  # (call no, stream offset) of the open frame
+    frame_calls = 0
+    error = None
+    try:
+        for batch in reader.batches():
+            recs = batch.calls
+            calls += len(recs)
+            sig_ids, counts = np.unique(recs["sig"], return_counts=True)
+            per_sig.update(dict(zip(sig_ids.tolist(), counts.tolist(), strict=True)))
+            threads.update(np.unique(recs["thread"]).tolist())
+            incomplete += int(np.count_nonzero(recs["flags"] & CallFlag.INCOMPLETE))
+            fake += int(np.count_nonzero(recs["flags"] & CallFlag.FAKE))
+            ends = _frame_end_mask(reader, recs["sig"])
+            frame_count += int(np.count_nonzero(ends))
+            if not dump_frames:
+                continue
+            for no, offset, end in zip(
+                recs["no"].tolist(), recs["offset"].tolist(), ends.tolist(), strict=True
+            ):
+                if frame_first is None:
+                    frame_first = (no, offset)
+                frame_calls += 1
+                if end:
+                    frames.append(
+                        {
+                            "FirstCallId": frame_first[0],
+                            "LastCallId": no,
+                            "TotalCalls": frame_calls,
+                            "_start": frame_first[1],
+                        }
+                    )
+                    frame_first, frame_calls = None, 0
+    except TraceError as e:
+        error = e
+    data_size = reader.stream_bytes
+    info: dict[str, Any] = {
+        "FileName": path,
+        "ContainerVersion": reader.version,
+        "ContainerType": CONTAINER_NAMES[reader.container],
+        "API": API_NAMES[reader.api],
+        "FramesCount": frame_count,
+        "ActualDataSize": data_size,
+        "ContainerSize": reader.stream.file_size,
+    }
+    if dump_frames:
+        starts = [f.pop("_start") for f in frames] + [data_size]
+        for frame, start, following in zip(frames, starts, starts[1:], strict=False):
+            frame["SizeInBytes"] = following - start
+        info["Frames"] = frames
+    names = reader.signatures.functions
+    info.update(
+        {
+            "SemanticVersion": reader.semantic_version,
+            "Properties": reader.properties,
+            "CallCount": calls,
+            "ThreadCount": len(threads),
+            "IncompleteCalls": incomplete,
+            "FakeCalls": fake,
+            "DistinctFunctions": len(per_sig),
+            "TopFunctions": [
+                {"Name": names[sid].name, "Calls": n} for sid, n in per_sig.most_common(top)
+            ],
+        }
+    )
+    if error is not None:
+        info["Error"] = str(error)
+    return info, error
+
+
+def _frame_end_mask(reader: TraceReader, sig_ids: np.ndarray) -> np.ndarray:
+    functions = reader.signatures.functions
+    table = np.zeros(max(functions) + 1, dtype=bool)
+    for sid, sig in functions.items():
+        table[sid] = bool(sig.flags & CallFlag.END_FRAME)
+    return table[sig_ids]

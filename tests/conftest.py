@@ -1,0 +1,47 @@
+"""Shared fixtures: the sample traces, and apitrace as the reference to compare with."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
+
+
+def reference_tool(name: str) -> str:
+    """Path of a reference tool (apitrace); skip where absent unless CI requires it."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("RETRACE_REQUIRE_REFERENCE"):
+            pytest.fail(f"{name} is required by RETRACE_REQUIRE_REFERENCE but not installed")
+        pytest.skip(f"{name} not installed (the reference tests need Debian's apitrace)")
+    return path
+
+
+def run_retrace(*args: str, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """Run the real CLI as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "retrace", *args], capture_output=True, check=check, timeout=600
+    )
+
+
+def apitrace_dump(path: Path | str, *args: str) -> bytes:
+    exe = reference_tool("apitrace")
+    return subprocess.run(
+        [exe, "dump", "--color=never", *args, str(path)],
+        capture_output=True,
+        check=True,
+        timeout=600,
+    ).stdout
+
+
+@pytest.fixture(scope="session")
+def apitrace() -> str:
+    return reference_tool("apitrace")
