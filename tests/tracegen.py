@@ -8,6 +8,7 @@ grammar in apitrace's docs/FORMAT.markdown. Tests hand its output to both
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 
@@ -41,6 +42,8 @@ class TraceWriter:
     _defined: set[tuple[str, int]] = field(default_factory=set)
     _next_call: int = 0
     _ids: dict[tuple[str, object], int] = field(default_factory=dict)
+    # (stream offset where the event ends, "enter" or "leave", call number)
+    events: list[tuple[int, str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._out += uint(self.version)
@@ -150,6 +153,7 @@ class TraceWriter:
                     out += b"\x00"
         out += b"\x00"
         self._next_call += 1
+        self.events.append((len(out), "enter", self._next_call - 1))
         return self._next_call - 1
 
     def leave(
@@ -162,6 +166,7 @@ class TraceWriter:
         if ret is not None:
             out += b"\x02" + ret
         out += b"\x00"
+        self.events.append((len(out), "leave", call_no))
 
     def call(
         self,
@@ -190,3 +195,118 @@ def wrap_snappy(stream: bytes, chunk_size: int = 1 << 20) -> bytes:
         block = bytes(cramjam.snappy.compress_raw(stream[i : i + chunk_size]))
         out += struct.pack("<I", len(block)) + block
     return bytes(out)
+
+
+# -- scenarios shared by the tests
+
+GL_ENUMS = (("GL_POINTS", 0), ("GL_LINES", 1), ("GL_TRIANGLES", 4), ("GL_ALIAS", 4))
+CLEAR_BITS = (("GL_NONE", 0), ("GL_DEPTH_BUFFER_BIT", 0x100), ("GL_COLOR_BUFFER_BIT", 0x4000))
+
+
+def every_value_kind(w: TraceWriter) -> None:
+    """Calls whose arguments cover each value kind and apitrace's formatting corner cases."""
+    w.call("glFlush")
+    w.call(
+        "glScalars",
+        ("a", "b", "c", "d", "e", "f"),
+        {
+            0: w.null,
+            1: w.false,
+            2: w.true,
+            3: w.int(-5),
+            4: w.int(2**64 - 1),
+            5: w.int(-(2**63)),
+        },
+    )
+    floats = [
+        0.0,
+        -0.0,
+        1.0,
+        0.1,
+        1 / 3,
+        1e-7,
+        123456789.0,
+        3.4e38,
+        1e-45,
+        math.inf,
+        -math.inf,
+        math.nan,
+    ]
+    for x in floats:
+        w.call("glFloats", ("f", "d"), {0: w.float(x), 1: w.double(x)})
+    w.call("glDouble", ("d",), {0: w.double(2.0**70)})
+    for s in [
+        b"",
+        b"plain",
+        b'quote " and \\ back',
+        b"tab\tnew\nline\rcr",
+        b"ctl \x01\x07\x1f\x7f",
+        b"high \x80\xc3\xa9\xff",
+        b"nul\x00hidden",
+    ]:
+        w.call("glShaderSource", ("string",), {0: w.string(s)})
+    w.call("glWide", ("s",), {0: w.wstring('wide \u00e9\u4e2d\t\n"q" \x01')})
+    w.call("glBlobs", ("empty", "data"), {0: w.blob(b""), 1: w.blob(bytes(range(256)))})
+    for v in (0, 1, 4, 7, -1):
+        w.call("glBegin", ("mode",), {0: w.enum(GL_ENUMS, v)})
+    for v in (0, 0x100, 0x4100, 0x4101, 0x1):
+        w.call("glClear", ("mask",), {0: w.bitmask(CLEAR_BITS, v)})
+    w.call(
+        "glArrays",
+        ("none", "one", "many", "nested"),
+        {
+            0: w.array(),
+            1: w.array(w.int(7)),
+            2: w.array(w.int(1), w.float(2.5), w.null),
+            3: w.array(w.array(w.int(1), w.int(2)), w.array(w.int(3))),
+        },
+    )
+
+    def inner() -> bytes:  # the first use carries the signature, later ones only its id
+        return w.struct("Inner", ("x", "y"), w.int(1), w.int(2))
+
+    w.call(
+        "glStructs",
+        ("s", "anon"),
+        {
+            0: w.struct("Outer", ("first", "inner", "last"), w.int(0), inner(), w.string("z")),
+            1: w.struct("Holder", ("", "", "named"), inner(), w.int(99), w.true),
+        },
+    )
+    w.call("glPointers", ("p", "zero"), {0: w.opaque(0xDEADBEEF), 1: w.opaque(0)})
+    w.call("glRepr", ("r",), {0: w.repr(w.enum(GL_ENUMS, 1), w.int(1))})
+    w.call("glMissing", ("given", "absent", "given2"), {0: w.int(1), 2: w.int(3)})
+    w.call("glReturns", (), ret=w.int(42))
+    w.call("glGetError", (), ret=w.enum((("GL_NO_ERROR", 0),), 0))  # hidden: verbose
+    w.call("glGetError", (), ret=w.enum((("GL_INVALID_ENUM", 0x500),), 0x500))
+    w.call("glGetString", ("name",), {0: w.int(0x1F00)}, ret=w.string("Mesa"))  # verbose
+    w.call(
+        "glViewport",
+        ("x", "y", "w", "h"),
+        {i: w.int(v) for i, v in enumerate((0, 0, 300, 200))},
+        fake=True,
+    )
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {0: w.opaque(0x1), 1: w.int(2)})
+    w.call("glFrameTerminatorGREMEDY")
+
+
+def threads_and_leftovers(w: TraceWriter) -> None:
+    """Calls overtaken by another thread, a leave without enter, and calls that never return."""
+    thread = {"thread": 1} if w.version >= 4 else {}
+    a = w.enter("glFinish", (), {})
+    b = w.enter("glFlush", (), {}, **thread)
+    w.leave(b)
+    w.leave(a, ret=w.int(1))
+    w.leave(10_000)  # stranded leave: skipped
+    w.call(
+        "glBacktraced",
+        ("x",),
+        {0: w.int(1)},
+        backtrace=[
+            (0, {1: "libapp.so", 2: "draw", 3: "app.c", 4: 42, 5: 0x1F0}),
+            (1, {1: "libc.so.6"}),
+            (2, {}),
+        ],
+    ) if w.version >= 5 else None
+    w.enter("glCrashes", ("x",), {0: w.int(5)})
+    w.enter("glAlsoPending", (), {})
