@@ -13,7 +13,6 @@ structs are printed member by member here (GL traces have none).
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Iterator
 from typing import IO
 
@@ -21,22 +20,24 @@ import numpy as np
 
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, adjust_flags
-from retrace.trace.model import CallBatch, Signatures, Tag
+from retrace.trace.model import CallBatch, FunctionSig, Signatures, Tag
 from retrace.trace.reader import TraceReader
 
-_PACK_U64 = struct.Struct("<Q")
-_UNPACK_F64 = struct.Struct("<d")
-_SIGN = 1 << 63
-_DUMP_TOLERANCE = 100  # apitrace dump reads this many calls past the last one asked for
+_DUMP_TOLERANCE = 100
+_NESTING = frozenset((Tag.ARRAY, Tag.STRUCT, Tag.REPR))
+_STRUCT = int(Tag.STRUCT)
+# plain ints: IntFlag arithmetic is too slow for a loop run once per call
+_VERBOSE, _FAKE, _INCOMPLETE, _END_FRAME = (
+    int(CallFlag.VERBOSE),
+    int(CallFlag.FAKE),
+    int(CallFlag.INCOMPLETE),
+    int(CallFlag.END_FRAME),
+)  # apitrace dump reads this many calls past the last one asked for
 
 
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v & _SIGN else v
-
-
-def _float(v: int, precision: int) -> str:
-    d = _UNPACK_F64.unpack(_PACK_U64.pack(v))[0]
-    if math.isnan(d):
+def _real(d: float, precision: int) -> str:
+    """A float as a C++ stream prints it with the given precision."""
+    if d != d:  # NaN: glibc prints its sign
         return "-nan" if math.copysign(1.0, d) < 0 else "nan"
     return f"{d:.{precision}g}"
 
@@ -66,60 +67,59 @@ def quote(codes: Iterator[int] | bytes, wide: bool = False) -> str:
 
 
 class _Formatter:
-    """Formats the values of one batch; node fields are converted to lists once per batch."""
+    """Formats the values of one batch.
+
+    Node fields are converted to Python lists once per batch (the payload three
+    ways: unsigned, signed and as a double) and each tag has its own small
+    function, so formatting a value is one list lookup and one call.
+    """
 
     def __init__(self, batch: CallBatch, sigs: Signatures) -> None:
         nodes = batch.nodes
+        v = nodes["v"]
         self.tags: list[int] = nodes["tag"].tolist()
         self.aux: list[int] = nodes["aux"].tolist()
-        self.v: list[int] = nodes["v"].tolist()
+        self.u: list[int] = v.tolist()
+        self.i: list[int] = v.view("<i8").tolist()
+        self.d: list[float] = v.view("<f8").tolist()
         self.pool = batch.pool
         self.sigs = sigs
+        self._by_tag = [
+            lambda i: "NULL",
+            lambda i: "false",
+            lambda i: "true",
+            lambda i: str(self.i[i]),
+            lambda i: str(self.u[i]),
+            lambda i: _real(self.d[i], 7),
+            lambda i: _real(self.d[i], 16),
+            lambda i: quote(self.pool[self.u[i] : self.u[i] + self.aux[i]]),
+            lambda i: f"blob({self.aux[i]})",
+            self._enum,
+            self._bitmask,
+            self._array,
+            lambda i: "{" + ", ".join(self._members(i)) + "}",
+            lambda i: f"{self.u[i]:#x}",
+            lambda i: self.value(i + 1),  # repr: the human-readable half
+            self._wide,
+        ]
 
     def value(self, i: int) -> str:
-        tag, v = self.tags[i], self.v[i]
-        if tag == Tag.UINT:
-            return str(v)
-        if tag == Tag.SINT:
-            return str(_signed(v))
-        if tag == Tag.ENUM:
-            value = _signed(v)
-            name = self.sigs.enums[self.aux[i]].by_value.get(value)
-            return name if name is not None else str(value)
-        if tag == Tag.FLOAT:
-            return _float(v, 7)
-        if tag == Tag.DOUBLE:
-            return _float(v, 16)
-        if tag == Tag.STRING:
-            return quote(self.pool[v : v + self.aux[i]])
-        if tag == Tag.OPAQUE:
-            return f"{v:#x}"
-        if tag == Tag.ARRAY:
-            return self._array(i)
-        if tag == Tag.NULL:
-            return "NULL"
-        if tag == Tag.FALSE:
-            return "false"
-        if tag == Tag.TRUE:
-            return "true"
-        if tag == Tag.BLOB:
-            return f"blob({self.aux[i]})"
-        if tag == Tag.BITMASK:
-            return self._bitmask(i)
-        if tag == Tag.STRUCT:
-            return "{" + ", ".join(self._members(i)) + "}"
-        if tag == Tag.REPR:
-            return self.value(i + 1)
-        # wide string: uint32 code points in the pool
-        codes = np.frombuffer(self.pool, "<u4", self.aux[i], v).tolist()
+        return self._by_tag[self.tags[i]](i)
+
+    def _enum(self, i: int) -> str:
+        name = self.sigs.enums[self.aux[i]].by_value.get(self.i[i])
+        return name if name is not None else str(self.i[i])
+
+    def _wide(self, i: int) -> str:
+        codes = np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
         return "L" + quote(codes, wide=True)
 
     def _children(self, i: int, count: int) -> Iterator[int]:
         child = i + 1
         for _ in range(count):
             yield child
-            if self.tags[child] in (Tag.ARRAY, Tag.STRUCT, Tag.REPR):
-                child += self.v[child]
+            if self.tags[child] in _NESTING:
+                child += self.u[child]
             child += 1
 
     def _array(self, i: int) -> str:
@@ -135,11 +135,11 @@ class _Formatter:
         ):
             if name:
                 yield f"{name} = {self.value(child)}"
-            elif self.tags[child] == Tag.STRUCT:  # anonymous struct: its members inline
+            elif self.tags[child] == _STRUCT:  # anonymous struct: its members inline
                 yield from self._members(child)
 
     def _bitmask(self, i: int) -> str:
-        value = self.v[i]
+        value = self.u[i]
         parts = []
         for name, flag in self.sigs.bitmasks[self.aux[i]].flags:
             if (flag and value & flag == flag) or (not flag and value == 0):
@@ -175,6 +175,7 @@ def dump_calls(
     ):
         yield f"// {key} = {quote(value.encode('utf-8', 'surrogateescape'))}\n"
     stop = None if calls is None else calls.last + _DUMP_TOLERANCE
+    shapes: dict[int, tuple[str, list[str], int, bool]] = {}
     for batch in reader.batches():
         fmt = _Formatter(batch, sigs)
         slots = batch.slots.tolist()
@@ -185,36 +186,46 @@ def dump_calls(
             )
             if stop is not None and no > stop:
                 return
-            sig = sigs.functions[sig_id]
-            flags = sig.flags | rflags
-            if ret >= 0 and sig.name == "glGetError" and not sig.arg_names:
-                flags = adjust_flags(sig.name, flags, _signed(fmt.v[node_start + ret]))
+            shape = shapes.get(sig_id)
+            if shape is None:
+                shape = shapes[sig_id] = _shape(sigs.functions[sig_id])
+            opening, arg_prefixes, flags, is_get_error = shape
+            flags |= rflags
+            if is_get_error and ret >= 0:
+                flags = adjust_flags("glGetError", flags, fmt.i[node_start + ret])
             if calls is not None and not calls.contains(no, flags):
                 continue
-            if flags & CallFlag.VERBOSE and not verbose:
+            if flags & _VERBOSE and not verbose:
                 continue
-            args = []
-            for name, slot in zip(
-                sig.arg_names, slots[slot_start : slot_start + nargs], strict=True
-            ):
-                args.append(f"{name} = {fmt.value(node_start + slot) if slot >= 0 else '?'}")
-            line = f"{no} {sig.name}({', '.join(args)})"
+            args = [
+                prefix + (fmt.value(node_start + slot) if slot >= 0 else "?")
+                for prefix, slot in zip(
+                    arg_prefixes, slots[slot_start : slot_start + nargs], strict=True
+                )
+            ]
+            line = f"{no} {opening}{', '.join(args)})"
             if ret >= 0:
                 line += " = " + fmt.value(node_start + ret)
-            if flags & (CallFlag.FAKE | CallFlag.INCOMPLETE):
+            if flags & (_FAKE | _INCOMPLETE):
                 line += " //"
-                if flags & CallFlag.FAKE:
+                if flags & _FAKE:
                     line += " fake"
-                if flags & CallFlag.INCOMPLETE:
+                if flags & _INCOMPLETE:
                     line += " incomplete"
             line += "\n"
             if bt_count:
                 line += "Backtrace:\n"
                 for fid in bts[bt_start : bt_start + bt_count]:
                     line += _frame_line(sigs.frames[fid]) + "\n"
-            if flags & CallFlag.END_FRAME:
+            if flags & _END_FRAME:
                 line += "\n"
             yield line
+
+
+def _shape(sig: FunctionSig) -> tuple[str, list[str], int, bool]:
+    """What every call of a signature shares: "name(", "arg = " prefixes, flags, glGetError-ness."""
+    is_get_error = sig.name == "glGetError" and not sig.arg_names
+    return sig.name + "(", [f"{a} = " for a in sig.arg_names], int(sig.flags), is_get_error
 
 
 def write_dump(
