@@ -16,15 +16,12 @@ import math
 from collections.abc import Iterator
 from typing import IO
 
-import numpy as np
-
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, adjust_flags
-from retrace.trace.model import CallBatch, FunctionSig, Signatures, Tag
+from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures, Tag
 from retrace.trace.reader import TraceReader
 
 _DUMP_TOLERANCE = 100
-_NESTING = frozenset((Tag.ARRAY, Tag.STRUCT, Tag.REPR))
 _STRUCT = int(Tag.STRUCT)
 # plain ints: IntFlag arithmetic is too slow for a loop run once per call
 _VERBOSE, _FAKE, _INCOMPLETE, _END_FRAME = (
@@ -67,81 +64,59 @@ def quote(codes: Iterator[int] | bytes, wide: bool = False) -> str:
 
 
 class _Formatter:
-    """Formats the values of one batch.
-
-    Node fields are converted to Python lists once per batch (the payload three
-    ways: unsigned, signed and as a double) and each tag has its own small
-    function, so formatting a value is one list lookup and one call.
-    """
+    """Formats the values of one batch: each tag has its own small function,
+    so formatting a value is one list lookup and one call."""
 
     def __init__(self, batch: CallBatch, sigs: Signatures) -> None:
-        nodes = batch.nodes
-        v = nodes["v"]
-        self.tags: list[int] = nodes["tag"].tolist()
-        self.aux: list[int] = nodes["aux"].tolist()
-        self.u: list[int] = v.tolist()
-        self.i: list[int] = v.view("<i8").tolist()
-        self.d: list[float] = v.view("<f8").tolist()
-        self.pool = batch.pool
+        self.n = n = NodeLists(batch)
         self.sigs = sigs
         self._by_tag = [
             lambda i: "NULL",
             lambda i: "false",
             lambda i: "true",
-            lambda i: str(self.i[i]),
-            lambda i: str(self.u[i]),
-            lambda i: _real(self.d[i], 7),
-            lambda i: _real(self.d[i], 16),
-            lambda i: quote(self.pool[self.u[i] : self.u[i] + self.aux[i]]),
-            lambda i: f"blob({self.aux[i]})",
+            lambda i: str(n.i[i]),
+            lambda i: str(n.u[i]),
+            lambda i: _real(n.d[i], 7),
+            lambda i: _real(n.d[i], 16),
+            lambda i: quote(n.bytes(i)),
+            lambda i: f"blob({n.aux[i]})",
             self._enum,
             self._bitmask,
             self._array,
             lambda i: "{" + ", ".join(self._members(i)) + "}",
-            lambda i: f"{self.u[i]:#x}",
+            lambda i: f"{n.u[i]:#x}",
             lambda i: self.value(i + 1),  # repr: the human-readable half
-            self._wide,
+            lambda i: "L" + quote(n.wide(i), wide=True),
         ]
 
     def value(self, i: int) -> str:
-        return self._by_tag[self.tags[i]](i)
+        return self._by_tag[self.n.tags[i]](i)
 
     def _enum(self, i: int) -> str:
-        name = self.sigs.enums[self.aux[i]].by_value.get(self.i[i])
-        return name if name is not None else str(self.i[i])
-
-    def _wide(self, i: int) -> str:
-        codes = np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
-        return "L" + quote(codes, wide=True)
-
-    def _children(self, i: int, count: int) -> Iterator[int]:
-        child = i + 1
-        for _ in range(count):
-            yield child
-            if self.tags[child] in _NESTING:
-                child += self.u[child]
-            child += 1
+        value = self.n.i[i]
+        name = self.sigs.enums[self.n.aux[i]].by_value.get(value)
+        return name if name is not None else str(value)
 
     def _array(self, i: int) -> str:
-        count = self.aux[i]
+        count = self.n.aux[i]
         if count == 1:
             return "&" + self.value(i + 1)
-        return "{" + ", ".join(self.value(c) for c in self._children(i, count)) + "}"
+        return "{" + ", ".join(self.value(c) for c in self.n.children(i, count)) + "}"
 
     def _members(self, i: int) -> Iterator[str]:
-        sig = self.sigs.structs[self.aux[i]]
+        sig = self.sigs.structs[self.n.aux[i]]
         for name, child in zip(
-            sig.member_names, self._children(i, len(sig.member_names)), strict=True
+            sig.member_names, self.n.children(i, len(sig.member_names)), strict=True
         ):
             if name:
                 yield f"{name} = {self.value(child)}"
-            elif self.tags[child] == _STRUCT:  # anonymous struct: its members inline
+            elif self.n.tags[child] == _STRUCT:  # anonymous struct: its members inline
                 yield from self._members(child)
 
     def _bitmask(self, i: int) -> str:
-        value = self.u[i]
+        value = self.n.u[i]
         parts = []
-        for name, flag in self.sigs.bitmasks[self.aux[i]].flags:
+        for name, flag in self.sigs.bitmasks[self.n.aux[i]].flags:
             if (flag and value & flag == flag) or (not flag and value == 0):
                 parts.append(name)
                 value &= ~flag
@@ -192,7 +167,7 @@ def dump_calls(
             opening, arg_prefixes, flags, is_get_error = shape
             flags |= rflags
             if is_get_error and ret >= 0:
-                flags = adjust_flags("glGetError", flags, fmt.i[node_start + ret])
+                flags = adjust_flags("glGetError", flags, fmt.n.i[node_start + ret])
             if calls is not None and not calls.contains(no, flags):
                 continue
             if flags & _VERBOSE and not verbose:

@@ -19,6 +19,7 @@ defined once per trace and kept as small Python objects.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -141,6 +142,91 @@ class Signatures:
             else:
                 module, function, filename = (None if s is None else _text(s) for s in d[2:5])
                 self.frames[sid] = StackFrame(module, function, filename, d[5], d[6])
+
+
+class Pointer(int):
+    """An opaque pointer as recorded: an address in the traced process."""
+
+    __slots__ = ()
+
+
+class Blob(bytes):
+    """Raw memory captured by the tracer (as opposed to a C string)."""
+
+    __slots__ = ()
+
+
+_NESTING = frozenset((Tag.ARRAY, Tag.STRUCT, Tag.REPR))
+
+
+class NodeLists:
+    """A batch's value nodes as Python lists, for code that visits values one by one.
+
+    The payload is offered three ways (unsigned, signed, double), each
+    converted once per batch: a per-value struct.unpack would cost more than
+    the visit itself.
+    """
+
+    __slots__ = ("tags", "aux", "u", "i", "d", "pool")
+
+    def __init__(self, batch: CallBatch) -> None:
+        v = batch.nodes["v"]
+        self.tags: list[int] = batch.nodes["tag"].tolist()
+        self.aux: list[int] = batch.nodes["aux"].tolist()
+        self.u: list[int] = v.tolist()
+        self.i: list[int] = v.view("<i8").tolist()
+        self.d: list[float] = v.view("<f8").tolist()
+        self.pool = batch.pool
+
+    def children(self, i: int, count: int) -> Iterator[int]:
+        """Indices of the `count` values nested directly under node `i`."""
+        child = i + 1
+        for _ in range(count):
+            yield child
+            if self.tags[child] in _NESTING:
+                child += self.u[child]
+            child += 1
+
+    def bytes(self, i: int) -> bytes:
+        """The pool bytes of a string or blob node."""
+        start = self.u[i]
+        return self.pool[start : start + self.aux[i]]
+
+    def wide(self, i: int) -> list[int]:
+        """The code points of a wide-string node."""
+        return np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
+
+    def value(self, i: int, sigs: Signatures) -> object:
+        """Node `i` as a plain Python value, for replay.
+
+        None for NULL, int for booleans, integers, enums and bitmasks, float,
+        bytes for strings, `Blob`, `Pointer`, list for arrays, tuple for
+        structs, str for wide strings; a repr becomes its machine value.
+        """
+        tag = self.tags[i]
+        if tag in (Tag.SINT, Tag.ENUM):
+            return self.i[i]
+        if tag in (Tag.UINT, Tag.BITMASK):
+            return self.u[i]
+        if tag in (Tag.FLOAT, Tag.DOUBLE):
+            return self.d[i]
+        if tag == Tag.STRING:
+            return self.bytes(i)
+        if tag == Tag.BLOB:
+            return Blob(self.bytes(i))
+        if tag == Tag.ARRAY:
+            return [self.value(c, sigs) for c in self.children(i, self.aux[i])]
+        if tag == Tag.OPAQUE:
+            return Pointer(self.u[i])
+        if tag == Tag.STRUCT:
+            count = len(sigs.structs[self.aux[i]].member_names)
+            return tuple(self.value(c, sigs) for c in self.children(i, count))
+        if tag == Tag.REPR:
+            _, machine = self.children(i, 2)
+            return self.value(machine, sigs)
+        if tag == Tag.WSTRING:
+            return "".join(map(chr, self.wide(i)))
+        return None if tag == Tag.NULL else int(tag == Tag.TRUE)
 
 
 @dataclass(slots=True)
