@@ -1,0 +1,401 @@
+"""The GL API as data, read from the Khronos XML registry.
+
+Replaying a trace means calling thousands of distinct GL entry points with
+arguments decoded from the trace. Rather than keep hand-written per-function
+tables that drift from the specification, the replayer builds its dispatch from
+the Khronos registry files (gl.xml, egl.xml, glx.xml, wgl.xml) that ship inside
+the ``glad2`` wheel. This module turns one of those files into a small,
+immutable model:
+
+* `Command`: return type, parameters and alias of every entry point, plus the
+  set of APIs (gl, glcore, gles1, gles2, glsc2, or egl/glx/wgl) that list it in
+  a ``<feature>`` or ``<extension>``. ``glcore`` is derived: a command required
+  by a desktop GL version and not removed by a ``<remove profile="core">``, or
+  named by an extension that supports ``glcore``.
+* `Param`: the declaration split into what the replayer needs to marshal an
+  argument: base type, pointer depth, whether the driver reads the pointee
+  (const) or writes it (output), the ``len`` expression, the enum group and the
+  object class (texture, buffer, program, ...) of object names.
+* ``enums``: every enumerant name with its integer value, and the reverse map.
+
+Parsing gl.xml costs a noticeable fraction of a second, which is too much on the
+replay start path, so the parsed `Registry` is pickled into a per-user cache
+directory (``$XDG_CACHE_HOME/retrace`` or ``~/.cache/retrace``). A cache entry
+is valid only for the same XML path, size and modification time and the same
+`SCHEMA_VERSION`; anything wrong with the cache (missing, stale, corrupt,
+unwritable directory) silently falls back to parsing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from retrace.errors import RetraceError
+
+# Bump whenever the pickled classes or the derivations below change meaning.
+SCHEMA_VERSION = 1
+
+APIS = ("gl", "egl", "glx", "wgl")
+
+
+def _reduce_via_init(obj: Param | Command) -> tuple[type, tuple[object, ...]]:
+    """Pickle a frozen dataclass as a constructor call.
+
+    Unpickling then runs the generated __init__, about twice as fast as the
+    field-by-field __setstate__ that dataclasses gives frozen slotted classes
+    (unpickling is most of the warm load time).
+    """
+    return type(obj), tuple(getattr(obj, f.name) for f in fields(obj))
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of a command, as declared in the registry."""
+
+    name: str
+    ctype: str  # the C type as written, e.g. "const GLchar *const*"
+    base: str  # the type with qualifiers and pointers stripped, e.g. "GLchar"
+    pointer_depth: int  # 0 for values, 1 for T*, 2 for T**
+    const: bool  # a pointer to const data: an input array or string
+    output: bool  # a pointer to non-const data: the driver writes through it
+    length: str | None  # the len="..." expression as written, e.g. "n", "COMPSIZE(pname)"
+    group: str | None  # the enum group, e.g. "TextureTarget"
+    object_class: str | None  # the object namespace of names passed here, e.g. "texture"
+
+    __reduce__ = _reduce_via_init
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One entry point."""
+
+    name: str
+    return_ctype: str  # "void", "GLuint", "const GLubyte *", ...
+    return_class: str | None  # object class of a returned name (glCreateProgram -> "program")
+    params: tuple[Param, ...]
+    apis: frozenset[str]  # the APIs whose features or extensions list the command
+    alias: str | None  # the command this one is equivalent to, if the registry says so
+
+    __reduce__ = _reduce_via_init
+
+
+@dataclass(slots=True)
+class Registry:
+    """The commands and enumerants of one registry file."""
+
+    api: str  # "gl", "egl", "glx" or "wgl": which file this came from
+    commands: dict[str, Command]
+    enums: dict[str, int]
+    enum_names: dict[int, list[str]]  # value -> names, in registry order
+
+    def command(self, name: str) -> Command | None:
+        return self.commands.get(name)
+
+    def object_classes(self) -> set[str]:
+        """Every object class named on a parameter or a return value."""
+        classes = {c.return_class for c in self.commands.values() if c.return_class}
+        for cmd in self.commands.values():
+            classes.update(p.object_class for p in cmd.params if p.object_class)
+        return classes
+
+
+# --- declarations ---------------------------------------------------------------------------
+
+
+def _decl_ctype(elem: ET.Element) -> str:
+    """The C type of a <param> or <proto>: everything in it except the <name>."""
+    parts = [elem.text or ""]
+    for child in elem:
+        if child.tag != "name":
+            parts.append(child.text or "")
+        parts.append(child.tail or "")
+    return " ".join("".join(parts).split())
+
+
+def _split_ctype(ctype: str) -> tuple[str, int, bool]:
+    """(base type, pointer depth, whether what the outermost pointer points to is const)."""
+    tokens = ctype.replace("*", " * ").split()
+    depth = tokens.count("*")
+    base = " ".join(t for t in tokens if t not in ("*", "const"))
+    if depth == 0:
+        return base, 0, False
+    last_star = len(tokens) - 1 - tokens[::-1].index("*")
+    # Arrays of input pointers appear both as "const T *const*" and, in older entry points
+    # (glShaderSourceARB, the IBM pointer lists), as "const T **"; no "const T **" in the
+    # registries is written through, so any const before the last star means an input.
+    return base, depth, "const" in tokens[:last_star]
+
+
+def _parse_param(elem: ET.Element) -> Param:
+    ctype = _decl_ctype(elem)
+    base, depth, pointee_const = _split_ctype(ctype)
+    # "struct _cl_context *" and the like are opaque handles: neither read nor written.
+    data = depth > 0 and not (depth == 1 and base.startswith("struct "))
+    return Param(
+        name=elem.findtext("name", ""),
+        ctype=ctype,
+        base=base,
+        pointer_depth=depth,
+        const=data and pointee_const,
+        output=data and not pointee_const,
+        length=elem.get("len"),
+        group=elem.get("group"),
+        object_class=elem.get("class"),
+    )
+
+
+def _command_apis(root: ET.Element) -> dict[str, set[str]]:
+    """Command name -> the APIs whose features or extensions require it."""
+    apis: dict[str, set[str]] = {}
+    core: set[str] = set()  # desktop GL commands still present in the core profile
+    for feature in root.iter("feature"):
+        api = feature.get("api", "")
+        for require in feature.iter("require"):
+            for cmd in require.iter("command"):
+                name = cmd.get("name", "")
+                apis.setdefault(name, set()).add(api)
+                if api == "gl" and require.get("profile") != "compatibility":
+                    core.add(name)
+        for remove in feature.iter("remove"):
+            if api == "gl" and remove.get("profile") == "core":
+                core.difference_update(cmd.get("name", "") for cmd in remove.iter("command"))
+    for name in core:
+        apis[name].add("glcore")
+
+    for ext in root.iter("extension"):
+        supported = set(ext.get("supported", "").split("|")) - {"disabled", ""}
+        for require in ext.iter("require"):
+            targets = set(supported)
+            only = require.get("api")
+            if only is not None:
+                # glcore is the core profile of "gl", so api="gl" keeps it.
+                targets = {a for a in targets if a == only or (only == "gl" and a == "glcore")}
+            if require.get("profile") == "compatibility":
+                targets.discard("glcore")
+            if targets:
+                for cmd in require.iter("command"):
+                    apis.setdefault(cmd.get("name", ""), set()).update(targets)
+    return apis
+
+
+def _parse_commands(root: ET.Element) -> dict[str, Command]:
+    apis = _command_apis(root)
+    # Most parameters repeat ("GLenum target", "GLsizei n") and there are few distinct API
+    # sets; sharing equal ones keeps the pickle small and quick to load.
+    shared: dict[Param, Param] = {}
+    api_sets: dict[frozenset[str], frozenset[str]] = {}
+    commands: dict[str, Command] = {}
+    block = root.find("commands")
+    for elem in block if block is not None else ():
+        proto = elem.find("proto")
+        if elem.tag != "command" or proto is None:
+            continue
+        name = proto.findtext("name", "")
+        params = []
+        for p in elem.iter("param"):
+            param = _parse_param(p)
+            params.append(shared.setdefault(param, param))
+        alias = elem.find("alias")
+        listed = frozenset(apis.get(name, ()))
+        commands[name] = Command(
+            name=name,
+            return_ctype=_decl_ctype(proto),
+            return_class=proto.get("class"),
+            params=tuple(params),
+            apis=api_sets.setdefault(listed, listed),
+            alias=alias.get("name") if alias is not None else None,
+        )
+    return commands
+
+
+# --- enumerants -----------------------------------------------------------------------------
+
+
+def _enum_value(text: str) -> int | None:
+    """The integer an enum's value attribute denotes, or None for non-integers.
+
+    Besides plain decimal and hex, EGL writes typed constants such as
+    ``EGL_CAST(EGLint,-1)``; GLX has one string constant ("GLX").
+    """
+    text = text.strip()
+    if text.startswith("EGL_CAST(") and text.endswith(")"):
+        text = text[len("EGL_CAST(") : -1].rpartition(",")[2].strip()
+    try:
+        return int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+    except ValueError:
+        return None
+
+
+def _parse_enums(root: ET.Element, api: str) -> dict[str, int]:
+    enums: dict[str, int] = {}
+    for block in root.iter("enums"):
+        for elem in block.iter("enum"):
+            name = elem.get("name", "")
+            value = _enum_value(elem.get("value", ""))
+            if value is None:
+                continue
+            # A few enumerants have different values per API (GL_ACTIVE_PROGRAM_EXT);
+            # the registry's own API wins over any other.
+            if name not in enums or elem.get("api") == api:
+                enums[name] = value
+    return enums
+
+
+# --- loading and the cache ------------------------------------------------------------------
+
+
+def registry_path(api: str) -> Path:
+    """The XML file glad2 ships for `api`."""
+    if api not in APIS:
+        raise ValueError(f"unknown registry {api!r}; expected one of {', '.join(APIS)}")
+    try:
+        import glad
+    except ImportError as exc:
+        raise RetraceError(
+            "the GL registry comes from the glad2 package: pip install glad2"
+        ) from exc
+    return Path(glad.__file__).resolve().parent / "files" / f"{api}.xml"
+
+
+def parse_registry(path: Path, api: str) -> Registry:
+    """Build a Registry from an XML file, without the cache."""
+    root = ET.parse(path).getroot()
+    enums = _parse_enums(root, api)
+    enum_names: dict[int, list[str]] = {}
+    for name, value in enums.items():
+        enum_names.setdefault(value, []).append(name)
+    return Registry(api=api, commands=_parse_commands(root), enums=enums, enum_names=enum_names)
+
+
+def _cache_dir() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec says to ignore relative paths.
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "retrace"
+
+
+def _cache_key(path: Path) -> tuple[int, str, int, int]:
+    st = path.stat()
+    return (SCHEMA_VERSION, str(path), st.st_size, st.st_mtime_ns)
+
+
+def _cache_file(path: Path, api: str) -> Path:
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return _cache_dir() / f"registry-{api}-{digest}.pickle"
+
+
+def _read_cache(file: Path, key: tuple[int, str, int, int]) -> Registry | None:
+    try:
+        with open(file, "rb") as f:
+            cached_key, registry = pickle.load(f)
+    except Exception:  # missing, truncated, written by an incompatible version: just reparse
+        return None
+    if cached_key != key or not isinstance(registry, Registry):
+        return None
+    return registry
+
+
+def _write_cache(file: Path, key: tuple[int, str, int, int], registry: Registry) -> None:
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        # Write a temporary file and rename it, so that concurrent loaders never see half.
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=file.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump((key, registry), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, file)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, pickle.PickleError):
+        pass  # a read-only or full cache directory only costs the next start a parse
+
+
+@functools.cache
+def load_registry(api: str = "gl") -> Registry:
+    """The registry for "gl", "egl", "glx" or "wgl", from the cache when it is current."""
+    path = registry_path(api)
+    key = _cache_key(path)
+    file = _cache_file(path, api)
+    registry = _read_cache(file, key)
+    if registry is None:
+        registry = parse_registry(path, api)
+        _write_cache(file, key, registry)
+    return registry
+
+
+# --- ctypes ---------------------------------------------------------------------------------
+
+# GLhandleARB is a pointer on macOS and an unsigned int everywhere else (see gl.xml).
+_HANDLE_ARB: type = ctypes.c_void_p if sys.platform == "darwin" else ctypes.c_uint
+
+_CTYPES: dict[str, type | None] = {
+    "void": None,
+    "GLvoid": None,
+    "GLenum": ctypes.c_uint,
+    "GLuint": ctypes.c_uint,
+    "GLbitfield": ctypes.c_uint,
+    "GLint": ctypes.c_int,
+    "GLsizei": ctypes.c_int,
+    "GLfixed": ctypes.c_int,
+    "GLclampx": ctypes.c_int,
+    "GLfloat": ctypes.c_float,
+    "GLclampf": ctypes.c_float,
+    "GLdouble": ctypes.c_double,
+    "GLclampd": ctypes.c_double,
+    "GLboolean": ctypes.c_ubyte,
+    "GLubyte": ctypes.c_ubyte,
+    "GLbyte": ctypes.c_byte,
+    "GLshort": ctypes.c_short,
+    "GLushort": ctypes.c_ushort,
+    "GLhalf": ctypes.c_ushort,
+    "GLhalfARB": ctypes.c_ushort,
+    "GLhalfNV": ctypes.c_ushort,
+    "GLint64": ctypes.c_int64,
+    "GLint64EXT": ctypes.c_int64,
+    "GLuint64": ctypes.c_uint64,
+    "GLuint64EXT": ctypes.c_uint64,
+    "GLintptr": ctypes.c_ssize_t,
+    "GLintptrARB": ctypes.c_ssize_t,
+    "GLsizeiptr": ctypes.c_ssize_t,
+    "GLsizeiptrARB": ctypes.c_ssize_t,
+    "GLvdpauSurfaceNV": ctypes.c_ssize_t,
+    "GLchar": ctypes.c_char,
+    "GLcharARB": ctypes.c_char,
+    "GLhandleARB": _HANDLE_ARB,
+    # Opaque pointers and callbacks.
+    "GLsync": ctypes.c_void_p,
+    "GLeglImageOES": ctypes.c_void_p,
+    "GLeglClientBufferEXT": ctypes.c_void_p,
+    "GLDEBUGPROC": ctypes.c_void_p,
+    "GLDEBUGPROCARB": ctypes.c_void_p,
+    "GLDEBUGPROCKHR": ctypes.c_void_p,
+    "GLDEBUGPROCAMD": ctypes.c_void_p,
+    "GLVULKANPROCNV": ctypes.c_void_p,
+}
+
+
+def ctypes_type(param_or_ctype: Param | str) -> type | None:
+    """The ctypes type that passes a GL value of this type; None for a void return.
+
+    Every pointer, whatever it points to, is passed as c_void_p.
+    """
+    if isinstance(param_or_ctype, Param):
+        base, depth = param_or_ctype.base, param_or_ctype.pointer_depth
+    else:
+        base, depth, _ = _split_ctype(param_or_ctype)
+    if depth:
+        return ctypes.c_void_p
+    try:
+        return _CTYPES[base]
+    except KeyError:
+        raise ValueError(f"no ctypes mapping for the GL type {base!r}") from None
