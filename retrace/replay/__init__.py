@@ -1,0 +1,1 @@
+"""Replaying traces through a real OpenGL driver (headless contexts through EGL)."""
