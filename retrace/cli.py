@@ -72,6 +72,79 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
         raise error
 
 
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("-b", "--benchmark", is_flag=True, help="Print the frame rate, as glretrace -b.")
+@click.option(
+    "-s",
+    "--snapshot-prefix",
+    metavar="PREFIX",
+    help="Write snapshots to PREFIX<call>.png ('-' for stdout).",
+)
+@click.option(
+    "-S",
+    "--snapshot",
+    "snapshot_spec",
+    metavar="CALLSET",
+    default="*/frame",
+    show_default=True,
+    help="Frame-end calls to snapshot.",
+)
+@click.option(
+    "--snapshot-format",
+    type=click.Choice(["PNG", "MD5"], case_sensitive=False),
+    default="PNG",
+    show_default=True,
+)
+@click.option(
+    "--headless",
+    is_flag=True,
+    help="Accepted for glretrace compatibility: replay is always headless.",
+)
+def replay(
+    trace: str,
+    benchmark: bool,
+    snapshot_prefix: str | None,
+    snapshot_spec: str,
+    snapshot_format: str,
+    headless: bool,
+) -> None:
+    """Replay TRACE through the GL driver (headless EGL)."""
+    from retrace.replay.replayer import Replayer
+    from retrace.trace.callset import CallSet
+
+    snapshots = CallSet.parse(snapshot_spec)
+    with Replayer(trace) as replayer:
+        if snapshot_prefix is not None:
+            frame_calls = replayer.program.call_nos
+
+            def on_frame(frame: int, image) -> None:
+                if image is None:
+                    return
+                entry = (
+                    replayer.program.frame_ends[frame]
+                    if frame < len(replayer.program.frame_ends)
+                    else None
+                )
+                call_no = frame_calls[entry] if entry is not None else 0
+                if not snapshots.contains(call_no, 0xFFFF):
+                    return
+                if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
+                    click.echo(image.md5())
+                else:
+                    image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
+
+            replayer.on_frame = on_frame
+        result = replayer.run_pass()
+        replayer.report_skipped()
+        if benchmark:
+            fps = result.frames / result.seconds if result.seconds else 0.0
+            secs = result.seconds
+            click.echo(f"Rendered {result.frames} frames in {secs:g} secs, average of {fps:g} fps")
+        if replayer.trace_error is not None:
+            raise replayer.trace_error
+
+
 def main() -> None:
     """Run the CLI, turning retrace's own errors into one stderr line and an exit code."""
     try:

@@ -1,0 +1,345 @@
+"""Compiling a trace into replay entries.
+
+Every call of the trace becomes, once, an entry ``(function, args)`` that the
+replay loop runs as ``function(*args)``: for most GL calls a ctypes function
+typed from the registry with its arguments already converted (numbers as
+Python numbers, arrays as ctypes arrays, blobs and strings as bytes). What
+cannot be fixed at compile time -- the driver's names for the trace's objects,
+uniform locations, where a mapped buffer lives -- is looked up when the entry
+runs, through tables in `ReplayState` that every pass refills.
+
+Window-system calls go to `ws.WsCompiler`. Calls without side effects
+(glGet*, glIs*, glGetError, the program's own query readbacks) compile to
+nothing, as glretrace skips them. A call that cannot be issued (a function the
+driver lacks, an argument that cannot be marshalled) is skipped and counted
+per function name, so the replay can say what it left out.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrace.gl.registry import Command, Param, ctypes_type
+from retrace.replay.dispatch import Dispatch
+from retrace.replay.state import CONTAINER_CLASSES, ReplayState
+from retrace.replay.ws import WsCompiler, is_window_system_call
+from retrace.trace.flags import CallFlag
+from retrace.trace.model import Blob, CallBatch, NodeLists, Pointer, Signatures
+
+Entry = tuple[Callable[..., Any], tuple[Any, ...]]
+
+_MAP_BUFFER = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|OES|EXT)?$")
+_UNMAP_BUFFER = re.compile(r"glUnmap(Named)?Buffer(ARB|OES|EXT)?$")
+_APP_QUERY_READBACK = re.compile(r"glGet(Query|QueryBuffer)Object")
+# Calls whose result the replay needs, though they have no side effects.
+_LOCATION_QUERIES = {
+    "glGetUniformLocation",
+    "glGetUniformLocationARB",
+    "glGetProgramResourceLocation",
+}
+_VIEWPORTS = {"glViewport"}
+_BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
+_USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+GL_BUFFER_SIZE = 0x8764
+
+
+class Unsupported(Exception):
+    """This call cannot be issued; the message says why (one per function name)."""
+
+
+@dataclass
+class Program:
+    """A compiled trace: what one replay pass runs."""
+
+    entries: list[Entry] = field(default_factory=list)
+    call_nos: list[int] = field(default_factory=list)  # trace call number of each entry
+    frame_ends: list[int] = field(default_factory=list)  # entry indices that end a frame
+    skipped: Counter[str] = field(default_factory=Counter)  # function -> calls not issued
+    reasons: dict[str, str] = field(default_factory=dict)  # function -> why
+
+
+class _Call:
+    """A GL call that needs replay-time work before or after the driver runs it."""
+
+    __slots__ = ("fn", "template", "before", "after")
+
+    def __init__(self, fn, template, before, after) -> None:
+        self.fn = fn
+        self.template = template
+        self.before = before
+        self.after = after
+
+    def __call__(self) -> None:
+        args = list(self.template)
+        for index, convert in self.before:
+            args[index] = convert(args[index])
+        result = self.fn(*args)
+        for finish in self.after:
+            finish(args, result)
+
+
+def _flatten(values: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, list):
+            out.extend(_flatten(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _number(value: Any) -> int | float:
+    if value is None:
+        return 0
+    if isinstance(value, (int, float)):
+        return value
+    raise Unsupported(f"cannot pass a {type(value).__name__} as a number")
+
+
+def _array(param: Param, values: list[Any]) -> ctypes.Array:
+    """An input array of numbers or strings as a ctypes array of the parameter's type."""
+    flat = _flatten(values)
+    if param.pointer_depth >= 2 or (flat and all(isinstance(v, bytes) or v is None for v in flat)):
+        return (ctypes.c_char_p * len(flat))(*flat)
+    ctype = ctypes_type(param.base) if param.base != "void" else None
+    if ctype is None or ctype is ctypes.c_void_p or ctype is ctypes.c_char:
+        ctype = ctypes.c_float if any(isinstance(v, float) for v in flat) else ctypes.c_uint32
+    return (ctype * len(flat))(*(_number(v) for v in flat))
+
+
+class Compiler:
+    """Turns calls into entries; one per trace, reused by every pass."""
+
+    def __init__(self, dispatch: Dispatch, state: ReplayState, ws: WsCompiler) -> None:
+        self.dispatch = dispatch
+        self.state = state
+        self.ws = ws
+        self.program = Program()
+        self._thread: int | None = None
+        self._plans: dict[int, Callable[[list[Any], Any], Entry | None] | None] = {}
+
+    # --- driving ----------------------------------------------------------------------------
+
+    def add_batch(self, batch: CallBatch, sigs: Signatures) -> None:
+        nodes = NodeLists(batch)
+        slots = batch.slots.tolist()
+        program = self.program
+        for (
+            no,
+            _,
+            sig_id,
+            thread,
+            _,
+            node_start,
+            _,
+            slot_start,
+            nargs,
+            ret,
+            _,
+            _,
+        ) in batch.calls.tolist():
+            sig = sigs.functions[sig_id]
+            if sig.flags & CallFlag.NO_SIDE_EFFECTS and sig.name not in _LOCATION_QUERIES:
+                continue
+            if thread != self._thread:
+                if self._thread is not None:
+                    program.entries.append((self.ws.ws.switch_thread, (thread,)))
+                    program.call_nos.append(no)
+                self._thread = thread
+            args = [
+                nodes.value(node_start + s, sigs) if s >= 0 else None
+                for s in slots[slot_start : slot_start + nargs]
+            ]
+            result = nodes.value(node_start + ret, sigs) if ret >= 0 else None
+            try:
+                entry = self._compile(sig.name, args, result, thread)
+            except Unsupported as e:
+                program.skipped[sig.name] += 1
+                program.reasons.setdefault(sig.name, str(e))
+                continue
+            if entry is None:
+                continue
+            if sig.flags & CallFlag.END_FRAME:
+                program.frame_ends.append(len(program.entries))
+            program.entries.append(entry)
+            program.call_nos.append(no)
+
+    def _compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
+        if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
+            return self.ws.compile(name, args, ret, thread)
+        if name == "memcpy":
+            return self._memcpy(args)
+        if _APP_QUERY_READBACK.match(name):
+            return None  # glretrace's default --query-handling=skip
+        command = self.dispatch.command(name)
+        if command is None:
+            raise Unsupported("not in the Khronos registry")
+        fn = self.dispatch.function(name)
+        if fn is None:
+            raise Unsupported("the driver does not provide it")
+        if len(args) != len(command.params):
+            raise Unsupported(
+                f"the trace gives {len(args)} arguments, the registry {len(command.params)}"
+            )
+        return self._gl_call(command, fn, args, ret)
+
+    # --- GL calls ---------------------------------------------------------------------------
+
+    def _gl_call(self, command: Command, fn: Any, args: list[Any], ret: Any) -> Entry:
+        name = command.name
+        st = self.state
+        template: list[Any] = []
+        before: list[tuple[int, Callable[[Any], Any]]] = []
+        after: list[Callable[[list[Any], Any], None]] = []
+        for index, (param, value) in enumerate(zip(command.params, args, strict=True)):
+            cls = param.object_class or ("handle" if param.base == "GLhandleARB" else None)
+            if param.pointer_depth == 0 or param.base == "GLsync":
+                if cls is not None:
+                    table = self._table(cls)
+                    before.append((index, table if callable(table) else _lookup(table)))
+                    template.append(int(value or 0))
+                elif param.name == "location" and name.startswith(
+                    ("glUniform", "glProgramUniform")
+                ):
+                    program_index = 0 if name.startswith("glProgramUniform") else None
+                    before.append((index, self._location(args, program_index)))
+                    template.append(int(value or 0))
+                else:
+                    template.append(_number(value))
+                continue
+            template.append(self._pointer(param, value, cls, index, before, after))
+        self._result_mapping(command, ret, after)
+        if name in _LOCATION_QUERIES and isinstance(ret, int):
+            traced_program = int(args[0] or 0)
+            after.append(lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r))
+        elif name in _USE_PROGRAM:
+            after.append(lambda a, r, p=int(args[0] or 0): st.use_program(p))
+        elif name in _VIEWPORTS:
+            x, y, w, h = (int(v or 0) for v in args)
+            after.append(lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size))
+        elif name in _BLITS:
+            w, h = max(int(args[4]), int(args[6])), max(int(args[5]), int(args[7]))
+            after.append(lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size))
+        elif _MAP_BUFFER.match(name):
+            after.append(self._map_buffer(command, args, ret))
+        elif _UNMAP_BUFFER.match(name):
+            key = ("buffer" if "Named" in name else "target", int(args[0] or 0))
+            after.append(lambda a, r, k=key: st.unmap_region(k))
+        if not before and not after:
+            return (fn, tuple(template))
+        return (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+
+    def _table(self, cls: str) -> dict[int, int] | Callable[[int], int]:
+        """A class's name table; for per-context classes, a lookup through the current context."""
+        if cls in CONTAINER_CLASSES:
+            st = self.state
+            return lambda v: st.container_table(cls).get(v, v)
+        return self.state.name_table(cls)
+
+    def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:
+        st = self.state
+        if program_index is not None:
+            traced_program = int(args[program_index] or 0)
+            return lambda v: st.location(traced_program, v)
+        return lambda v: st.location(st.current.program if st.current else 0, v)
+
+    def _pointer(self, param, value, cls, index, before, after) -> Any:
+        """Convert a pointer argument; registers replay-time work for object names."""
+        if value is None:
+            return None
+        if isinstance(value, Pointer):
+            if param.output:
+                raise Unsupported(f"output '{param.name}' points into the traced process")
+            return int(value)  # an offset into a bound buffer object
+        if isinstance(value, (bytes, Blob)):
+            if param.output:
+                return ctypes.create_string_buffer(max(len(value), 1))
+            return bytes(value)
+        if not isinstance(value, list):
+            raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
+        if cls is not None:
+            traced = [int(v or 0) for v in _flatten(value)]
+            table = self._table(cls)
+            lookup = table if callable(table) else _lookup(table)
+            if param.output:
+                out = (ctypes.c_uint * len(traced))()
+
+                def record(a, r, out=out, traced=traced, cls=cls):
+                    names = self.state.container_table(cls) if cls in CONTAINER_CLASSES else table
+                    for t, real in zip(traced, out, strict=True):
+                        names[t] = real
+
+                after.append(record)
+                return out
+            before.append(
+                (
+                    index,
+                    lambda _, traced=traced: (ctypes.c_uint * len(traced))(*map(lookup, traced)),
+                )
+            )
+            return None
+        if param.output:
+            ctype = ctypes_type(param.base) if param.base != "void" else ctypes.c_uint8
+            return ((ctype or ctypes.c_uint8) * max(len(_flatten(value)), 1))()
+        return _array(param, value)
+
+    def _result_mapping(self, command: Command, ret: Any, after: list) -> None:
+        """Map names the driver returns (glCreateProgram, glFenceSync...) to the traced ones."""
+        cls = command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
+        if cls is None or ret is None:
+            return
+        traced = int(ret)
+        table = self.state.name_table(cls)
+        if command.name == "glGenLists":
+
+            def record_lists(a, r):
+                for i in range(int(a[0])):
+                    table[traced + i] = r + i
+
+            after.append(record_lists)
+            return
+        after.append(lambda a, r: table.__setitem__(traced, r or 0))
+
+    def _map_buffer(
+        self, command: Command, args: list[Any], ret: Any
+    ) -> Callable[[list, Any], None]:
+        st = self.state
+        named = "Named" in command.name
+        key = ("buffer" if named else "target", int(args[0] or 0))
+        length_index = next((i for i, p in enumerate(command.params) if p.name == "length"), None)
+        size = int(args[length_index]) if length_index is not None else None
+        get_size = self.dispatch.raw(
+            "glGetNamedBufferParameteri64v" if named else "glGetBufferParameteri64v",
+            None,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.POINTER(ctypes.c_int64),
+        )
+        traced = int(ret or 0)
+
+        def record(a, real):
+            n = size
+            if n is None:
+                value = ctypes.c_int64()
+                get_size(a[0], GL_BUFFER_SIZE, ctypes.byref(value))
+                n = value.value
+            st.map_region(traced, n, real or 0, key)
+
+        return record
+
+    def _memcpy(self, args: list[Any]) -> Entry:
+        dest, data = args[0], args[1]
+        if not isinstance(dest, int) or not isinstance(data, bytes):
+            raise Unsupported("memcpy without a destination address and data")
+        return (self.state.write_mapped, (int(dest), bytes(data)))
+
+
+def _lookup(table: dict[int, int]) -> Callable[[int], int]:
+    """Traced name -> driver name; names the program invented itself pass through."""
+    get = table.get
+    return lambda v: get(v, v)

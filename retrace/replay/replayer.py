@@ -1,0 +1,107 @@
+"""The replay loop: compile a trace once, then run it pass after pass.
+
+The first pass parses, compiles and runs the trace batch by batch; later
+passes run the compiled entries only. The loop itself is
+``for fn, args in entries: fn(*args)``: everything per-call was decided when
+the entry was compiled. Frame ends call the frame hook (snapshots, profiling)
+before the swap, as glretrace does.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from retrace.errors import TraceError
+from retrace.replay.compiler import Compiler, Program
+from retrace.replay.dispatch import Dispatch
+from retrace.replay.egl import EglDisplay
+from retrace.replay.snapshot import Image, OwnGL, read_drawable
+from retrace.replay.state import Drawable, ReplayState
+from retrace.replay.ws import WindowSystem, WsCompiler
+from retrace.trace.reader import TraceReader
+
+
+@dataclass
+class PassResult:
+    frames: int
+    seconds: float
+    calls: int
+
+
+class Replayer:
+    """One trace bound to one EGL display."""
+
+    def __init__(self, path: str, display: EglDisplay | None = None) -> None:
+        self.reader = TraceReader(path)
+        self.display = display or EglDisplay.open()
+        self.state = ReplayState(self.display)
+        self.dispatch = Dispatch(self.display.get_proc_address)
+        self.gl = OwnGL(self.dispatch)
+        self.ws = WindowSystem(self.state, self.gl)
+        self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws))
+        self.trace_error: TraceError | None = None  # damage found while reading; replay stops there
+        self._compiled = False
+        self.on_frame: Callable[[int, Image | None], None] | None = None
+        self.frame = 0
+
+    @property
+    def program(self) -> Program:
+        return self.compiler.program
+
+    def close(self) -> None:
+        self.state.reset()
+        self.display.terminate()
+
+    def __enter__(self) -> Replayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _frame_end(self, drawable: Drawable | None) -> None:
+        if self.on_frame is not None:
+            image = None
+            if drawable is not None and self.state.current is not None:
+                gles = self.state.current.request.api == "gles"
+                image = read_drawable(self.gl, drawable.width, drawable.height, gles)
+            self.on_frame(self.frame, image)
+        self.frame += 1
+
+    def run_pass(self) -> PassResult:
+        """Replay the whole trace once, compiling it first if this is the first pass."""
+        self.state.reset()
+        self.frame = 0
+        self.ws.on_frame_end = self._frame_end
+        start = time.perf_counter()
+        if self._compiled:
+            for fn, args in self.program.entries:
+                fn(*args)
+        else:
+            self._compile_and_run()
+        self.gl.Finish() if self.state.current is not None else None
+        seconds = time.perf_counter() - start
+        return PassResult(self.frame, seconds, len(self.program.entries))
+
+    def _compile_and_run(self) -> None:
+        entries = self.program.entries
+        done = 0
+        try:
+            for batch in self.reader.batches():
+                self.compiler.add_batch(batch, self.reader.signatures)
+                for fn, args in entries[done:]:
+                    fn(*args)
+                done = len(entries)
+        except TraceError as e:
+            self.trace_error = e
+            for fn, args in entries[done:]:
+                fn(*args)
+        self._compiled = True
+
+    def report_skipped(self) -> None:
+        """One warning per function the replay could not issue, with its count."""
+        for name, count in sorted(self.program.skipped.items()):
+            reason = self.program.reasons.get(name, "")
+            print(f"warning: skipped {count} call(s) to {name}: {reason}", file=sys.stderr)

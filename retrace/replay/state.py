@@ -1,0 +1,165 @@
+"""What a replay pass tracks while it runs: contexts, drawables, object names, mapped memory.
+
+Everything here is keyed by the values *recorded in the trace* (context and
+drawable handles, object names, addresses) and maps them to what the driver
+gave this pass. A new pass starts from `reset()`, so compiled entries, which
+hold references to this object and to its dictionaries, stay valid.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+from dataclasses import dataclass, field
+
+from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
+
+# Object classes whose names live in one context rather than in the share group.
+CONTAINER_CLASSES = frozenset(
+    {"vertex array", "framebuffer", "transform feedback", "program pipeline"}
+)
+
+# glretrace's stand-in size for a window whose size the trace has not revealed yet.
+DEFAULT_SIZE = 32
+
+
+def class_key(object_class: str) -> str:
+    """Shaders and programs share one namespace in GL (and GLhandleARB uses it too)."""
+    return "program" if object_class in ("shader", "handle") else object_class
+
+
+@dataclass(eq=False)
+class Drawable:
+    """The stand-in for one window, pixmap or pbuffer of the traced program."""
+
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+    fixed: bool = False  # a pbuffer: its size came from the trace and never grows
+    surface: Surface | None = None
+
+
+@dataclass(eq=False)
+class TracedContext:
+    """A context the traced program created; the real one is made at first use."""
+
+    request: ContextRequest
+    fmt: PixelFormat
+    share: TracedContext | None = None
+    real: Context | None = None
+    containers: dict[str, dict[int, int]] = field(default_factory=dict)
+    program: int = 0  # the traced name of the program in use, for uniform locations
+
+
+@dataclass(eq=False)
+class Region:
+    """A mapped buffer range: where the traced program saw it and where it is now."""
+
+    traced: int
+    size: int
+    real: int
+    key: tuple[str, int]  # ("target", GL target) or ("buffer", traced name): what unmaps it
+
+
+class ReplayState:
+    """Per-pass state shared by every compiled entry."""
+
+    def __init__(self, display: EglDisplay) -> None:
+        self.display = display
+        self.formats: dict[object, PixelFormat] = {}  # traced visual/config -> pixel format
+        self.contexts: dict[int, TracedContext] = {}
+        self.drawables: dict[int, Drawable] = {}
+        self.names: dict[str, dict[int, int]] = {}
+        self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
+        self._location_keys: dict[int, list[int]] = {}
+        self.regions: list[Region] = []
+        self.current: TracedContext | None = None
+        self.current_drawable: Drawable | None = None
+        self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
+        self.thread = 0
+
+    def reset(self) -> None:
+        """Forget everything the last pass created (its contexts are destroyed)."""
+        if self.display.current is not None:
+            self.display.make_current(None, None)
+        for context in self.contexts.values():
+            if context.real is not None:
+                self.display.destroy_context(context.real)
+                context.real = None
+            context.containers.clear()
+            context.program = 0
+        for drawable in self.drawables.values():
+            if drawable.surface is not None:
+                self.display.destroy_surface(drawable.surface)
+                drawable.surface = None
+        self.contexts.clear()
+        self.drawables.clear()
+        self.formats.clear()
+        for table in self.names.values():
+            table.clear()
+        self.locations.clear()
+        self._location_keys.clear()
+        self.regions.clear()
+        self.current = None
+        self.current_drawable = None
+        self.thread_current.clear()
+        self.thread = 0
+
+    # --- object names ---------------------------------------------------------------------
+
+    def name_table(self, object_class: str) -> dict[int, int]:
+        """The share-group table of a class (stable across passes: reset clears it in place)."""
+        return self.names.setdefault(class_key(object_class), {})
+
+    def container_table(self, object_class: str) -> dict[int, int]:
+        """The current context's table of a container class."""
+        if self.current is None:
+            return self.name_table(object_class)
+        return self.current.containers.setdefault(object_class, {})
+
+    # --- uniform locations ----------------------------------------------------------------
+
+    def use_program(self, traced: int) -> None:
+        if self.current is not None:
+            self.current.program = traced
+
+    def record_location(self, program: int, traced: int, real: int) -> None:
+        if traced < 0:
+            return
+        table = self.locations.setdefault(program, {})
+        if traced not in table:
+            bisect.insort(self._location_keys.setdefault(program, []), traced)
+        table[traced] = real
+
+    def location(self, program: int, traced: int) -> int:
+        """The real location of a traced one; an array element maps from its array's base."""
+        table = self.locations.get(program)
+        if table is None or traced < 0:
+            return traced
+        real = table.get(traced)
+        if real is not None:
+            return real
+        keys = self._location_keys[program]
+        i = bisect.bisect_right(keys, traced) - 1
+        if i < 0:
+            return traced
+        base = keys[i]
+        return table[base] + (traced - base)
+
+    # --- mapped memory --------------------------------------------------------------------
+
+    def map_region(self, traced: int, size: int, real: int, key: tuple[str, int]) -> None:
+        self.unmap_region(key)
+        if traced and real:
+            self.regions.append(Region(traced, size, real, key))
+
+    def unmap_region(self, key: tuple[str, int]) -> None:
+        self.regions = [r for r in self.regions if r.key != key]
+
+    def write_mapped(self, traced: int, data: bytes) -> bool:
+        """Copy data to where a traced address now lives; False if no mapping covers it."""
+        for r in self.regions:
+            offset = traced - r.traced
+            if offset >= 0 and offset + len(data) <= r.size:
+                ctypes.memmove(r.real + offset, data, len(data))
+                return True
+        return False
