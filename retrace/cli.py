@@ -113,28 +113,16 @@ def replay(
     from retrace.replay.replayer import Replayer
     from retrace.trace.callset import CallSet
 
-    snapshots = CallSet.parse(snapshot_spec)
-    with Replayer(trace) as replayer:
-        if snapshot_prefix is not None:
-            frame_calls = replayer.program.call_nos
+    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None else None
+    with Replayer(trace, snapshots=snapshots) as replayer:
 
-            def on_frame(frame: int, image) -> None:
-                if image is None:
-                    return
-                entry = (
-                    replayer.program.frame_ends[frame]
-                    if frame < len(replayer.program.frame_ends)
-                    else None
-                )
-                call_no = frame_calls[entry] if entry is not None else 0
-                if not snapshots.contains(call_no, 0xFFFF):
-                    return
-                if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
-                    click.echo(image.md5())
-                else:
-                    image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
+        def on_snapshot(call_no: int, image) -> None:
+            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
+                click.echo(image.md5())
+            else:
+                image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
 
-            replayer.on_frame = on_frame
+        replayer.on_snapshot = on_snapshot
         result = replayer.run_pass()
         replayer.report_skipped()
         if benchmark:

@@ -28,6 +28,7 @@ from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
+from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import Blob, CallBatch, NodeLists, Pointer, Signatures
 
@@ -45,7 +46,10 @@ _LOCATION_QUERIES = {
 _VIEWPORTS = {"glViewport"}
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+_READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
 GL_BUFFER_SIZE = 0x8764
+GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
+_MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
 
 
 class Unsupported(Exception):
@@ -121,7 +125,13 @@ class Compiler:
         self.ws = ws
         self.program = Program()
         self._thread: int | None = None
-        self._plans: dict[int, Callable[[list[Any], Any], Entry | None] | None] = {}
+        self._hook_calls: CallSet | None = None
+        self._hook: Callable[[int], None] = lambda call_no: None
+
+    def hook(self, calls: CallSet, hook: Callable[[int], None]) -> None:
+        """Run `hook(call_no)` at these calls: before a frame-ending call, after any other."""
+        self._hook_calls = calls
+        self._hook = hook
 
     # --- driving ----------------------------------------------------------------------------
 
@@ -162,12 +172,20 @@ class Compiler:
                 program.skipped[sig.name] += 1
                 program.reasons.setdefault(sig.name, str(e))
                 continue
+            hooked = self._hook_calls is not None and self._hook_calls.contains(no, sig.flags)
+            ends_frame = bool(sig.flags & CallFlag.END_FRAME)
+            if hooked and (ends_frame or entry is None):
+                program.entries.append((self._hook, (no,)))
+                program.call_nos.append(no)
             if entry is None:
                 continue
-            if sig.flags & CallFlag.END_FRAME:
+            if ends_frame:
                 program.frame_ends.append(len(program.entries))
             program.entries.append(entry)
             program.call_nos.append(no)
+            if hooked and not ends_frame:
+                program.entries.append((self._hook, (no,)))
+                program.call_nos.append(no)
 
     def _compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
         if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
@@ -211,6 +229,10 @@ class Compiler:
                     template.append(int(value or 0))
                 else:
                     template.append(_number(value))
+                continue
+            if param.output and isinstance(value, Pointer) and name in _READ_PIXELS:
+                before.append((index, self._pack_destination(args)))
+                template.append(int(value))
                 continue
             template.append(self._pointer(param, value, cls, index, before, after))
         self._result_mapping(command, ret, after)
@@ -287,6 +309,18 @@ class Compiler:
             ctype = ctypes_type(param.base) if param.base != "void" else ctypes.c_uint8
             return ((ctype or ctypes.c_uint8) * max(len(_flatten(value)), 1))()
         return _array(param, value)
+
+    def _pack_destination(self, args: list[Any]) -> Callable[[int], Any]:
+        """glReadPixels writes into a bound pack buffer at an offset, or else into memory
+        the traced program owned: here a scratch buffer big enough for any format."""
+        width, height = int(args[2] or 0), int(args[3] or 0)
+        scratch = ctypes.create_string_buffer(max(width * height * _MAX_PIXEL_BYTES, 1))
+        gl = self.ws.ws.gl
+
+        def destination(offset: int) -> Any:
+            return offset if gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING) else scratch
+
+        return destination
 
     def _result_mapping(self, command: Command, ret: Any, after: list) -> None:
         """Map names the driver returns (glCreateProgram, glFenceSync...) to the traced ones."""

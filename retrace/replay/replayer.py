@@ -18,9 +18,10 @@ from retrace.errors import TraceError
 from retrace.replay.compiler import Compiler, Program
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
-from retrace.replay.snapshot import Image, OwnGL, read_drawable
+from retrace.replay.snapshot import Image, OwnGL, read_current
 from retrace.replay.state import Drawable, ReplayState
 from retrace.replay.ws import WindowSystem, WsCompiler
+from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
 
 
@@ -34,7 +35,9 @@ class PassResult:
 class Replayer:
     """One trace bound to one EGL display."""
 
-    def __init__(self, path: str, display: EglDisplay | None = None) -> None:
+    def __init__(
+        self, path: str, display: EglDisplay | None = None, snapshots: CallSet | None = None
+    ) -> None:
         self.reader = TraceReader(path)
         self.display = display or EglDisplay.open()
         self.state = ReplayState(self.display)
@@ -42,9 +45,11 @@ class Replayer:
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws))
+        if snapshots is not None:
+            self.compiler.hook(snapshots, self._snapshot)
         self.trace_error: TraceError | None = None  # damage found while reading; replay stops there
         self._compiled = False
-        self.on_frame: Callable[[int, Image | None], None] | None = None
+        self.on_snapshot: Callable[[int, Image], None] | None = None
         self.frame = 0
 
     @property
@@ -62,13 +67,15 @@ class Replayer:
         self.close()
 
     def _frame_end(self, drawable: Drawable | None) -> None:
-        if self.on_frame is not None:
-            image = None
-            if drawable is not None and self.state.current is not None:
-                gles = self.state.current.request.api == "gles"
-                image = read_drawable(self.gl, drawable.width, drawable.height, gles)
-            self.on_frame(self.frame, image)
         self.frame += 1
+
+    def _snapshot(self, call_no: int) -> None:
+        st = self.state
+        if st.current is None or self.on_snapshot is None:
+            return
+        drawable = st.current_drawable
+        size = (drawable.width, drawable.height) if drawable is not None else (0, 0)
+        self.on_snapshot(call_no, read_current(self.gl, size, st.current.request.api == "gles"))
 
     def run_pass(self) -> PassResult:
         """Replay the whole trace once, compiling it first if this is the first pass."""

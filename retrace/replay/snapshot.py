@@ -23,6 +23,14 @@ GL_PIXEL_PACK_BUFFER = 0x88EB
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 GL_PACK_STATE = (0x0D05, 0x0D02, 0x0D03, 0x0D04)  # alignment, row length, skip rows, skip pixels
 GL_RGB, GL_RGBA, GL_UNSIGNED_BYTE = 0x1907, 0x1908, 0x1401
+GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
+GL_DRAW_FRAMEBUFFER = 0x8CA9
+GL_DRAW_BUFFER0 = 0x8825
+GL_VIEWPORT = 0x0BA2
+GL_ATTACHMENT_TYPE, GL_ATTACHMENT_NAME, GL_ATTACHMENT_LEVEL = 0x8CD0, 0x8CD1, 0x8CD2
+GL_TEXTURE, GL_RENDERBUFFER = 0x1702, 0x8D41
+GL_TEXTURE_WIDTH, GL_TEXTURE_HEIGHT = 0x1000, 0x1001
+GL_RENDERBUFFER_WIDTH, GL_RENDERBUFFER_HEIGHT = 0x8D42, 0x8D43
 
 
 class OwnGL:
@@ -38,11 +46,62 @@ class OwnGL:
         self.BindBuffer = dispatch.raw("glBindBuffer", None, u, u)
         self.ReadBuffer = dispatch.raw("glReadBuffer", None, u)
         self.Finish = dispatch.raw("glFinish", None)
+        ip = ctypes.POINTER(ctypes.c_int)
+        self.GetFramebufferAttachmentParameteriv = dispatch.raw(
+            "glGetFramebufferAttachmentParameteriv", None, u, u, u, ip
+        )
+        self.GetTextureLevelParameteriv = dispatch.raw(
+            "glGetTextureLevelParameteriv", None, u, i, u, ip
+        )
+        self.GetNamedRenderbufferParameteriv = dispatch.raw(
+            "glGetNamedRenderbufferParameteriv", None, u, u, ip
+        )
 
     def get_integer(self, pname: int) -> int:
         value = ctypes.c_int(0)
         self.GetIntegerv(pname, ctypes.byref(value))
         return value.value
+
+    def _query(self, fn, *args: int) -> int:
+        value = ctypes.c_int(0)
+        fn(*args, ctypes.byref(value))
+        return value.value
+
+    def attachment_size(self, attachment: int, gles: bool) -> tuple[int, int]:
+        """Size of the draw framebuffer's attachment; the viewport's where DSA is missing (GLES)."""
+        kind = self._query(
+            self.GetFramebufferAttachmentParameteriv,
+            GL_DRAW_FRAMEBUFFER,
+            attachment,
+            GL_ATTACHMENT_TYPE,
+        )
+        name = self._query(
+            self.GetFramebufferAttachmentParameteriv,
+            GL_DRAW_FRAMEBUFFER,
+            attachment,
+            GL_ATTACHMENT_NAME,
+        )
+        if not gles and kind == GL_TEXTURE:
+            level = self._query(
+                self.GetFramebufferAttachmentParameteriv,
+                GL_DRAW_FRAMEBUFFER,
+                attachment,
+                GL_ATTACHMENT_LEVEL,
+            )
+            fn = self.GetTextureLevelParameteriv
+            return (
+                self._query(fn, name, level, GL_TEXTURE_WIDTH),
+                self._query(fn, name, level, GL_TEXTURE_HEIGHT),
+            )
+        if not gles and kind == GL_RENDERBUFFER:
+            fn = self.GetNamedRenderbufferParameteriv
+            return (
+                self._query(fn, name, GL_RENDERBUFFER_WIDTH),
+                self._query(fn, name, GL_RENDERBUFFER_HEIGHT),
+            )
+        viewport = (ctypes.c_int * 4)()
+        self.GetIntegerv(GL_VIEWPORT, viewport)
+        return viewport[0] + viewport[2], viewport[1] + viewport[3]
 
 
 @dataclass
@@ -62,26 +121,38 @@ class Image:
         PILImage.frombytes(mode, (self.width, self.height), self.pixels).save(path)
 
 
-def read_drawable(gl: OwnGL, width: int, height: int, gles: bool) -> Image:
-    """Read the current drawable's back buffer without changing any state the trace set."""
+def read_current(gl: OwnGL, window_size: tuple[int, int], gles: bool) -> Image:
+    """What glretrace snapshots: the bound draw framebuffer's first draw buffer (RGBA), or
+    the window's back buffer (RGB on desktop GL, RGBA on GLES)."""
+    fbo = gl.get_integer(GL_DRAW_FRAMEBUFFER_BINDING)
+    if fbo == 0:
+        return _read(gl, 0, GL_BACK, *window_size, channels=4 if gles else 3)
+    attachment = gl.get_integer(GL_DRAW_BUFFER0)
+    width, height = gl.attachment_size(attachment, gles)
+    return _read(gl, fbo, attachment, width, height, channels=4)
+
+
+def _read(gl: OwnGL, fbo: int, buffer: int, width: int, height: int, channels: int) -> Image:
+    """Read pixels without changing any state the trace set."""
     saved_fbo = gl.get_integer(GL_READ_FRAMEBUFFER_BINDING)
     saved_pbo = gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING)
     saved_read = gl.get_integer(GL_READ_BUFFER)
     saved_pack = [gl.get_integer(p) for p in GL_PACK_STATE]
-    gl.BindFramebuffer(GL_READ_FRAMEBUFFER, 0)
+    gl.BindFramebuffer(GL_READ_FRAMEBUFFER, fbo)
     gl.BindBuffer(GL_PIXEL_PACK_BUFFER, 0)
-    gl.ReadBuffer(GL_BACK)
+    gl.ReadBuffer(buffer)
     for pname in GL_PACK_STATE:
         gl.PixelStorei(pname, 1 if pname == 0x0D05 else 0)
-    channels = 4 if gles else 3
     row = width * channels
-    buffer = ctypes.create_string_buffer(row * height)
-    gl.ReadPixels(0, 0, width, height, GL_RGBA if gles else GL_RGB, GL_UNSIGNED_BYTE, buffer)
+    pixels = ctypes.create_string_buffer(row * height)
+    gl.ReadPixels(
+        0, 0, width, height, GL_RGBA if channels == 4 else GL_RGB, GL_UNSIGNED_BYTE, pixels
+    )
     for pname, value in zip(GL_PACK_STATE, saved_pack, strict=True):
         gl.PixelStorei(pname, value)
     gl.ReadBuffer(saved_read)
     gl.BindBuffer(GL_PIXEL_PACK_BUFFER, saved_pbo)
     gl.BindFramebuffer(GL_READ_FRAMEBUFFER, saved_fbo)
-    raw = buffer.raw
+    raw = pixels.raw
     flipped = b"".join(raw[y * row : (y + 1) * row] for y in range(height - 1, -1, -1))
     return Image(width, height, channels, flipped)
