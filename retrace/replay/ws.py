@@ -109,14 +109,20 @@ def egl_config_format(attribs: Any) -> tuple[PixelFormat, int]:
 
 
 def _format(wanted: dict[str, int]) -> PixelFormat:
-    """Sizes of at least 8 bits per colour channel, as drivers give for any smaller request."""
+    """The traced request, raised to glretrace's own visual (RGBA8, depth 24, stencil 8).
+
+    glretrace renders every window with alpha, depth and stencil whatever the
+    program asked for (and honours its sample count); frames only match
+    glretrace's when the stand-in has at least those, so a request for more
+    (deeper colour or depth, multisampling) is honoured and one for less is not.
+    """
     return PixelFormat(
         red=max(8, wanted.get("red", 8)),
         green=max(8, wanted.get("green", 8)),
         blue=max(8, wanted.get("blue", 8)),
-        alpha=8 if wanted["alpha"] > 0 else 0,
-        depth=24 if wanted["depth"] > 0 else 0,
-        stencil=8 if wanted["stencil"] > 0 else 0,
+        alpha=max(8, wanted["alpha"]),
+        depth=max(24, wanted["depth"]),
+        stencil=max(8, wanted["stencil"]),
         samples=wanted.get("samples", 0),
         double_buffer=bool(wanted["double_buffer"]),
     )
