@@ -68,21 +68,35 @@ def main() -> None:
             command_seconds([apitrace, "dump", "--color=never", str(path)])
             for _ in range(args.repeat)
         )
-        rows.append([
-            path.name,
-            calls,
-            f"{size / 1e6:.1f}",
-            f"{calls / read_s / 1e6:.2f}",
-            f"{size / read_s / 1e6:.0f}",
-            f"{calls / dump_s / 1e6:.2f}",
-            f"{calls / ref_s / 1e6:.2f}",
-            f"{ref_s / read_s:.2f}",
-            f"{ref_s / dump_s:.2f}",
-        ])
-    print(tabulate(rows, headers=[
-        "trace", "calls", "MB", "read Mcalls/s", "read MB/s", "retrace dump Mcalls/s",
-        "apitrace dump Mcalls/s", "read/apitrace", "dump/apitrace",
-    ]))
+        rows.append(
+            [
+                path.name,
+                calls,
+                f"{size / 1e6:.1f}",
+                f"{calls / read_s / 1e6:.2f}",
+                f"{size / read_s / 1e6:.0f}",
+                f"{calls / dump_s / 1e6:.2f}",
+                f"{calls / ref_s / 1e6:.2f}",
+                f"{ref_s / read_s:.2f}",
+                f"{ref_s / dump_s:.2f}",
+            ]
+        )
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "trace",
+                "calls",
+                "MB",
+                "read Mcalls/s",
+                "read MB/s",
+                "retrace dump Mcalls/s",
+                "apitrace dump Mcalls/s",
+                "read/apitrace",
+                "dump/apitrace",
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":
