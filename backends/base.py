@@ -1,0 +1,163 @@
+"""The MetricBackend contract: what a source of measurements offers the pass driver.
+
+A backend (the ``opengl`` queries, the ``cpu`` clocks, vendor counter
+extensions...) describes its metrics, says whether it works on the current
+context and why not, accepts metrics per boundary (frames, calls, draw calls),
+splits them into passes when they cannot all be measured in one replay, and
+brackets every event of a pass with begin_query/end_query. Values go straight
+into the `Store` columns the driver hands it, one row per event, so nothing
+per-event stays in Python lists.
+
+Backends are plug-ins: a module in this package that defines a subclass with a
+`name` registers itself through `__init_subclass__`; `backends.registry`
+imports every module of the package, so a new backend is one new file.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from retrace.profile.session import Session
+    from retrace.writer.store import Column
+
+
+class Boundary(enum.IntEnum):
+    """Where an event begins and ends; numbered as in glretrace."""
+
+    DRAWCALL = 0
+    FRAME = 1
+    CALL = 2
+
+
+class NumType(enum.Enum):
+    """How a value is stored and printed (glretrace's CNT_NUM_*)."""
+
+    UINT = "uint"
+    FLOAT = "float"
+    UINT64 = "uint64"
+    DOUBLE = "double"
+    BOOL = "bool"
+    INT64 = "int64"
+
+    @property
+    def is_float(self) -> bool:
+        return self in (NumType.FLOAT, NumType.DOUBLE)
+
+
+class Kind(enum.Enum):
+    """What a value means (glretrace's CNT_TYPE_*)."""
+
+    GENERIC = "generic"
+    NUM = "number"
+    DURATION = "duration"
+    PERCENT = "percent"
+    TIMESTAMP = "timestamp"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measurable quantity of a backend, identified by (group, id) or by name."""
+
+    backend: str
+    group: int
+    id: int
+    name: str
+    description: str
+    num_type: NumType
+    kind: Kind
+    unit: str  # "ns", "bytes", "pixels", "%", "" ...
+    group_name: str = ""
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.backend, self.group, self.id)
+
+
+class MetricError(Exception):
+    """A metric cannot be enabled (unsupported here, or not at that boundary); the message says why."""
+
+
+class MetricBackend(ABC):
+    """Base class of every backend; subclasses with a `name` register themselves."""
+
+    name: ClassVar[str] = ""
+    registry: ClassVar[dict[str, type[MetricBackend]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            MetricBackend.registry[cls.name] = cls
+
+    def __init__(self, session: Session) -> None:
+        self.session = session  # GL access, the current context, the store
+
+    # --- what it offers ---------------------------------------------------------------------
+
+    @abstractmethod
+    def support(self) -> tuple[bool, str]:
+        """(usable on the current context, reason when not)."""
+
+    @abstractmethod
+    def metrics(self) -> Sequence[Metric]:
+        """Every metric, supported or not, in the backend's own order (the column order)."""
+
+    def available(self, metric: Metric) -> tuple[bool, str]:
+        """Whether this metric works on the current context, and why not."""
+        return self.support()
+
+    def boundaries(self, metric: Metric) -> frozenset[Boundary]:
+        """The boundaries a metric can be measured at."""
+        return frozenset(Boundary)
+
+    def metric_by_name(self, name: str) -> Metric | None:
+        folded = name.strip().casefold()
+        return next((m for m in self.metrics() if m.name.casefold() == folded), None)
+
+    def metric_by_id(self, group: int, metric_id: int) -> Metric | None:
+        return next((m for m in self.metrics() if (m.group, m.id) == (group, metric_id)), None)
+
+    # --- a profiling run ---------------------------------------------------------------------
+
+    @abstractmethod
+    def enable(self, metric: Metric, boundary: Boundary) -> None:
+        """Ask for a metric at a boundary; raises MetricError when it cannot be."""
+
+    @abstractmethod
+    def generate_passes(self) -> int:
+        """Split the enabled metrics into passes; returns how many replays this backend needs."""
+
+    def describe_passes(self) -> list[str]:
+        """One line per pass: which metrics at which boundaries, and why it is separate."""
+        return [f"pass {i + 1}" for i in range(self.generate_passes())]
+
+    @abstractmethod
+    def begin_pass(self, index: int, columns: dict[tuple[Metric, Boundary], Column]) -> None:
+        """Start pass `index` (0-based); `columns` receives this pass's values, one row per event."""
+
+    @abstractmethod
+    def end_pass(self) -> None:
+        """Finish the pass: every value measured in it is in its column afterwards."""
+
+    def pause_pass(self) -> None:
+        """The current context is about to change: finish or set aside what is in flight."""
+
+    def continue_pass(self) -> None:
+        """A context is current again (maybe another one): carry on measuring."""
+
+    @abstractmethod
+    def begin_query(self, boundary: Boundary, event: int) -> None:
+        """Event number `event` at `boundary` starts (numbered from 0 in each pass)."""
+
+    @abstractmethod
+    def end_query(self, boundary: Boundary, event: int) -> None:
+        """Event number `event` at `boundary` ends."""
+
+    def pass_boundaries(self, index: int) -> frozenset[Boundary]:
+        """The boundaries pass `index` measures (the driver brackets only those)."""
+        return frozenset(Boundary)
