@@ -80,7 +80,7 @@ class Metric:
 
 
 class MetricError(Exception):
-    """A metric cannot be enabled (unsupported here, or not at that boundary); the message says why."""
+    """A metric cannot be enabled (unsupported, or not at that boundary); the message says why."""
 
 
 class MetricBackend(ABC):
@@ -138,16 +138,16 @@ class MetricBackend(ABC):
 
     @abstractmethod
     def begin_pass(self, index: int, columns: dict[tuple[Metric, Boundary], Column]) -> None:
-        """Start pass `index` (0-based); `columns` receives this pass's values, one row per event."""
+        """Start pass `index` (0-based); `columns` get this pass's values, one row per event."""
 
     @abstractmethod
     def end_pass(self) -> None:
         """Finish the pass: every value measured in it is in its column afterwards."""
 
-    def pause_pass(self) -> None:
+    def pause_pass(self) -> None:  # noqa: B027 - optional hook: most backends need nothing
         """The current context is about to change: finish or set aside what is in flight."""
 
-    def continue_pass(self) -> None:
+    def continue_pass(self) -> None:  # noqa: B027 - optional hook
         """A context is current again (maybe another one): carry on measuring."""
 
     @abstractmethod

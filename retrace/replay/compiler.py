@@ -18,6 +18,7 @@ per function name, so the replay can say what it left out.
 from __future__ import annotations
 
 import ctypes
+import enum
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -29,7 +30,7 @@ from retrace.replay.dispatch import Dispatch
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
-from retrace.trace.flags import CallFlag
+from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import Blob, CallBatch, NodeLists, Pointer, Signatures
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -56,15 +57,33 @@ class Unsupported(Exception):
     """This call cannot be issued; the message says why (one per function name)."""
 
 
+class Row(enum.IntEnum):
+    """What an entry is to the profiler (glretrace's rules for the calls and draw-calls tables)."""
+
+    NONE = 0  # window-system calls, memcpy, the replayer's own work, calls inside display lists
+    CALL = 1  # a call row
+    DRAW = 2  # a call row that is also a draw-call row
+    BEGIN = 3  # glBegin: opens a draw row that glEnd closes
+    END = 4  # glEnd
+
+
 @dataclass
 class Program:
-    """A compiled trace: what one replay pass runs."""
+    """A compiled trace: what one replay pass runs, and what each entry is."""
 
     entries: list[Entry] = field(default_factory=list)
     call_nos: list[int] = field(default_factory=list)  # trace call number of each entry
+    rows: bytearray = field(default_factory=bytearray)  # a Row per entry
+    names: list[str] = field(default_factory=list)  # function name of each entry
     frame_ends: list[int] = field(default_factory=list)  # entry indices that end a frame
     skipped: Counter[str] = field(default_factory=Counter)  # function -> calls not issued
     reasons: dict[str, str] = field(default_factory=dict)  # function -> why
+
+    def add(self, entry: Entry, call_no: int, name: str, row: Row = Row.NONE) -> None:
+        self.entries.append(entry)
+        self.call_nos.append(call_no)
+        self.rows.append(row)
+        self.names.append(name)
 
 
 class _Call:
@@ -125,6 +144,8 @@ class Compiler:
         self.ws = ws
         self.program = Program()
         self._thread: int | None = None
+        self._in_list = False  # between glNewList and glEndList
+        self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._hook: Callable[[int], None] = lambda call_no: None
 
@@ -158,8 +179,7 @@ class Compiler:
                 continue
             if thread != self._thread:
                 if self._thread is not None:
-                    program.entries.append((self.ws.ws.switch_thread, (thread,)))
-                    program.call_nos.append(no)
+                    program.add((self.ws.ws.switch_thread, (thread,)), no, sig.name)
                 self._thread = thread
             args = [
                 nodes.value(node_start + s, sigs) if s >= 0 else None
@@ -175,17 +195,35 @@ class Compiler:
             hooked = self._hook_calls is not None and self._hook_calls.contains(no, sig.flags)
             ends_frame = bool(sig.flags & CallFlag.END_FRAME)
             if hooked and (ends_frame or entry is None):
-                program.entries.append((self._hook, (no,)))
-                program.call_nos.append(no)
+                program.add((self._hook, (no,)), no, sig.name)
             if entry is None:
                 continue
             if ends_frame:
                 program.frame_ends.append(len(program.entries))
-            program.entries.append(entry)
-            program.call_nos.append(no)
+            program.add(entry, no, sig.name, self._row(sig.name, entry))
             if hooked and not ends_frame:
-                program.entries.append((self._hook, (no,)))
-                program.call_nos.append(no)
+                program.add((self._hook, (no,)), no, sig.name)
+
+    def _row(self, name: str, entry: Entry) -> Row:
+        """Profiling rows as glretrace makes them: GL calls outside display-list compilation
+        and glBegin/glEnd blocks, a glBegin..glEnd block being one draw."""
+        if name == "glNewList":
+            self._in_list = True
+        elif name == "glEndList":
+            self._in_list = False
+        if self._in_list or entry[0] is self.state.write_mapped or not name.startswith("gl"):
+            return Row.NONE
+        if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
+            return Row.NONE
+        if name == "glBegin":
+            self._in_begin = True
+            return Row.BEGIN
+        if name == "glEnd":
+            self._in_begin = False
+            return Row.END
+        if self._in_begin:
+            return Row.NONE
+        return Row.DRAW if is_profiled_draw(name) else Row.CALL
 
     def _compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
         if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":

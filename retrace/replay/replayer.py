@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retrace.errors import TraceError
-from retrace.replay.compiler import Compiler, Program
+from retrace.replay.compiler import Compiler, Entry, Program
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
 from retrace.replay.snapshot import Image, OwnGL, read_current
@@ -23,6 +23,8 @@ from retrace.replay.state import Drawable, ReplayState
 from retrace.replay.ws import WindowSystem, WsCompiler
 from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
+
+Wrap = Callable[[int, Entry], Entry]
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Replayer:
         self.dispatch = Dispatch(self.display.get_proc_address)
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
+        self.ws.on_frame_end = self._frame_end
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws))
         if snapshots is not None:
             self.compiler.hook(snapshots, self._snapshot)
@@ -77,34 +80,47 @@ class Replayer:
         size = (drawable.width, drawable.height) if drawable is not None else (0, 0)
         self.on_snapshot(call_no, read_current(self.gl, size, st.current.request.api == "gles"))
 
-    def run_pass(self) -> PassResult:
-        """Replay the whole trace once, compiling it first if this is the first pass."""
+    def run_pass(self, wrap: Wrap | None = None) -> PassResult:
+        """Replay the whole trace once, compiling it first if this is the first pass.
+
+        `wrap(index, entry)` may replace entries for this pass (the profiler brackets
+        calls with its queries); it is applied once per entry, before the loop.
+        """
         self.state.reset()
         self.frame = 0
-        self.ws.on_frame_end = self._frame_end
         start = time.perf_counter()
         if self._compiled:
-            for fn, args in self.program.entries:
+            entries = self.program.entries
+            if wrap is not None:
+                entries = [wrap(i, e) for i, e in enumerate(entries)]
+            for fn, args in entries:
                 fn(*args)
         else:
-            self._compile_and_run()
+            self._compile_and_run(wrap)
         self.gl.Finish() if self.state.current is not None else None
         seconds = time.perf_counter() - start
         return PassResult(self.frame, seconds, len(self.program.entries))
 
-    def _compile_and_run(self) -> None:
+    def _compile_and_run(self, wrap: Wrap | None) -> None:
         entries = self.program.entries
+
+        def run(start: int) -> int:
+            end = len(entries)
+            new = entries[start:end]
+            if wrap is not None:
+                new = [wrap(i, e) for i, e in enumerate(new, start)]
+            for fn, args in new:
+                fn(*args)
+            return end
+
         done = 0
         try:
             for batch in self.reader.batches():
                 self.compiler.add_batch(batch, self.reader.signatures)
-                for fn, args in entries[done:]:
-                    fn(*args)
-                done = len(entries)
+                done = run(done)
         except TraceError as e:
             self.trace_error = e
-            for fn, args in entries[done:]:
-                fn(*args)
+            run(done)
         self._compiled = True
 
     def report_skipped(self) -> None:

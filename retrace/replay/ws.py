@@ -185,6 +185,9 @@ class WindowSystem:
         self.state = state
         self.gl = gl  # the replayer's own GL functions (GetIntegerv, Scissor)
         self.on_frame_end: Callable[[Drawable | None], None] = lambda drawable: None
+        # around every change of the current context (the profiler pauses its queries)
+        self.before_switch: Callable[[], None] = lambda: None
+        self.after_switch: Callable[[], None] = lambda: None
 
     def create_context(
         self, traced: int, request: ContextRequest, fmt: PixelFormat, share: int
@@ -223,6 +226,9 @@ class WindowSystem:
         st = self.state
         if context is st.current and drawable is st.current_drawable:
             return
+        if context is not st.current and st.current is not None:
+            self.before_switch()
+        switching = context is not st.current
         if context is None or context.real is None:
             st.display.make_current(None, None)
         else:
@@ -232,6 +238,8 @@ class WindowSystem:
                 self._new_surface(drawable, context)
             st.display.make_current(context.real, drawable.surface if drawable else None)
         st.current, st.current_drawable = context, drawable
+        if switching and context is not None:
+            self.after_switch()
 
     def _new_surface(self, drawable: Drawable, context: TracedContext) -> None:
         display = self.state.display

@@ -1,0 +1,478 @@
+"""The `opengl` backend: glretrace's metrics, from GL queries, clocks and /proc.
+
+GPU times come from pairs of glQueryCounter(GL_TIMESTAMP) queries, which nest,
+so frames, calls and draw calls are timed in one pass; GL_SAMPLES_PASSED
+occlusion queries, which do not nest, give Pixels Drawn, and asking for it at
+frames and at calls or draws takes a second pass (frames first), as in
+glretrace. Query objects come from per-context pools and are read in batches
+one frame late, so the CPU never waits for the GPU to finish the frame it just
+submitted; everything left is read at the end of the pass or when the context
+changes. An event open across a context switch keeps its start timestamp and
+adds up its pixel counts from each context, so no row is dropped.
+
+CPU Start/Duration use CLOCK_MONOTONIC; VSIZE/RSS read /proc/self/statm and
+are reported in bytes (glretrace prints zeros without procps, and RSS in pages).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+
+GL_TIMESTAMP = 0x8E28
+GL_SAMPLES_PASSED = 0x8914
+GL_QUERY_RESULT = 0x8866
+GL_QUERY_RESULT_AVAILABLE = 0x8867
+GL_QUERY_COUNTER_BITS = 0x8864
+GL_GPU_DISJOINT_EXT = 0x8FBB
+
+NAME = "opengl"
+
+
+def _m(group: int, mid: int, name: str, desc: str, num: NumType, kind: Kind, unit: str) -> Metric:
+    return Metric(NAME, group, mid, name, desc, num, kind, unit, ("CPU", "GPU")[group])
+
+
+# The backend's own order, which is the column order of every table (as in glretrace).
+CPU_START = _m(
+    0,
+    0,
+    "CPU Start",
+    "CPU time at the start of the event, from the pass start",
+    NumType.INT64,
+    Kind.TIMESTAMP,
+    "ns",
+)
+CPU_DURATION = _m(
+    0,
+    1,
+    "CPU Duration",
+    "CPU (wall-clock) time the event took on the CPU",
+    NumType.INT64,
+    Kind.DURATION,
+    "ns",
+)
+GPU_START = _m(
+    1,
+    0,
+    "GPU Start",
+    "GPU timestamp at the start of the event, from the pass start",
+    NumType.INT64,
+    Kind.TIMESTAMP,
+    "ns",
+)
+GPU_DURATION = _m(
+    1,
+    1,
+    "GPU Duration",
+    "GPU time between the event's start and end timestamps",
+    NumType.INT64,
+    Kind.DURATION,
+    "ns",
+)
+GPU_DISJOINT = _m(
+    1,
+    2,
+    "GPU Disjoint",
+    "GPU timer disjoint during the event (EXT_disjoint_timer_query)",
+    NumType.BOOL,
+    Kind.GENERIC,
+    "",
+)
+PIXELS = _m(
+    1,
+    3,
+    "Pixels Drawn",
+    "Samples that passed the depth and stencil tests (GL_SAMPLES_PASSED)",
+    NumType.INT64,
+    Kind.GENERIC,
+    "samples",
+)
+VSIZE_START = _m(
+    0,
+    2,
+    "VSIZE Start",
+    "Virtual memory size of the replay at the start of the event",
+    NumType.INT64,
+    Kind.GENERIC,
+    "bytes",
+)
+VSIZE_DURATION = _m(
+    0,
+    3,
+    "VSIZE Duration",
+    "Change of virtual memory size during the event",
+    NumType.INT64,
+    Kind.GENERIC,
+    "bytes",
+)
+RSS_START = _m(
+    0,
+    4,
+    "RSS Start",
+    "Resident memory of the replay at the start of the event",
+    NumType.INT64,
+    Kind.GENERIC,
+    "bytes",
+)
+RSS_DURATION = _m(
+    0,
+    5,
+    "RSS Duration",
+    "Change of resident memory during the event",
+    NumType.INT64,
+    Kind.GENERIC,
+    "bytes",
+)
+METRICS = (
+    CPU_START,
+    CPU_DURATION,
+    GPU_START,
+    GPU_DURATION,
+    GPU_DISJOINT,
+    PIXELS,
+    VSIZE_START,
+    VSIZE_DURATION,
+    RSS_START,
+    RSS_DURATION,
+)
+GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
+MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+POOL_GROWTH = 512
+
+
+class _GL:
+    """The query functions, core or EXT-suffixed (GLES), resolved once per context API."""
+
+    def __init__(self, dispatch, suffix: str) -> None:
+        u, p = ctypes.c_uint, ctypes.POINTER(ctypes.c_uint)
+        self.GenQueries = dispatch.raw("glGenQueries" + suffix, None, ctypes.c_int, p)
+        self.DeleteQueries = dispatch.raw("glDeleteQueries" + suffix, None, ctypes.c_int, p)
+        self.QueryCounter = dispatch.raw("glQueryCounter" + suffix, None, u, u)
+        self.BeginQuery = dispatch.raw("glBeginQuery" + suffix, None, u, u)
+        self.EndQuery = dispatch.raw("glEndQuery" + suffix, None, u)
+        self.GetQueryObjectui64v = dispatch.raw(
+            "glGetQueryObjectui64v" + suffix, None, u, u, ctypes.POINTER(ctypes.c_uint64)
+        )
+        self.GetIntegerv = dispatch.raw("glGetIntegerv", None, u, ctypes.POINTER(ctypes.c_int))
+        self.GetInteger64v = dispatch.raw(
+            "glGetInteger64v" + ("" if suffix == "" else "EXT"),
+            None,
+            u,
+            ctypes.POINTER(ctypes.c_int64),
+        )
+
+    def result(self, query: int) -> int:
+        value = ctypes.c_uint64()
+        self.GetQueryObjectui64v(query, GL_QUERY_RESULT, ctypes.byref(value))
+        return value.value
+
+    def available(self, query: int) -> bool:
+        value = ctypes.c_uint64()
+        self.GetQueryObjectui64v(query, GL_QUERY_RESULT_AVAILABLE, ctypes.byref(value))
+        return bool(value.value)
+
+    def disjoint(self) -> int:
+        value = ctypes.c_int()
+        self.GetIntegerv(GL_GPU_DISJOINT_EXT, ctypes.byref(value))
+        return value.value
+
+    def timestamp(self) -> int:
+        value = ctypes.c_int64()
+        self.GetInteger64v(GL_TIMESTAMP, ctypes.byref(value))
+        return value.value
+
+
+@dataclass
+class _Pool:
+    """Query objects of one context: handed out once per pass, read back in batches."""
+
+    gl: _GL
+    free: list[int] = field(default_factory=list)
+    used: list[int] = field(default_factory=list)
+
+    def take(self) -> int:
+        if not self.free:
+            ids = (ctypes.c_uint * POOL_GROWTH)()
+            self.gl.GenQueries(POOL_GROWTH, ids)
+            self.free.extend(reversed(ids))
+        query = self.free.pop()
+        self.used.append(query)
+        return query
+
+    def delete(self) -> None:
+        every = self.free + self.used
+        if every:
+            self.gl.DeleteQueries(len(every), (ctypes.c_uint * len(every))(*every))
+        self.free.clear()
+        self.used.clear()
+
+
+@dataclass
+class _Open:
+    """An event between begin_query and end_query."""
+
+    event: int
+    cpu: int = 0
+    vsize: int = 0
+    rss: int = 0
+    gpu_start: int | None = None  # a query id, then its value once read
+    gpu_start_read: bool = False
+    pixel_query: int | None = None
+    pixels: int = 0  # counts from contexts left while the event was open
+
+
+class OpenGLBackend(MetricBackend):
+    """GL queries, CPU clocks and memory, per frame, call and draw call."""
+
+    name = NAME
+
+    def __init__(self, session) -> None:
+        super().__init__(session)
+        self.enabled: dict[Boundary, set[Metric]] = {b: set() for b in Boundary}
+        self.plan: list[dict[Boundary, set[Metric]]] = []
+        self._pass: dict[Boundary, set[Metric]] = {}
+        self._columns: dict = {}
+        self._open: dict[Boundary, _Open] = {}
+        self._pools: dict[int, _Pool] = {}
+        self._pending: list[tuple] = []  # queries of finished events, not read yet
+        self._older: list[tuple] = []  # ...of events finished before the last frame end
+        self._statm = None
+
+    # --- what it offers ---------------------------------------------------------------------
+
+    def support(self) -> tuple[bool, str]:
+        return True, ""
+
+    def metrics(self) -> Sequence[Metric]:
+        return METRICS
+
+    def available(self, metric: Metric) -> tuple[bool, str]:
+        if metric not in GPU_TIMES and metric is not PIXELS:
+            return True, ""
+        context = self.session.context
+        if context is None:
+            return False, "no current context"
+        extensions = context.extensions
+        if metric is PIXELS:
+            if context.api == "gles":
+                return False, "OpenGL ES has no GL_SAMPLES_PASSED queries"
+            return (context.version_at_least(1, 5), "needs OpenGL 1.5 occlusion queries")
+        if metric is GPU_DISJOINT:
+            ok = "GL_EXT_disjoint_timer_query" in extensions
+            return ok, "needs GL_EXT_disjoint_timer_query"
+        if context.api == "gles":
+            ok = "GL_EXT_disjoint_timer_query" in extensions
+            return ok, "needs GL_EXT_disjoint_timer_query on OpenGL ES"
+        ok = context.version_at_least(3, 3) or "GL_ARB_timer_query" in extensions
+        return ok, "needs OpenGL 3.3 or GL_ARB_timer_query timestamps"
+
+    # --- passes -----------------------------------------------------------------------------
+
+    def enable(self, metric: Metric, boundary: Boundary) -> None:
+        ok, why = self.available(metric)
+        if not ok:
+            raise MetricError(f'opengl metric "{metric.name}" is not available here: {why}')
+        self.enabled[boundary].add(metric)
+
+    def _effective(self) -> dict[Boundary, set[Metric]]:
+        """glretrace's rules: a metric at CALL covers draw calls; Disjoint only with Duration."""
+        out = {b: set(ms) for b, ms in self.enabled.items()}
+        out[Boundary.DRAWCALL] -= out[Boundary.CALL]
+        for metrics in out.values():
+            if GPU_DISJOINT in metrics and GPU_DURATION not in metrics:
+                metrics.discard(GPU_DISJOINT)
+        return out
+
+    def generate_passes(self) -> int:
+        wanted = self._effective()
+        inner_pixels = PIXELS in wanted[Boundary.CALL] | wanted[Boundary.DRAWCALL]
+        if PIXELS in wanted[Boundary.FRAME] and inner_pixels:
+            # GL_SAMPLES_PASSED cannot nest: frames in one pass, calls and draws in another
+            self.plan = [
+                {Boundary.FRAME: wanted[Boundary.FRAME]},
+                {
+                    Boundary.CALL: wanted[Boundary.CALL],
+                    Boundary.DRAWCALL: wanted[Boundary.DRAWCALL],
+                },
+            ]
+        elif any(wanted.values()):
+            self.plan = [wanted]
+        else:
+            self.plan = []
+        return len(self.plan)
+
+    def describe_passes(self) -> list[str]:
+        lines = []
+        for i, boundaries in enumerate(self.plan):
+            what = "; ".join(
+                f"{b.name.lower()}: {', '.join(m.name for m in METRICS if m in ms)}"
+                for b, ms in boundaries.items()
+                if ms
+            )
+            why = " (Pixels Drawn queries cannot nest)" if len(self.plan) > 1 else ""
+            lines.append(f"pass {i + 1}: opengl {what}{why}")
+        return lines
+
+    def pass_boundaries(self, index: int) -> frozenset[Boundary]:
+        return frozenset(b for b, ms in self.plan[index].items() if ms)
+
+    def begin_pass(self, index: int, columns: dict) -> None:
+        self._pass = {b: ms for b, ms in self.plan[index].items() if ms}
+        self._columns = columns
+        self._open.clear()
+        self._pending.clear()
+        self._older.clear()
+        self._needs_gpu = any(
+            m in GPU_TIMES or m is PIXELS for ms in self._pass.values() for m in ms
+        )
+        self._needs_memory = any(m in MEMORY for ms in self._pass.values() for m in ms)
+        self._cpu_base = time.perf_counter_ns()
+        self._gpu_base: int | None = None
+        if self._needs_memory:
+            self._statm = os.open("/proc/self/statm", os.O_RDONLY)
+        self.continue_pass()
+
+    def end_pass(self) -> None:
+        self.pause_pass()
+        for pool in self._pools.values():
+            pool.free.clear()  # their context is gone with the pass
+        self._pools.clear()
+        if self._statm is not None:
+            os.close(self._statm)
+            self._statm = None
+
+    def pause_pass(self) -> None:
+        """Before a context switch: read everything of this context, keep open events going."""
+        pool = self._pool()
+        if pool is None:
+            return
+        for open_ in self._open.values():
+            if open_.gpu_start is not None and not open_.gpu_start_read:
+                open_.gpu_start = pool.gl.result(open_.gpu_start) - self._base(pool)
+                open_.gpu_start_read = True
+            if open_.pixel_query is not None:
+                pool.gl.EndQuery(GL_SAMPLES_PASSED)
+                open_.pixels += pool.gl.result(open_.pixel_query)
+                open_.pixel_query = None
+        self._read(self._older + self._pending, pool)
+        self._older.clear()
+        self._pending.clear()
+        pool.delete()
+        del self._pools[self.session.context_key]
+
+    def continue_pass(self) -> None:
+        if not self._needs_gpu or self.session.context is None:
+            return
+        pool = self._pool(create=True)
+        for boundary, open_ in self._open.items():
+            if PIXELS in self._pass.get(boundary, ()):
+                open_.pixel_query = pool.take()
+                pool.gl.BeginQuery(GL_SAMPLES_PASSED, open_.pixel_query)
+
+    def _pool(self, create: bool = False) -> _Pool | None:
+        key = self.session.context_key
+        pool = self._pools.get(key)
+        if pool is None and create and key:
+            context = self.session.context
+            suffix = "EXT" if context is not None and context.api == "gles" else ""
+            pool = self._pools[key] = _Pool(_GL(self.session.dispatch, suffix))
+        return pool
+
+    def _base(self, pool: _Pool) -> int:
+        if self._gpu_base is None:
+            self._gpu_base = pool.gl.timestamp()
+        return self._gpu_base
+
+    # --- events -----------------------------------------------------------------------------
+
+    def _memory(self) -> tuple[int, int]:
+        os.lseek(self._statm, 0, os.SEEK_SET)
+        size, resident = os.read(self._statm, 128).split()[:2]
+        return int(size) * PAGE, int(resident) * PAGE
+
+    def begin_query(self, boundary: Boundary, event: int) -> None:
+        metrics = self._pass.get(boundary)
+        if not metrics:
+            return
+        open_ = self._open[boundary] = _Open(event)
+        if self._needs_gpu:
+            pool = self._pool(create=True)
+            if pool is not None:
+                if GPU_START in metrics or GPU_DURATION in metrics:
+                    self._base(pool)
+                    open_.gpu_start = pool.take()
+                    pool.gl.QueryCounter(open_.gpu_start, GL_TIMESTAMP)
+                if PIXELS in metrics:
+                    open_.pixel_query = pool.take()
+                    pool.gl.BeginQuery(GL_SAMPLES_PASSED, open_.pixel_query)
+        if self._needs_memory:
+            open_.vsize, open_.rss = self._memory()
+        open_.cpu = time.perf_counter_ns()
+
+    def end_query(self, boundary: Boundary, event: int) -> None:
+        metrics = self._pass.get(boundary)
+        if not metrics:
+            return
+        now = time.perf_counter_ns()
+        open_ = self._open.pop(boundary)
+        columns = self._columns
+        if CPU_START in metrics:
+            columns[CPU_START, boundary].set(event, open_.cpu - self._cpu_base)
+        if CPU_DURATION in metrics:
+            columns[CPU_DURATION, boundary].set(event, now - open_.cpu)
+        if self._needs_memory:
+            vsize, rss = self._memory()
+            for metric, value in (
+                (VSIZE_START, open_.vsize),
+                (VSIZE_DURATION, vsize - open_.vsize),
+                (RSS_START, open_.rss),
+                (RSS_DURATION, rss - open_.rss),
+            ):
+                if metric in metrics:
+                    columns[metric, boundary].set(event, value)
+        pool = self._pool()
+        if pool is None:
+            return
+        end_query = None
+        if open_.gpu_start is not None:
+            end_query = pool.take()
+            pool.gl.QueryCounter(end_query, GL_TIMESTAMP)
+        if GPU_DISJOINT in metrics:  # the flag covers everything since it was last read
+            columns[GPU_DISJOINT, boundary].set(event, pool.gl.disjoint())
+        if open_.pixel_query is not None:
+            pool.gl.EndQuery(GL_SAMPLES_PASSED)
+        if end_query is not None or open_.pixel_query is not None or open_.pixels:
+            self._pending.append((boundary, event, open_, end_query))
+        if boundary == Boundary.FRAME:
+            # read what finished before the previous frame end: the GPU is done with it by now
+            self._read(self._older, pool)
+            self._older, self._pending = self._pending, []
+
+    def _read(self, finished: list[tuple], pool: _Pool) -> None:
+        columns = self._columns
+        for boundary, event, open_, end_query in finished:
+            metrics = self._pass[boundary]
+            if end_query is not None:
+                base = self._base(pool)
+                start = (
+                    open_.gpu_start
+                    if open_.gpu_start_read
+                    else pool.gl.result(open_.gpu_start) - base
+                )
+                end = pool.gl.result(end_query) - base
+                if GPU_START in metrics:
+                    columns[GPU_START, boundary].set(event, start)
+                if GPU_DURATION in metrics:
+                    columns[GPU_DURATION, boundary].set(event, end - start)
+            if PIXELS in metrics:
+                pixels = open_.pixels
+                if open_.pixel_query is not None:
+                    pixels += pool.gl.result(open_.pixel_query)
+                columns[PIXELS, boundary].set(event, pixels)

@@ -1,0 +1,1 @@
+"""Profiling: metric selections, the pass driver, and what backends see of the replay."""

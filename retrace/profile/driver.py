@@ -1,0 +1,342 @@
+"""The pass driver: replays a compiled trace once per pass and brackets its events.
+
+At the first context the trace makes current (metrics depend on it, as in
+glretrace) the selections are resolved against the backends, every backend
+splits its metrics into passes, and pass 1 starts. Each pass replays the whole
+trace with one backend's pass active: frames are bracketed at SwapBuffers, calls
+and draw calls by wrapping their compiled entries (only in passes that measure
+them, so other passes run the bare loop). A glBegin..glEnd block is one draw,
+calls compiled into display lists are not events, as glretrace classifies them.
+
+Event metadata (call number, program, function, frame) is recorded in the
+first pass; every pass must see the same number of events at each boundary, or
+the run stops rather than print a shifted table. Values live in the mmap
+store, so a failure in pass k leaves passes 1..k-1 on disk.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+
+from retrace.backends.base import Boundary, Metric, MetricBackend, MetricError
+from retrace.backends.registry import load_backends
+from retrace.errors import RetraceError, UsageError
+from retrace.profile.selection import closest, parse_selection
+from retrace.profile.session import Session
+from retrace.replay.compiler import Entry, Row
+from retrace.replay.replayer import Replayer
+from retrace.writer.store import Store
+
+OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
+
+
+class ProfileError(RetraceError):
+    """The profile cannot be trusted (passes disagree); names where."""
+
+
+class _Stop(Exception):
+    """Raised from a hook to end the replay early (--gen-passes, --list-metrics)."""
+
+
+@dataclass
+class PassPlan:
+    backend: MetricBackend
+    index: int  # the backend's own pass number
+    boundaries: frozenset[Boundary]
+
+
+@dataclass
+class Profile:
+    """What a run measured: columns per boundary, in output order, plus event metadata."""
+
+    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
+    columns: dict[tuple[Metric, Boundary], object] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    frames: int = 0  # frames that ended with a SwapBuffers
+    frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
+
+
+class Profiler:
+    """One profiling run of one trace."""
+
+    def __init__(
+        self,
+        trace: str,
+        selections: dict[Boundary, str],
+        store_dir: str | None = None,
+        keep_store: bool = False,
+        progress: IO[str] | None = None,
+    ) -> None:
+        self.selections = selections
+        self.replayer = Replayer(trace)
+        self.session = Session(self.replayer.state, self.replayer.dispatch)
+        self.store = Store(store_dir, keep=keep_store)
+        self.progress = progress
+        self.backends: dict[str, MetricBackend] = {}
+        self.plan: list[PassPlan] = []
+        self.profile = Profile()
+        self._ready = False
+        self._on_ready: Callable[[], None] = lambda: None
+        self._pass = 0
+        self._active: PassPlan | None = None
+        self._events = {b: 0 for b in Boundary}
+        self._expected: dict[Boundary, int] | None = None
+        self._name_ids: dict[str, int] = {}
+        ws = self.replayer.ws
+        ws.after_switch = self._after_switch
+        ws.before_switch = self._before_switch
+        ws.on_frame_end = self._frame_end
+
+    def close(self) -> None:
+        self.replayer.close()
+        self.store.close()
+
+    # --- planning (at the first current context) ---------------------------------------------
+
+    def _after_switch(self) -> None:
+        if not self._ready:
+            self._ready = True
+            self._on_ready()
+            self._start_pass()
+        elif self._active is not None:
+            self._active.backend.continue_pass()
+
+    def _before_switch(self) -> None:
+        if self._active is not None:
+            self._active.backend.pause_pass()
+
+    def _instantiate(self) -> dict[str, MetricBackend]:
+        if not self.backends:
+            self.backends = {name: cls(self.session) for name, cls in load_backends().items()}
+        return self.backends
+
+    def _resolve(self) -> None:
+        """Enable the selected metrics and plan the passes; errors name the closest names."""
+        backends = self._instantiate()
+        order: list[str] = []
+        wanted: dict[Boundary, dict[str, list[Metric]]] = {}
+        for boundary, spec in self.selections.items():
+            for backend_name, refs in parse_selection(spec, OPTION[boundary]):
+                backend = backends.get(backend_name) or next(
+                    (b for n, b in backends.items() if n.casefold() == backend_name.casefold()),
+                    None,
+                )
+                if backend is None:
+                    hint = closest(backend_name, list(backends))
+                    raise UsageError(f'{OPTION[boundary]}: no backend "{backend_name}"{hint}')
+                if backend.name not in order:
+                    order.append(backend.name)
+                for ref in refs:
+                    metric = (
+                        backend.metric_by_name(ref.name)
+                        if ref.name is not None
+                        else backend.metric_by_id(ref.group, ref.id)
+                    )
+                    if metric is None:
+                        hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
+                        raise UsageError(
+                            f'{OPTION[boundary]}: backend "{backend.name}" has no metric '
+                            f'"{ref.text}"{hint}'
+                        )
+                    if boundary not in backend.boundaries(metric):
+                        raise UsageError(
+                            f'{OPTION[boundary]}: "{metric.name}" of {backend.name} cannot be '
+                            f"measured per {boundary.name.lower()}"
+                        )
+                    try:
+                        backend.enable(metric, boundary)
+                    except MetricError as e:
+                        print(f"warning: {e}; its cells will read '-'", file=sys.stderr)
+                    wanted.setdefault(boundary, {}).setdefault(backend.name, []).append(metric)
+        for boundary, per_backend in wanted.items():
+            columns = []
+            for name in order:  # backends in order of first mention, metrics in backend order
+                chosen = set(per_backend.get(name, ()))
+                columns += [m for m in backends[name].metrics() if m in chosen]
+            self.profile.metrics[boundary] = columns
+        for name in order:
+            backend = backends[name]
+            for index in range(backend.generate_passes()):
+                self.plan.append(PassPlan(backend, index, backend.pass_boundaries(index)))
+
+    # --- passes --------------------------------------------------------------------------------
+
+    def _columns_for(self, plan: PassPlan) -> dict[tuple[Metric, Boundary], object]:
+        columns = {}
+        for boundary, metrics in self.profile.metrics.items():
+            for metric in metrics:
+                if metric.backend != plan.backend.name:
+                    continue
+                key = (metric, boundary)
+                if key not in self.profile.columns:
+                    dtype = np.float64 if metric.num_type.is_float else np.int64
+                    label = f"{metric.backend}.{metric.group}.{metric.id}.{boundary.name}"
+                    self.profile.columns[key] = self.store.column(label, dtype)
+                columns[key] = self.profile.columns[key]
+        return columns
+
+    def _start_pass(self) -> None:
+        if self._pass >= len(self.plan):
+            self._active = None
+            return
+        self._active = plan = self.plan[self._pass]
+        plan.backend.begin_pass(plan.index, self._columns_for(plan))
+        if Boundary.FRAME in plan.boundaries:
+            plan.backend.begin_query(Boundary.FRAME, 0)
+
+    def _frame_end(self, drawable) -> None:
+        self.replayer.frame += 1
+        self._record_frame_end()
+        plan = self._active
+        if plan is not None and Boundary.FRAME in plan.boundaries:
+            event = self._events[Boundary.FRAME]
+            plan.backend.end_query(Boundary.FRAME, event)
+            plan.backend.begin_query(Boundary.FRAME, event + 1)
+        self._events[Boundary.FRAME] += 1
+
+    def _record_frame_end(self) -> None:
+        if self._pass == 0:
+            self.profile.frames += 1
+            for boundary in (Boundary.CALL, Boundary.DRAWCALL):
+                self._meta(boundary, "frame_ends").append(self._events[boundary])
+
+    def _meta(self, boundary: Boundary, what: str):
+        return self.store.column(f"events.{boundary.name}.{what}", np.int64)
+
+    def _wrap(self, plan: PassPlan | None) -> Callable[[int, Entry], Entry]:
+        """Per pass: entries that are events get bracketed, the rest run bare."""
+        rows = self.replayer.program.rows
+        record = self._pass == 0
+        calls = plan is not None and Boundary.CALL in plan.boundaries
+        draws = plan is not None and Boundary.DRAWCALL in plan.boundaries
+        if not (calls or draws or record):
+            return lambda i, entry: entry
+        state = self.replayer.state
+        backend = plan.backend if plan is not None else None
+        events = self._events
+
+        def begin(i: int, draw: bool) -> None:
+            if record:
+                self._record(i, draw, state.current.program if state.current else 0)
+            if calls:
+                backend.begin_query(Boundary.CALL, events[Boundary.CALL])
+            if draw and draws:
+                backend.begin_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
+
+        def end(draw: bool) -> None:
+            if draw and draws:
+                backend.end_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
+            if calls:
+                backend.end_query(Boundary.CALL, events[Boundary.CALL])
+            events[Boundary.CALL] += 1
+            if draw:
+                events[Boundary.DRAWCALL] += 1
+
+        def call(i: int, fn, args, draw: bool) -> None:
+            begin(i, draw)
+            fn(*args)
+            end(draw)
+
+        def open_block(i: int, fn, args) -> None:
+            begin(i, True)
+            fn(*args)
+
+        def close_block(fn, args) -> None:
+            fn(*args)
+            end(True)
+
+        def wrap(i: int, entry: Entry) -> Entry:
+            row = rows[i]
+            if row == Row.NONE:
+                return entry
+            if row == Row.BEGIN:
+                return (open_block, (i, *entry))
+            if row == Row.END:
+                return (close_block, entry)
+            return (call, (i, entry[0], entry[1], row == Row.DRAW))
+
+        return wrap
+
+    def _record(self, i: int, draw: bool, program_name: int) -> None:
+        program = self.replayer.program
+        name = program.names[i]
+        name_id = self._name_ids.get(name)
+        if name_id is None:
+            name_id = self._name_ids[name] = len(self.profile.names)
+            self.profile.names.append(name)
+        for boundary in (Boundary.CALL, Boundary.DRAWCALL) if draw else (Boundary.CALL,):
+            self._meta(boundary, "call_no").append(program.call_nos[i])
+            self._meta(boundary, "program").append(program_name)
+            self._meta(boundary, "name").append(name_id)
+
+    def _run_pass(self) -> None:
+        self._events = {b: 0 for b in Boundary}
+        self.session.forget_contexts()
+        self._ready = False
+        plan = self.plan[self._pass] if self._pass < len(self.plan) else None
+        started = time.perf_counter()
+        self.replayer.run_pass(self._wrap(plan))
+        if self._active is not None:
+            if Boundary.FRAME in self._active.boundaries:
+                self._active.backend.end_query(Boundary.FRAME, self._events[Boundary.FRAME])
+            self._active.backend.end_pass()
+        self._events[Boundary.FRAME] += 1  # the trailing, partial frame
+        self._check_events()
+        if self.progress is not None:
+            seconds = time.perf_counter() - started
+            print(
+                f"retrace: pass {self._pass + 1} of {max(len(self.plan), 1)} done in "
+                f"{seconds:.2f} s ({self.replayer.frame / seconds if seconds else 0:.1f} frames/s)",
+                file=self.progress,
+            )
+
+    def _check_events(self) -> None:
+        if self._expected is None:
+            self._expected = dict(self._events)
+            return
+        for boundary, count in self._expected.items():
+            if self._events[boundary] != count:
+                raise ProfileError(
+                    f"pass {self._pass + 1} saw {self._events[boundary]} {boundary.name.lower()} "
+                    f"events where pass 1 saw {count}: the replay is not deterministic; results in "
+                    f"{self.store.path}"
+                )
+
+    # --- entry points --------------------------------------------------------------------------
+
+    def run(self) -> Profile:
+        """Every pass; returns what was measured (values in the store)."""
+        self._on_ready = self._resolve
+        while True:
+            self._run_pass()
+            self._pass += 1
+            if self._pass >= len(self.plan):
+                break
+            self._on_ready = lambda: None
+        self.profile.frame_events = self._expected[Boundary.FRAME] if self._expected else 1
+        return self.profile
+
+    def until_first_context(self, action: Callable[[], None]) -> None:
+        """Replay until the first context is current, run `action` there, stop."""
+
+        def ready() -> None:
+            action()
+            raise _Stop
+
+        self._on_ready = ready
+        try:
+            self.replayer.run_pass()
+        except _Stop:
+            return
+        raise RetraceError("the trace never makes a GL context current: nothing to measure")
+
+    def count_passes(self) -> int:
+        result: list[int] = []
+        self.until_first_context(lambda: (self._resolve(), result.append(len(self.plan))))
+        return result[0]

@@ -1,0 +1,87 @@
+"""glretrace's metric selection grammar.
+
+    --pframes "opengl: GPU Duration, Pixels Drawn; cpu: [0, 1]"
+
+Backends are separated by ``;``; after a backend name and ``:`` come metrics
+separated by ``,``, each a name (matched case-insensitively) or ``[group, id]``.
+Unlike glretrace, which warns and carries on, an unknown backend or metric is
+an error that names the closest existing ones: a profile silently missing a
+column is worse than no profile. The spelling of the user's design card,
+"GPU time" and "CPU time", selects "GPU Duration" and "CPU Duration".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from retrace.errors import UsageError
+
+# Names people write for glretrace's metrics (the design card says "GPU time").
+ALIASES = {"gpu time": "gpu duration", "cpu time": "cpu duration"}
+
+_ID = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*\]$")
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """A metric as the user wrote it: a name, or (group, id)."""
+
+    text: str
+    name: str | None = None
+    group: int | None = None
+    id: int | None = None
+
+
+def parse_selection(spec: str, option: str) -> list[tuple[str, list[MetricRef]]]:
+    """[(backend name, [metric refs])] in the order written; raises UsageError."""
+    out: list[tuple[str, list[MetricRef]]] = []
+    for part in spec.split(";"):
+        if not part.strip():
+            continue
+        backend, sep, rest = part.partition(":")
+        if not sep or not backend.strip():
+            raise UsageError(f'{option}: expected "backend: metric, ..." but got "{part.strip()}"')
+        refs = []
+        for raw in _split_metrics(rest):
+            text = raw.strip()
+            if not text:
+                continue
+            match = _ID.match(text)
+            if match:
+                refs.append(MetricRef(text, group=int(match[1]), id=int(match[2])))
+            else:
+                refs.append(MetricRef(text, name=ALIASES.get(text.casefold(), text)))
+        if not refs:
+            raise UsageError(f'{option}: no metric given for backend "{backend.strip()}"')
+        out.append((backend.strip(), refs))
+    if not out:
+        raise UsageError(f"{option}: empty metric selection")
+    return out
+
+
+def _split_metrics(text: str) -> list[str]:
+    """Split on commas that are not inside [group, id]."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def closest(word: str, candidates: list[str]) -> str:
+    """' (did you mean: A, B?)' or '' — for error messages."""
+    folded = {c.casefold(): c for c in candidates}
+    matches = difflib.get_close_matches(word.casefold(), list(folded), n=3, cutoff=0.4)
+    if not matches:
+        return f" (available: {', '.join(candidates)})" if candidates else ""
+    return f" (did you mean: {', '.join(folded[m] for m in matches)}?)"

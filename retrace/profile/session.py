@@ -1,0 +1,76 @@
+"""What a backend may see of the replay: the current context, its GL functions, its extensions.
+
+Backends never reach into the replayer; they get this narrow view instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cached_property
+
+from retrace.replay.dispatch import Dispatch
+from retrace.replay.state import ReplayState, TracedContext
+
+GL_EXTENSIONS = 0x1F03
+GL_NUM_EXTENSIONS = 0x821D
+
+
+class ContextInfo:
+    """API, version and extensions of one real context, asked once."""
+
+    def __init__(self, context: TracedContext, dispatch: Dispatch) -> None:
+        real = context.real
+        self.api = context.request.api  # "gl" or "gles"
+        self.major = real.major if real is not None else 0
+        self.minor = real.minor if real is not None else 0
+        self.profile = real.profile if real is not None else ""
+        self._dispatch = dispatch
+
+    def version_at_least(self, major: int, minor: int) -> bool:
+        return (self.major, self.minor) >= (major, minor)
+
+    @cached_property
+    def extensions(self) -> frozenset[str]:
+        get_integer = self._dispatch.raw(
+            "glGetIntegerv", None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int)
+        )
+        count = ctypes.c_int(0)
+        get_integer(GL_NUM_EXTENSIONS, ctypes.byref(count))
+        if count.value:
+            get_stringi = self._dispatch.raw(
+                "glGetStringi", ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint
+            )
+            return frozenset(get_stringi(GL_EXTENSIONS, i).decode() for i in range(count.value))
+        get_string = self._dispatch.raw("glGetString", ctypes.c_char_p, ctypes.c_uint)
+        return frozenset((get_string(GL_EXTENSIONS) or b"").decode().split())
+
+
+class Session:
+    """The replay as backends see it."""
+
+    def __init__(self, state: ReplayState, dispatch: Dispatch) -> None:
+        self._state = state
+        self.dispatch = dispatch
+        self._infos: dict[int, ContextInfo] = {}
+
+    @property
+    def context(self) -> ContextInfo | None:
+        """The current context, or None between contexts."""
+        current = self._state.current
+        if current is None or current.real is None:
+            return None
+        key = current.real.handle
+        info = self._infos.get(key)
+        if info is None:
+            info = self._infos[key] = ContextInfo(current, self.dispatch)
+        return info
+
+    @property
+    def context_key(self) -> int:
+        """Identifies the current real context (GL objects such as queries belong to one)."""
+        current = self._state.current
+        return current.real.handle if current is not None and current.real is not None else 0
+
+    def forget_contexts(self) -> None:
+        """A new pass creates new contexts."""
+        self._infos.clear()
