@@ -13,10 +13,28 @@ import click
 from retrace.errors import RetraceError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Cli(click.Group):
+    """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = next((a for a in args if not a.startswith("-") or a in ("-", "--")), None)
+        passthrough = {"-h", "--help", "--version"}
+        if args and first not in self.commands and not passthrough & set(args[:1]):
+            args = ["profile", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="retrace")
 def cli() -> None:
-    """Replay apitrace OpenGL traces and profile them per frame, call and draw call."""
+    """Replay apitrace OpenGL traces and profile them per frame, call and draw call.
+
+    Profiling takes glretrace's options at the top level:
+
+        retrace --pframes "opengl: GPU Duration" TRACE
+
+    (see `retrace profile --help`).
+    """
 
 
 @cli.command()
@@ -131,6 +149,56 @@ def replay(
             click.echo(f"Rendered {result.frames} frames in {secs:g} secs, average of {fps:g} fps")
         if replayer.trace_error is not None:
             raise replayer.trace_error
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "--pframes", metavar="SPEC", help='Metrics per frame: "backend: metric, [group, id]; ..."'
+)
+@click.option("--pcalls", metavar="SPEC", help="Metrics per call.")
+@click.option("--pdrawcalls", metavar="SPEC", help="Metrics per draw call.")
+@click.option(
+    "--list-metrics", is_flag=True, help="List every backend's metrics on the trace's context."
+)
+@click.option("--gen-passes", is_flag=True, help="Print how many passes the selection takes.")
+@click.option("--json", "as_json", is_flag=True, help="--list-metrics as JSON.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the tables here."
+)
+@click.option("--store-dir", type=click.Path(file_okay=False), help="Where the result store lives.")
+@click.option("--keep-store", is_flag=True, help="Keep the result store after the run.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
+)
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def profile(
+    trace: str,
+    pframes: str | None,
+    pcalls: str | None,
+    pdrawcalls: str | None,
+    list_metrics: bool,
+    gen_passes: bool,
+    as_json: bool,
+    output: str | None,
+    store_dir: str | None,
+    keep_store: bool,
+    verbose: bool,
+    quiet: bool,
+) -> None:
+    """Profile TRACE: replay it once per pass and print glretrace's TSV tables."""
+    from retrace.profile import commands
+
+    selections = commands.selections(pframes, pcalls, pdrawcalls)
+    if list_metrics:
+        commands.list_metrics(trace, as_json)
+    elif gen_passes:
+        commands.gen_passes(trace, selections, verbose)
+    else:
+        if not selections:
+            raise click.UsageError("nothing to profile: give --pframes, --pcalls or --pdrawcalls")
+        progress = None if quiet else sys.stderr
+        commands.run_profile(trace, selections, output, store_dir, keep_store, progress)
 
 
 def main() -> None:

@@ -31,7 +31,8 @@ from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.compiler import Entry, Row
 from retrace.replay.replayer import Replayer
-from retrace.writer.store import Store
+from retrace.writer.store import Column, Store
+from retrace.writer.tsv import Table
 
 OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
 
@@ -56,7 +57,7 @@ class Profile:
     """What a run measured: columns per boundary, in output order, plus event metadata."""
 
     metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
-    columns: dict[tuple[Metric, Boundary], object] = field(default_factory=dict)
+    columns: dict[tuple[Metric, Boundary], Column] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
     frames: int = 0  # frames that ended with a SwapBuffers
     frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
@@ -88,6 +89,8 @@ class Profiler:
         self._events = {b: 0 for b in Boundary}
         self._expected: dict[Boundary, int] | None = None
         self._name_ids: dict[str, int] = {}
+        self._last_seconds = 0.0
+        self._brackets: list = [None, False, False]
         ws = self.replayer.ws
         ws.after_switch = self._after_switch
         ws.before_switch = self._before_switch
@@ -110,6 +113,18 @@ class Profiler:
     def _before_switch(self) -> None:
         if self._active is not None:
             self._active.backend.pause_pass()
+
+    @property
+    def passes_done(self) -> int:
+        return self._pass
+
+    @property
+    def last_pass_seconds(self) -> float:
+        return self._last_seconds
+
+    def backends_now(self) -> dict[str, MetricBackend]:
+        """Every backend, created on the current context."""
+        return self._instantiate()
 
     def _instantiate(self) -> dict[str, MetricBackend]:
         if not self.backends:
@@ -167,7 +182,7 @@ class Profiler:
 
     # --- passes --------------------------------------------------------------------------------
 
-    def _columns_for(self, plan: PassPlan) -> dict[tuple[Metric, Boundary], object]:
+    def _columns_for(self, plan: PassPlan) -> dict[tuple[Metric, Boundary], Column]:
         columns = {}
         for boundary, metrics in self.profile.metrics.items():
             for metric in metrics:
@@ -182,10 +197,16 @@ class Profiler:
         return columns
 
     def _start_pass(self) -> None:
+        self._brackets[:] = [None, False, False]
         if self._pass >= len(self.plan):
             self._active = None
             return
         self._active = plan = self.plan[self._pass]
+        self._brackets[:] = [
+            plan.backend,
+            Boundary.CALL in plan.boundaries,
+            Boundary.DRAWCALL in plan.boundaries,
+        ]
         plan.backend.begin_pass(plan.index, self._columns_for(plan))
         if Boundary.FRAME in plan.boundaries:
             plan.backend.begin_query(Boundary.FRAME, 0)
@@ -203,33 +224,39 @@ class Profiler:
     def _record_frame_end(self) -> None:
         if self._pass == 0:
             self.profile.frames += 1
-            for boundary in (Boundary.CALL, Boundary.DRAWCALL):
-                self._meta(boundary, "frame_ends").append(self._events[boundary])
 
-    def _meta(self, boundary: Boundary, what: str):
+    def _meta(self, boundary: Boundary, what: str) -> Column:
+        """Per-event metadata of the calls and draw-calls tables, recorded in pass 1."""
         return self.store.column(f"events.{boundary.name}.{what}", np.int64)
 
     def _wrap(self, plan: PassPlan | None) -> Callable[[int, Entry], Entry]:
-        """Per pass: entries that are events get bracketed, the rest run bare."""
+        """Per pass: entries that are events get bracketed, the rest run bare.
+
+        The first pass learns its plan only at the first current context, after
+        its first entries were wrapped, so its brackets read the active plan
+        (`self._brackets`) when they run.
+        """
         rows = self.replayer.program.rows
         record = self._pass == 0
-        calls = plan is not None and Boundary.CALL in plan.boundaries
-        draws = plan is not None and Boundary.DRAWCALL in plan.boundaries
-        if not (calls or draws or record):
+        if not record and (
+            plan is None or not plan.boundaries & {Boundary.CALL, Boundary.DRAWCALL}
+        ):
             return lambda i, entry: entry
         state = self.replayer.state
-        backend = plan.backend if plan is not None else None
         events = self._events
+        active = self._brackets  # [backend or None, calls measured, draws measured]
 
         def begin(i: int, draw: bool) -> None:
             if record:
                 self._record(i, draw, state.current.program if state.current else 0)
+            backend, calls, draws = active
             if calls:
                 backend.begin_query(Boundary.CALL, events[Boundary.CALL])
             if draw and draws:
                 backend.begin_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
 
         def end(draw: bool) -> None:
+            backend, calls, draws = active
             if draw and draws:
                 backend.end_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
             if calls:
@@ -274,14 +301,16 @@ class Profiler:
             self._meta(boundary, "call_no").append(program.call_nos[i])
             self._meta(boundary, "program").append(program_name)
             self._meta(boundary, "name").append(name_id)
+            self._meta(boundary, "frame").append(self.profile.frames)
 
     def _run_pass(self) -> None:
         self._events = {b: 0 for b in Boundary}
+        self._brackets[:] = [None, False, False]
         self.session.forget_contexts()
         self._ready = False
         plan = self.plan[self._pass] if self._pass < len(self.plan) else None
         started = time.perf_counter()
-        self.replayer.run_pass(self._wrap(plan))
+        self._last_seconds = self.replayer.run_pass(self._wrap(plan)).seconds
         if self._active is not None:
             if Boundary.FRAME in self._active.boundaries:
                 self._active.backend.end_query(Boundary.FRAME, self._events[Boundary.FRAME])
@@ -309,6 +338,30 @@ class Profiler:
                 )
 
     # --- entry points --------------------------------------------------------------------------
+
+    def tables(self) -> list[Table]:
+        """The measured tables, ready for `MetricWriter`."""
+        profile = self.profile
+        tables = []
+        for boundary, metrics in profile.metrics.items():
+            values = [profile.columns.get((m, boundary), np.empty(0, np.int64)) for m in metrics]
+            if boundary == Boundary.FRAME:
+                tables.append(Table(boundary, metrics, values, rows=profile.frame_events))
+                continue
+            tables.append(
+                Table(
+                    boundary,
+                    metrics,
+                    values,
+                    call_nos=self._meta(boundary, "call_no"),
+                    programs=self._meta(boundary, "program"),
+                    names=self._meta(boundary, "name"),
+                    name_table=profile.names,
+                    frame_of_event=self._meta(boundary, "frame"),
+                    frames_ended=profile.frames,
+                )
+            )
+        return tables
 
     def run(self) -> Profile:
         """Every pass; returns what was measured (values in the store)."""

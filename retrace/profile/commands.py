@@ -1,0 +1,126 @@
+"""The profiling commands behind `retrace --pframes/--pcalls/--pdrawcalls`, `--list-metrics`
+and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from typing import IO
+
+from tabulate import tabulate
+
+from retrace.backends.base import Boundary
+from retrace.errors import RetraceError
+from retrace.profile.driver import Profiler
+from retrace.writer.tsv import MetricWriter
+
+
+def selections(
+    pframes: str | None, pcalls: str | None, pdrawcalls: str | None
+) -> dict[Boundary, str]:
+    given = {Boundary.FRAME: pframes, Boundary.CALL: pcalls, Boundary.DRAWCALL: pdrawcalls}
+    return {b: spec for b, spec in given.items() if spec}
+
+
+def list_metrics(trace: str, as_json: bool) -> None:
+    """Every backend, supported or not (and why), with its metrics on the trace's first context."""
+    with ExitStack() as stack:
+        profiler = Profiler(trace, {})
+        stack.callback(profiler.close)
+        rows: list[dict] = []
+
+        def collect() -> None:
+            for backend in profiler.backends_now().values():
+                ok, why = backend.support()
+                for metric in backend.metrics():
+                    usable, reason = backend.available(metric) if ok else (False, why)
+                    rows.append(
+                        {
+                            "backend": backend.name,
+                            "supported": ok,
+                            "backend_reason": why,
+                            "group": metric.group,
+                            "group_name": metric.group_name,
+                            "id": metric.id,
+                            "name": metric.name,
+                            "type": metric.kind.value,
+                            "num_type": metric.num_type.value,
+                            "unit": metric.unit,
+                            "available": usable,
+                            "reason": "" if usable else reason,
+                            "description": metric.description,
+                        }
+                    )
+
+        profiler.until_first_context(collect)
+    if as_json:
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    table = [
+        [
+            r["backend"],
+            f"[{r['group']}, {r['id']}]",
+            r["name"],
+            r["unit"],
+            r["type"],
+            "yes" if r["available"] else f"no ({r['reason']})",
+            r["description"],
+        ]
+        for r in rows
+    ]
+    print(
+        tabulate(
+            table, headers=["backend", "id", "metric", "unit", "kind", "available", "description"]
+        )
+    )
+
+
+def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
+    profiler = Profiler(trace, chosen)
+    try:
+        count = profiler.count_passes()
+        print(count)
+        if verbose:
+            for plan in profiler.plan:
+                lines = plan.backend.describe_passes()
+                print(lines[plan.index] if plan.index < len(lines) else "", file=sys.stderr)
+    finally:
+        profiler.close()
+
+
+def run_profile(
+    trace: str,
+    chosen: dict[Boundary, str],
+    output: str | None,
+    store_dir: str | None,
+    keep_store: bool,
+    progress: IO[str] | None,
+) -> None:
+    """Profile, then write the tables; a failure keeps and names what earlier passes stored."""
+    profiler = Profiler(
+        trace, chosen, store_dir=store_dir, keep_store=keep_store, progress=progress
+    )
+    try:
+        try:
+            profiler.run()
+        except RetraceError as e:
+            done = profiler.passes_done
+            if done > 0:
+                profiler.store.keep = True
+                where = f"passes 1-{done} are kept in {profiler.store.path}"
+                raise RetraceError(f"{e} ({where})") from None
+            raise
+        with ExitStack() as stack:
+            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
+            MetricWriter(stream).write_all(profiler.tables())
+        frames, seconds = profiler.replayer.frame, profiler.last_pass_seconds
+        fps = frames / seconds if seconds else 0.0
+        print(f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps")
+        replayer = profiler.replayer
+        replayer.report_skipped()
+        if replayer.trace_error is not None:
+            raise replayer.trace_error
+    finally:
+        profiler.close()
