@@ -7,6 +7,7 @@ of the project's own types become one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 
 import click
 
@@ -121,6 +122,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 def replay(
     trace: str,
+    window: bool,
     benchmark: bool,
     snapshot_prefix: str | None,
     snapshot_spec: str,
@@ -131,10 +133,19 @@ def replay(
     from retrace.replay.replayer import Replayer
     from retrace.trace.callset import CallSet
 
-    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None else None
-    with Replayer(trace, snapshots=snapshots) as replayer:
+    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
+    with Replayer(trace, snapshots=snapshots) as replayer, ExitStack() as stack:
+        viewer = None
+        if window:
+            from retrace.replay.window import FrameWindow
+
+            viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 
         def on_snapshot(call_no: int, image) -> None:
+            if viewer is not None and not viewer.show(image):
+                raise click.exceptions.Exit(0)  # the user closed the window
+            if snapshot_prefix is None:
+                return
             if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
                 click.echo(image.md5())
             else:
