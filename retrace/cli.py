@@ -107,7 +107,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     metavar="CALLSET",
     default="*/frame",
     show_default=True,
-    help="Frame-end calls to snapshot.",
+    help="Calls to snapshot (before a frame-ending call, after any other).",
 )
 @click.option(
     "--snapshot-format",
@@ -120,6 +120,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     is_flag=True,
     help="Accepted for glretrace compatibility: replay is always headless.",
 )
+@click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
 def replay(
     trace: str,
     window: bool,
