@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,25 @@ def apitrace_dump(path: Path | str, *args: str) -> bytes:
 @pytest.fixture(scope="session")
 def apitrace() -> str:
     return reference_tool("apitrace")
+
+
+@pytest.fixture(scope="session")
+def x_display():
+    """A private Xvfb for glretrace (retrace itself needs none)."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        reference_tool("Xvfb")  # skips, or fails under RETRACE_REQUIRE_REFERENCE
+    for number in range(91, 120):
+        if not Path(f"/tmp/.X{number}-lock").exists():
+            break
+    proc = subprocess.Popen(
+        [xvfb, f":{number}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while not Path(f"/tmp/.X11-unix/X{number}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f":{number}"
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -17,9 +17,7 @@ Where the two differ, the reason is known and asserted precisely:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -56,28 +54,6 @@ CASES = {
 
 def is_egl(trace: Path) -> bool:
     return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
-
-
-@pytest.fixture(scope="module")
-def x_display():
-    """A private Xvfb for glretrace (retrace itself needs none)."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        reference_tool("Xvfb")  # skips, or fails under RETRACE_REQUIRE_REFERENCE
-    for number in range(91, 120):
-        if not Path(f"/tmp/.X{number}-lock").exists():
-            break
-    proc = subprocess.Popen(
-        [xvfb, f":{number}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while not Path(f"/tmp/.X11-unix/X{number}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f":{number}"
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
