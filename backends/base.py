@@ -60,9 +60,13 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Metric:
-    """One measurable quantity of a backend, identified by (group, id) or by name."""
+    """One measurable quantity of a backend, identified by (group, id) or by name.
+
+    Each backend defines its metrics once, so identity is equality: that keeps
+    them cheap dictionary keys on the per-event path.
+    """
 
     backend: str
     group: int

@@ -238,7 +238,7 @@ class OpenGLBackend(MetricBackend):
         self.enabled: dict[Boundary, set[Metric]] = {b: set() for b in Boundary}
         self.plan: list[dict[Boundary, set[Metric]]] = []
         self._pass: dict[Boundary, set[Metric]] = {}
-        self._columns: dict = {}
+        self._set: dict[Boundary, dict] = {}
         self._open: dict[Boundary, _Open] = {}
         self._pools: dict[int, _Pool] = {}
         self._pending: list[tuple] = []  # queries of finished events, not read yet
@@ -325,7 +325,8 @@ class OpenGLBackend(MetricBackend):
 
     def begin_pass(self, index: int, columns: dict) -> None:
         self._pass = {b: ms for b, ms in self.plan[index].items() if ms}
-        self._columns = columns
+        # per boundary: metric -> the column's setter, looked up once per pass
+        self._set = {b: {m: columns[m, b].set for m in ms} for b, ms in self._pass.items()}
         self._open.clear()
         self._pending.clear()
         self._older.clear()
@@ -417,16 +418,15 @@ class OpenGLBackend(MetricBackend):
         open_.cpu = time.perf_counter_ns()
 
     def end_query(self, boundary: Boundary, event: int) -> None:
-        metrics = self._pass.get(boundary)
-        if not metrics:
+        setters = self._set.get(boundary)
+        if not setters:
             return
         now = time.perf_counter_ns()
         open_ = self._open.pop(boundary)
-        columns = self._columns
-        if CPU_START in metrics:
-            columns[CPU_START, boundary].set(event, open_.cpu - self._cpu_base)
-        if CPU_DURATION in metrics:
-            columns[CPU_DURATION, boundary].set(event, now - open_.cpu)
+        if CPU_START in setters:
+            setters[CPU_START](event, open_.cpu - self._cpu_base)
+        if CPU_DURATION in setters:
+            setters[CPU_DURATION](event, now - open_.cpu)
         if self._needs_memory:
             vsize, rss = self._memory()
             for metric, value in (
@@ -435,8 +435,8 @@ class OpenGLBackend(MetricBackend):
                 (RSS_START, open_.rss),
                 (RSS_DURATION, rss - open_.rss),
             ):
-                if metric in metrics:
-                    columns[metric, boundary].set(event, value)
+                if metric in setters:
+                    setters[metric](event, value)
         pool = self._pool()
         if pool is None:
             return
@@ -444,8 +444,8 @@ class OpenGLBackend(MetricBackend):
         if open_.gpu_start is not None:
             end_query = pool.take()
             pool.gl.QueryCounter(end_query, GL_TIMESTAMP)
-        if GPU_DISJOINT in metrics:  # the flag covers everything since it was last read
-            columns[GPU_DISJOINT, boundary].set(event, pool.gl.disjoint())
+        if GPU_DISJOINT in setters:  # the flag covers everything since it was last read
+            setters[GPU_DISJOINT](event, pool.gl.disjoint())
         if open_.pixel_query is not None:
             pool.gl.EndQuery(GL_SAMPLES_PASSED)
         if end_query is not None or open_.pixel_query is not None or open_.pixels:
@@ -456,23 +456,20 @@ class OpenGLBackend(MetricBackend):
             self._older, self._pending = self._pending, []
 
     def _read(self, finished: list[tuple], pool: _Pool) -> None:
-        columns = self._columns
         for boundary, event, open_, end_query in finished:
-            metrics = self._pass[boundary]
+            setters = self._set[boundary]
             if end_query is not None:
                 base = self._base(pool)
-                start = (
-                    open_.gpu_start
-                    if open_.gpu_start_read
-                    else pool.gl.result(open_.gpu_start) - base
-                )
+                start = open_.gpu_start
+                if not open_.gpu_start_read:
+                    start = pool.gl.result(open_.gpu_start) - base
                 end = pool.gl.result(end_query) - base
-                if GPU_START in metrics:
-                    columns[GPU_START, boundary].set(event, start)
-                if GPU_DURATION in metrics:
-                    columns[GPU_DURATION, boundary].set(event, end - start)
-            if PIXELS in metrics:
+                if GPU_START in setters:
+                    setters[GPU_START](event, start)
+                if GPU_DURATION in setters:
+                    setters[GPU_DURATION](event, end - start)
+            if PIXELS in setters:
                 pixels = open_.pixels
                 if open_.pixel_query is not None:
                     pixels += pool.gl.result(open_.pixel_query)
-                columns[PIXELS, boundary].set(event, pixels)
+                setters[PIXELS](event, pixels)

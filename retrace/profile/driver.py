@@ -86,11 +86,11 @@ class Profiler:
         self._on_ready: Callable[[], None] = lambda: None
         self._pass = 0
         self._active: PassPlan | None = None
-        self._events = {b: 0 for b in Boundary}
+        self._events = [0, 0, 0]  # per Boundary value: events seen so far this pass
         self._expected: dict[Boundary, int] | None = None
-        self._name_ids: dict[str, int] = {}
         self._last_seconds = 0.0
         self._brackets: list = [None, False, False]
+        self._programs = self.store.column("events.program", np.int64)
         ws = self.replayer.ws
         ws.after_switch = self._after_switch
         ws.before_switch = self._before_switch
@@ -245,25 +245,27 @@ class Profiler:
         state = self.replayer.state
         events = self._events
         active = self._brackets  # [backend or None, calls measured, draws measured]
+        call_b, draw_b = Boundary.CALL, Boundary.DRAWCALL
+        programs = self._programs
 
         def begin(i: int, draw: bool) -> None:
-            if record:
-                self._record(i, draw, state.current.program if state.current else 0)
+            if record:  # the only event metadata known only at replay time
+                programs.append(state.current.program if state.current else 0)
             backend, calls, draws = active
             if calls:
-                backend.begin_query(Boundary.CALL, events[Boundary.CALL])
+                backend.begin_query(call_b, events[2])
             if draw and draws:
-                backend.begin_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
+                backend.begin_query(draw_b, events[0])
 
         def end(draw: bool) -> None:
             backend, calls, draws = active
             if draw and draws:
-                backend.end_query(Boundary.DRAWCALL, events[Boundary.DRAWCALL])
+                backend.end_query(draw_b, events[0])
             if calls:
-                backend.end_query(Boundary.CALL, events[Boundary.CALL])
-            events[Boundary.CALL] += 1
+                backend.end_query(call_b, events[2])
+            events[2] += 1
             if draw:
-                events[Boundary.DRAWCALL] += 1
+                events[0] += 1
 
         def call(i: int, fn, args, draw: bool) -> None:
             begin(i, draw)
@@ -278,33 +280,50 @@ class Profiler:
             fn(*args)
             end(True)
 
+        none, begin_row, end_row, draw_row = (
+            int(Row.NONE),
+            int(Row.BEGIN),
+            int(Row.END),
+            int(Row.DRAW),
+        )
+
         def wrap(i: int, entry: Entry) -> Entry:
-            row = rows[i]
-            if row == Row.NONE:
+            row = rows[i]  # a plain int: comparing enum members costs more than the call
+            if row == none:
                 return entry
-            if row == Row.BEGIN:
+            if row == begin_row:
                 return (open_block, (i, *entry))
-            if row == Row.END:
+            if row == end_row:
                 return (close_block, entry)
-            return (call, (i, entry[0], entry[1], row == Row.DRAW))
+            return (call, (i, entry[0], entry[1], row == draw_row))
 
         return wrap
 
-    def _record(self, i: int, draw: bool, program_name: int) -> None:
+    def _store_metadata(self) -> None:
+        """Call number, function and frame of every call and draw-call event, from the
+        compiled program (the same in every pass); the program in use was recorded."""
         program = self.replayer.program
-        name = program.names[i]
-        name_id = self._name_ids.get(name)
-        if name_id is None:
-            name_id = self._name_ids[name] = len(self.profile.names)
-            self.profile.names.append(name)
-        for boundary in (Boundary.CALL, Boundary.DRAWCALL) if draw else (Boundary.CALL,):
-            self._meta(boundary, "call_no").append(program.call_nos[i])
-            self._meta(boundary, "program").append(program_name)
-            self._meta(boundary, "name").append(name_id)
-            self._meta(boundary, "frame").append(self.profile.frames)
+        rows = np.frombuffer(bytes(program.rows), np.uint8)
+        is_call = np.isin(rows, (Row.CALL, Row.DRAW, Row.BEGIN))
+        is_draw = np.isin(rows, (Row.DRAW, Row.BEGIN))
+        entries = np.arange(len(rows))
+        call_nos = np.asarray(program.call_nos, np.int64)
+        frame_ends = np.asarray(program.frame_ends, np.int64)
+        names, name_ids = np.unique(np.asarray(program.names, object)[is_call], return_inverse=True)
+        self.profile.names = [str(n) for n in names]
+        programs = self._programs.view()
+        draw_of_call = is_draw[is_call]
+        for boundary, mask, ids, progs in (
+            (Boundary.CALL, is_call, name_ids, programs),
+            (Boundary.DRAWCALL, is_draw, name_ids[draw_of_call], programs[draw_of_call]),
+        ):
+            self._meta(boundary, "call_no").extend(call_nos[mask])
+            self._meta(boundary, "name").extend(ids)
+            self._meta(boundary, "program").extend(progs)
+            self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, entries[mask]))
 
     def _run_pass(self) -> None:
-        self._events = {b: 0 for b in Boundary}
+        self._events[:] = [0, 0, 0]
         self._brackets[:] = [None, False, False]
         self.session.forget_contexts()
         self._ready = False
@@ -327,7 +346,8 @@ class Profiler:
 
     def _check_events(self) -> None:
         if self._expected is None:
-            self._expected = dict(self._events)
+            self._expected = {b: self._events[b] for b in Boundary}
+            self._store_metadata()
             return
         for boundary, count in self._expected.items():
             if self._events[boundary] != count:

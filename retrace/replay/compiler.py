@@ -31,7 +31,7 @@ from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
-from retrace.trace.model import Blob, CallBatch, NodeLists, Pointer, Signatures
+from retrace.trace.model import Blob, CallBatch, FunctionSig, NodeLists, Pointer, Signatures
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -47,7 +47,11 @@ _LOCATION_QUERIES = {
 _VIEWPORTS = {"glViewport"}
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+_UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
+_HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
+_SPECIAL = _LOCATION_QUERIES | _VIEWPORTS | _BLITS | _USE_PROGRAM | _READ_PIXELS | {"glGenLists"}
+_END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 GL_BUFFER_SIZE = 0x8764
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
@@ -67,6 +71,10 @@ class Row(enum.IntEnum):
     END = 4  # glEnd
 
 
+# plain ints for the per-call path (enum comparisons are slow)
+_NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
+
+
 @dataclass
 class Program:
     """A compiled trace: what one replay pass runs, and what each entry is."""
@@ -84,6 +92,25 @@ class Program:
         self.call_nos.append(call_no)
         self.rows.append(row)
         self.names.append(name)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What all calls of one signature share."""
+
+    name: str
+    flags: int
+    ends_frame: bool
+    skip: bool = False
+    row: int = Row.NONE
+    compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
+
+
+def _unsupported(reason: str) -> Callable[[list[Any], Any, int], Entry]:
+    def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
+        raise Unsupported(reason)
+
+    return compile_
 
 
 class _Call:
@@ -144,6 +171,7 @@ class Compiler:
         self.ws = ws
         self.program = Program()
         self._thread: int | None = None
+        self._plans: dict[int, _Plan] = {}
         self._in_list = False  # between glNewList and glEndList
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
@@ -160,6 +188,9 @@ class Compiler:
         nodes = NodeLists(batch)
         slots = batch.slots.tolist()
         program = self.program
+        plans = self._plans
+        value = nodes.value
+        hook_calls = self._hook_calls
         for (
             no,
             _,
@@ -174,75 +205,111 @@ class Compiler:
             _,
             _,
         ) in batch.calls.tolist():
-            sig = sigs.functions[sig_id]
-            if sig.flags & CallFlag.NO_SIDE_EFFECTS and sig.name not in _LOCATION_QUERIES:
+            plan = plans.get(sig_id)
+            if plan is None:
+                plan = plans[sig_id] = self._plan(sigs.functions[sig_id])
+            if plan.skip:
                 continue
             if thread != self._thread:
                 if self._thread is not None:
-                    program.add((self.ws.ws.switch_thread, (thread,)), no, sig.name)
+                    program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name)
                 self._thread = thread
             args = [
-                nodes.value(node_start + s, sigs) if s >= 0 else None
+                value(node_start + s, sigs) if s >= 0 else None
                 for s in slots[slot_start : slot_start + nargs]
             ]
-            result = nodes.value(node_start + ret, sigs) if ret >= 0 else None
+            result = value(node_start + ret, sigs) if ret >= 0 else None
             try:
-                entry = self._compile(sig.name, args, result, thread)
+                entry = plan.compile(args, result, thread)
             except Unsupported as e:
-                program.skipped[sig.name] += 1
-                program.reasons.setdefault(sig.name, str(e))
+                program.skipped[plan.name] += 1
+                program.reasons.setdefault(plan.name, str(e))
                 continue
-            hooked = self._hook_calls is not None and self._hook_calls.contains(no, sig.flags)
-            ends_frame = bool(sig.flags & CallFlag.END_FRAME)
-            if hooked and (ends_frame or entry is None):
-                program.add((self._hook, (no,)), no, sig.name)
+            hooked = hook_calls is not None and hook_calls.contains(no, plan.flags)
+            if hooked and (plan.ends_frame or entry is None):
+                program.add((self._hook, (no,)), no, plan.name)
             if entry is None:
                 continue
-            if ends_frame:
+            if plan.ends_frame:
                 program.frame_ends.append(len(program.entries))
-            program.add(entry, no, sig.name, self._row(sig.name, entry))
-            if hooked and not ends_frame:
-                program.add((self._hook, (no,)), no, sig.name)
+            program.add(entry, no, plan.name, self._row(plan))
+            if hooked and not plan.ends_frame:
+                program.add((self._hook, (no,)), no, plan.name)
 
-    def _row(self, name: str, entry: Entry) -> Row:
+    def _row(self, plan: _Plan) -> Row:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
         and glBegin/glEnd blocks, a glBegin..glEnd block being one draw."""
-        if name == "glNewList":
+        row = plan.row
+        if plan.name == "glNewList":
             self._in_list = True
-        elif name == "glEndList":
+        elif plan.name == "glEndList":
             self._in_list = False
-        if self._in_list or entry[0] is self.state.write_mapped or not name.startswith("gl"):
-            return Row.NONE
-        if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
-            return Row.NONE
-        if name == "glBegin":
+        if self._in_list or row == _NONE:
+            return _NONE
+        if row == _BEGIN:
             self._in_begin = True
-            return Row.BEGIN
-        if name == "glEnd":
+        elif row == _END:
             self._in_begin = False
-            return Row.END
-        if self._in_begin:
-            return Row.NONE
-        return Row.DRAW if is_profiled_draw(name) else Row.CALL
+        elif self._in_begin:
+            return _NONE
+        return row
 
-    def _compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
-        if is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
-            return self.ws.compile(name, args, ret, thread)
-        if name == "memcpy":
-            return self._memcpy(args)
-        if _APP_QUERY_READBACK.match(name):
-            return None  # glretrace's default --query-handling=skip
+    def _plan(self, sig: FunctionSig) -> _Plan:
+        """How every call of one signature compiles; decided once per trace."""
+        name = sig.name
+        flags = int(sig.flags)
+        plan = _Plan(name, flags, bool(flags & _END_FRAME))
+        if (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES) or (
+            _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
+        ):
+            plan.skip = True
+        elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
+            plan.compile = lambda args, ret, thread: self.ws.compile(name, args, ret, thread)
+        elif name == "memcpy":
+            plan.compile = lambda args, ret, thread: self._memcpy(args)
+        elif name.startswith("gl"):
+            plan.compile = self._gl_plan(name, len(sig.arg_names))
+            plan.row = (
+                Row.BEGIN
+                if name == "glBegin"
+                else Row.END
+                if name == "glEnd"
+                else Row.DRAW
+                if is_profiled_draw(name)
+                else Row.CALL
+            )
+        else:
+            plan.compile = _unsupported(f"{name} is not an OpenGL function")
+        return plan
+
+    def _gl_plan(self, name: str, nargs: int) -> Callable[[list[Any], Any, int], Entry]:
         command = self.dispatch.command(name)
         if command is None:
-            raise Unsupported("not in the Khronos registry")
+            return _unsupported("not in the Khronos registry")
         fn = self.dispatch.function(name)
         if fn is None:
-            raise Unsupported("the driver does not provide it")
-        if len(args) != len(command.params):
-            raise Unsupported(
-                f"the trace gives {len(args)} arguments, the registry {len(command.params)}"
+            return _unsupported("the driver does not provide it")
+        if nargs != len(command.params):
+            return _unsupported(
+                f"the trace gives {nargs} arguments, the registry {len(command.params)}"
             )
-        return self._gl_call(command, fn, args, ret)
+        simple = (
+            all(
+                p.pointer_depth == 0
+                and p.object_class is None
+                and p.base not in _HANDLE_TYPES
+                and not (p.name == "location" and name.startswith(_UNIFORM_PREFIXES))
+                for p in command.params
+            )
+            and command.return_class is None
+            and command.return_ctype not in _HANDLE_TYPES
+            and name not in _SPECIAL
+            and not _MAP_BUFFER.match(name)
+            and not _UNMAP_BUFFER.match(name)
+        )
+        if simple:  # numbers only, nothing to look up at replay time
+            return lambda args, ret, thread: (fn, tuple(map(_number, args)))
+        return lambda args, ret, thread: self._gl_call(command, fn, args, ret)
 
     # --- GL calls ---------------------------------------------------------------------------
 
