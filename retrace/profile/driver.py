@@ -307,10 +307,10 @@ class Profiler:
         is_call = np.isin(rows, (Row.CALL, Row.DRAW, Row.BEGIN))
         is_draw = np.isin(rows, (Row.DRAW, Row.BEGIN))
         entries = np.arange(len(rows))
-        call_nos = np.asarray(program.call_nos, np.int64)
+        call_nos = np.frombuffer(program.call_nos, np.int64)
         frame_ends = np.asarray(program.frame_ends, np.int64)
-        names, name_ids = np.unique(np.asarray(program.names, object)[is_call], return_inverse=True)
-        self.profile.names = [str(n) for n in names]
+        name_ids = np.frombuffer(program.name_ids, np.uint32)[is_call]
+        self.profile.names = list(program.names)
         programs = self._programs.view()
         draw_of_call = is_draw[is_call]
         for boundary, mask, ids, progs in (

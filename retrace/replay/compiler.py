@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -80,18 +81,25 @@ class Program:
     """A compiled trace: what one replay pass runs, and what each entry is."""
 
     entries: list[Entry] = field(default_factory=list)
-    call_nos: list[int] = field(default_factory=list)  # trace call number of each entry
-    rows: bytearray = field(default_factory=bytearray)  # a Row per entry
-    names: list[str] = field(default_factory=list)  # function name of each entry
+    # per entry, in compact arrays (a trace has millions of entries):
+    call_nos: array = field(default_factory=lambda: array("q"))  # trace call number
+    rows: bytearray = field(default_factory=bytearray)  # Row
+    name_ids: array = field(default_factory=lambda: array("I"))  # index into `names`
+    names: list[str] = field(default_factory=list)  # function names
     frame_ends: list[int] = field(default_factory=list)  # entry indices that end a frame
     skipped: Counter[str] = field(default_factory=Counter)  # function -> calls not issued
     reasons: dict[str, str] = field(default_factory=dict)  # function -> why
+    _name_index: dict[str, int] = field(default_factory=dict)
 
-    def add(self, entry: Entry, call_no: int, name: str, row: Row = Row.NONE) -> None:
+    def add(self, entry: Entry, call_no: int, name: str, row: int = 0) -> None:
         self.entries.append(entry)
         self.call_nos.append(call_no)
         self.rows.append(row)
-        self.names.append(name)
+        index = self._name_index.get(name)
+        if index is None:
+            index = self._name_index[name] = len(self.names)
+            self.names.append(name)
+        self.name_ids.append(index)
 
 
 @dataclass(slots=True)
