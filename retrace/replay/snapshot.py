@@ -46,6 +46,7 @@ class OwnGL:
         self.BindBuffer = dispatch.raw("glBindBuffer", None, u, u)
         self.ReadBuffer = dispatch.raw("glReadBuffer", None, u)
         self.Finish = dispatch.raw("glFinish", None)
+        self.Flush = dispatch.raw("glFlush", None)
         ip = ctypes.POINTER(ctypes.c_int)
         self.GetFramebufferAttachmentParameteriv = dispatch.raw(
             "glGetFramebufferAttachmentParameteriv", None, u, u, u, ip

@@ -281,6 +281,10 @@ class WindowSystem:
         self.on_frame_end(drawable)
         if drawable is not None and drawable.surface is not None:
             st.display.swap_buffers(drawable.surface)
+        if st.current is not None:
+            # A window's swap flushes the context; a pbuffer's is a no-op, and without the
+            # flush the driver queues frame after frame (llvmpipe's memory grows unbounded).
+            self.gl.Flush()
 
     def frame_terminator(self) -> None:
         self.on_frame_end(self.state.current_drawable)
