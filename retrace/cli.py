@@ -7,7 +7,6 @@ of the project's own types become one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import sys
-from contextlib import ExitStack
 
 import click
 
@@ -116,51 +115,46 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     show_default=True,
 )
 @click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Replay only these GL calls (window-system calls always run).",
+)
+@click.option(
+    "--frames",
+    "frames_spec",
+    metavar="A-B",
+    help="Replay up to the end of frame B; snapshots and -b count frames A to B (0-based).",
+)
+@click.option(
+    "--loop",
+    type=int,
+    is_flag=False,
+    flag_value=-1,
+    default=None,
+    metavar="N",
+    help="Then replay the last frame N more times (forever without N).",
+)
+@click.option(
+    "--sb", "single_buffer", is_flag=True, help="Single-buffered: glFlush/glFinish end frames."
+)
+@click.option("--db", "double_buffer", is_flag=True, help="Double-buffered (the default).")
+@click.option(
+    "--core", is_flag=True, help="Create desktop contexts as core profile (3.2 at least)."
+)
+@click.option("--samples", type=int, help="Multisample the stand-in framebuffers with N samples.")
+@click.option("-v", "--verbose", is_flag=True, help="Report GL errors after every call.")
+@click.option(
     "--headless",
     is_flag=True,
     help="Accepted for glretrace compatibility: replay is always headless.",
 )
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
-def replay(
-    trace: str,
-    window: bool,
-    benchmark: bool,
-    snapshot_prefix: str | None,
-    snapshot_spec: str,
-    snapshot_format: str,
-    headless: bool,
-) -> None:
+def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
-    from retrace.replay.replayer import Replayer
-    from retrace.trace.callset import CallSet
+    from retrace.replay.command import run_replay
 
-    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
-    with Replayer(trace, snapshots=snapshots) as replayer, ExitStack() as stack:
-        viewer = None
-        if window:
-            from retrace.replay.window import FrameWindow
-
-            viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
-
-        def on_snapshot(call_no: int, image) -> None:
-            if viewer is not None and not viewer.show(image):
-                raise click.exceptions.Exit(0)  # the user closed the window
-            if snapshot_prefix is None:
-                return
-            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
-                click.echo(image.md5())
-            else:
-                image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
-
-        replayer.on_snapshot = on_snapshot
-        result = replayer.run_pass()
-        replayer.report_skipped()
-        if benchmark:
-            fps = result.frames / result.seconds if result.seconds else 0.0
-            secs = result.seconds
-            click.echo(f"Rendered {result.frames} frames in {secs:g} secs, average of {fps:g} fps")
-        if replayer.trace_error is not None:
-            raise replayer.trace_error
+    run_replay(trace, **options)
 
 
 @cli.command()

@@ -84,6 +84,7 @@ class Program:
     # per entry, in compact arrays (a trace has millions of entries):
     call_nos: array = field(default_factory=lambda: array("q"))  # trace call number
     rows: bytearray = field(default_factory=bytearray)  # Row
+    checkable: bytearray = field(default_factory=bytearray)  # a GL call glGetError may follow
     name_ids: array = field(default_factory=lambda: array("I"))  # index into `names`
     names: list[str] = field(default_factory=list)  # function names
     frame_ends: list[int] = field(default_factory=list)  # entry indices that end a frame
@@ -91,10 +92,13 @@ class Program:
     reasons: dict[str, str] = field(default_factory=dict)  # function -> why
     _name_index: dict[str, int] = field(default_factory=dict)
 
-    def add(self, entry: Entry, call_no: int, name: str, row: int = 0) -> None:
+    def add(
+        self, entry: Entry, call_no: int, name: str, row: int = 0, checkable: bool = False
+    ) -> None:
         self.entries.append(entry)
         self.call_nos.append(call_no)
         self.rows.append(row)
+        self.checkable.append(checkable)
         index = self._name_index.get(name)
         if index is None:
             index = self._name_index[name] = len(self.names)
@@ -180,10 +184,18 @@ class Compiler:
         self.program = Program()
         self._thread: int | None = None
         self._plans: dict[int, _Plan] = {}
+        self._only: CallSet | None = None
+        self._single_buffer = False
         self._in_list = False  # between glNewList and glEndList
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._hook: Callable[[int], None] = lambda call_no: None
+
+    def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
+        """Replay only `calls` (window-system calls always run, so contexts exist); with
+        `single_buffer`, glFlush and glFinish end frames too, as glretrace --sb does."""
+        self._only = calls
+        self._single_buffer = single_buffer
 
     def hook(self, calls: CallSet, hook: Callable[[int], None]) -> None:
         """Run `hook(call_no)` at these calls: before a frame-ending call, after any other."""
@@ -218,6 +230,12 @@ class Compiler:
                 plan = plans[sig_id] = self._plan(sigs.functions[sig_id])
             if plan.skip:
                 continue
+            if (
+                self._only is not None
+                and plan.row != _NONE
+                and not self._only.contains(no, plan.flags)
+            ):
+                continue
             if thread != self._thread:
                 if self._thread is not None:
                     program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name)
@@ -234,15 +252,23 @@ class Compiler:
                 program.reasons.setdefault(plan.name, str(e))
                 continue
             hooked = hook_calls is not None and hook_calls.contains(no, plan.flags)
-            if hooked and (plan.ends_frame or entry is None):
+            # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
+            # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
+            swap = plan.ends_frame and plan.row == _NONE
+            if hooked and (swap or entry is None):
                 program.add((self._hook, (no,)), no, plan.name)
             if entry is None:
                 continue
-            if plan.ends_frame:
+            if swap:
                 program.frame_ends.append(len(program.entries))
-            program.add(entry, no, plan.name, self._row(plan))
-            if hooked and not plan.ends_frame:
+            row = self._row(plan)
+            checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
+            program.add(entry, no, plan.name, row, checkable)
+            if hooked and not swap:
                 program.add((self._hook, (no,)), no, plan.name)
+            if plan.ends_frame and not swap:
+                program.frame_ends.append(len(program.entries))
+                program.add((self.ws.ws.frame_terminator, ()), no, plan.name)
 
     def _row(self, plan: _Plan) -> Row:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
@@ -266,7 +292,10 @@ class Compiler:
         """How every call of one signature compiles; decided once per trace."""
         name = sig.name
         flags = int(sig.flags)
-        plan = _Plan(name, flags, bool(flags & _END_FRAME))
+        ends_frame = bool(flags & _END_FRAME) or (
+            self._single_buffer and name in ("glFlush", "glFinish")
+        )
+        plan = _Plan(name, flags, ends_frame)
         if (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES) or (
             _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
         ):

@@ -9,12 +9,13 @@ before the swap, as glretrace does.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from retrace.errors import TraceError
+from retrace.errors import RetraceError, TraceError
 from retrace.replay.compiler import Compiler, Entry, Program
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
@@ -25,6 +26,10 @@ from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
 
 Wrap = Callable[[int, Entry], Entry]
+
+
+class StopReplay(Exception):
+    """Raised by a hook to end the pass early (--frames, a closed window)."""
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Replayer:
         self._compiled = False
         self.on_snapshot: Callable[[int, Image], None] | None = None
         self.frame = 0
+        self.last_frame: int | None = None  # stop once this frame (0-based) has ended
 
     @property
     def program(self) -> Program:
@@ -71,6 +77,8 @@ class Replayer:
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
+        if self.last_frame is not None and self.frame > self.last_frame:
+            raise StopReplay
 
     def _snapshot(self, call_no: int) -> None:
         st = self.state
@@ -89,15 +97,19 @@ class Replayer:
         self.state.reset()
         self.frame = 0
         start = time.perf_counter()
-        if self._compiled:
-            entries = self.program.entries
-            if wrap is not None:
-                entries = [wrap(i, e) for i, e in enumerate(entries)]
-            for fn, args in entries:
-                fn(*args)
-        else:
-            self._compile_and_run(wrap)
-        self.gl.Finish() if self.state.current is not None else None
+        try:
+            if self._compiled:
+                entries = self.program.entries
+                if wrap is not None:
+                    entries = [wrap(i, e) for i, e in enumerate(entries)]
+                for fn, args in entries:
+                    fn(*args)
+            else:
+                self._compile_and_run(wrap)
+        except StopReplay:
+            pass  # (a first pass stopped early has compiled only what it ran)
+        if self.state.current is not None:
+            self.gl.Finish()
         seconds = time.perf_counter() - start
         return PassResult(self.frame, seconds, len(self.program.entries))
 
@@ -122,6 +134,45 @@ class Replayer:
             self.trace_error = e
             run(done)
         self._compiled = True
+
+    def loop_last_frame(self, times: int) -> PassResult:
+        """Replay the last frame again `times` times (forever if negative), as glretrace
+        --loop does; state the frame expects from its own start may differ, as there."""
+        ends = self.program.frame_ends
+        if not ends:
+            raise RetraceError("--loop: the trace has no complete frame to loop over")
+        first = ends[-2] + 1 if len(ends) > 1 else 0
+        frame = self.program.entries[first : ends[-1] + 1]
+        start, count = time.perf_counter(), 0
+        self.frame = 0
+        while times < 0 or count < times:
+            for fn, args in frame:
+                fn(*args)
+            count += 1
+        if self.state.current is not None:
+            self.gl.Finish()
+        return PassResult(self.frame, time.perf_counter() - start, len(frame) * count)
+
+    def error_checks(self) -> Wrap:
+        """A wrap that reports GL errors after every call where glGetError is allowed."""
+        get_error = self.dispatch.raw("glGetError", ctypes.c_uint)
+        program, names = self.program, self.dispatch.registry.enum_names
+
+        def checked(i: int, fn, args) -> None:
+            fn(*args)
+            error = get_error()
+            while error:
+                name = next((n for n in names.get(error, ()) if n.startswith("GL_")), hex(error))
+                print(
+                    f"{program.call_nos[i]}: {program.names[program.name_ids[i]]}: {name}",
+                    file=sys.stderr,
+                )
+                error = get_error()
+
+        def wrap(i: int, entry: Entry) -> Entry:
+            return (checked, (i, *entry)) if program.checkable[i] else entry
+
+        return wrap
 
     def report_skipped(self) -> None:
         """One warning per function the replay could not issue, with its count."""

@@ -1,0 +1,93 @@
+"""`retrace replay`: run a trace once through the driver, with glretrace's replay options."""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import ExitStack
+
+import click
+
+from retrace.errors import UsageError
+from retrace.replay.replayer import Replayer, StopReplay
+from retrace.replay.snapshot import Image
+from retrace.trace.callset import CallSet
+
+_FRAMES = re.compile(r"^(\d+)?(?:-(\d+)?)?$")
+
+
+def _frame_range(spec: str | None) -> tuple[int, int | None]:
+    if spec is None:
+        return 0, None
+    match = _FRAMES.match(spec.strip())
+    if not match or not spec.strip():
+        raise UsageError(f'--frames: expected "A-B", "A-" or "N" (0-based frames), got "{spec}"')
+    first = int(match[1] or 0)
+    last = int(match[2]) if match[2] else (first if "-" not in spec else None)
+    if last is not None and last < first:
+        raise UsageError(f"--frames: {spec} is an empty range")
+    return first, last
+
+
+def run_replay(
+    trace: str,
+    *,
+    benchmark: bool,
+    snapshot_prefix: str | None,
+    snapshot_spec: str,
+    snapshot_format: str,
+    calls_spec: str | None,
+    frames_spec: str | None,
+    loop: int | None,
+    single_buffer: bool,
+    double_buffer: bool,
+    core: bool,
+    samples: int | None,
+    verbose: bool,
+    headless: bool,
+    window: bool,
+) -> None:
+    first_frame, last_frame = _frame_range(frames_spec)
+    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
+    with ExitStack() as stack:
+        replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))
+        replayer.compiler.limit(CallSet.parse(calls_spec) if calls_spec else None, single_buffer)
+        replayer.ws.force_core = core
+        replayer.ws.samples = samples
+        replayer.last_frame = last_frame
+        viewer = None
+        if window:
+            from retrace.replay.window import FrameWindow
+
+            viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
+
+        def on_snapshot(call_no: int, image: Image) -> None:
+            if replayer.frame < first_frame:
+                return
+            if viewer is not None and not viewer.show(image):
+                raise StopReplay  # the user closed the window
+            if snapshot_prefix is None:
+                return
+            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
+                click.echo(image.md5())
+            else:
+                image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
+
+        replayer.on_snapshot = on_snapshot
+        result = replayer.run_pass(replayer.error_checks() if verbose else None)
+        if loop is not None:
+            print(
+                "warning: --loop replays the last frame's calls again; state the frame "
+                "expects from its own start may differ, so frames can render wrongly",
+                file=sys.stderr,
+            )
+            result = replayer.loop_last_frame(loop)
+        replayer.report_skipped()
+        if benchmark:
+            frames = max(result.frames - first_frame, 0) if loop is None else result.frames
+            fps = frames / result.seconds if result.seconds else 0.0
+            click.echo(
+                f"Rendered {frames} frames in {result.seconds:g} secs, average of {fps:g} fps"
+            )
+        if replayer.trace_error is not None:
+            raise replayer.trace_error
