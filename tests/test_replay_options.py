@@ -1,0 +1,50 @@
+"""glretrace's replay options on real traces: frame ranges, loops, call sets, GL error reports."""
+
+from __future__ import annotations
+
+from conftest import TRACES, run_retrace
+
+GEARS = str(TRACES / "glxgears.trace")
+
+
+def rendered(r) -> int:
+    line = r.stdout.decode().strip().splitlines()[-1]
+    assert line.startswith("Rendered "), line
+    return int(line.split()[1])
+
+
+def test_frames_range_limits_the_replay_and_its_count():
+    assert rendered(run_retrace("replay", "-b", "--frames", "1-3", GEARS)) == 3
+    assert rendered(run_retrace("replay", "-b", "--frames", "2", GEARS)) == 1
+    md5 = run_retrace("replay", "-s", "-", "--snapshot-format=MD5", "--frames", "2-3", GEARS)
+    every = run_retrace("replay", "-s", "-", "--snapshot-format=MD5", GEARS)
+    assert md5.stdout.split() == every.stdout.split()[2:4]
+
+
+def test_loop_replays_the_last_frame():
+    r = run_retrace("replay", "-b", "--loop", "7", GEARS)
+    assert r.returncode == 0 and rendered(r) == 7
+    assert b"--loop" in r.stderr  # the warning glretrace also gives
+
+
+def test_calls_limit_what_is_replayed():
+    # calls up to 1360 hold the display lists and the first frame's clear, not its draws
+    every = run_retrace("replay", "-s", "-", "--snapshot-format=MD5", GEARS).stdout.split()
+    some = run_retrace("replay", "-s", "-", "--snapshot-format=MD5", "--calls", "0-1360", GEARS)
+    assert some.returncode == 0
+    assert some.stdout.split() != every  # frames without their draws differ
+    assert len(some.stdout.split()) == len(every)  # window-system calls still end the frames
+
+
+def test_verbose_reports_gl_errors_per_call():
+    # the piglit test calls glEnd where it is invalid, on purpose
+    r = run_retrace("replay", "-v", str(TRACES / "piglit-dlist-beginend.trace"))
+    assert r.returncode == 0
+    errors = [line for line in r.stderr.decode().splitlines() if "GL_" in line]
+    assert errors and all(": glEnd: GL_INVALID_OPERATION" in e for e in errors)
+    assert not run_retrace("replay", "-v", GEARS).stderr  # a clean trace reports nothing
+
+
+def test_bad_frame_range_is_a_usage_error():
+    r = run_retrace("replay", "--frames", "5-2", GEARS)
+    assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"--frames" in r.stderr
