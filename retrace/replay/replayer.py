@@ -99,11 +99,7 @@ class Replayer:
         start = time.perf_counter()
         try:
             if self._compiled:
-                entries = self.program.entries
-                if wrap is not None:
-                    entries = [wrap(i, e) for i, e in enumerate(entries)]
-                for fn, args in entries:
-                    fn(*args)
+                self._run(0, wrap)
             else:
                 self._compile_and_run(wrap)
         except StopReplay:
@@ -113,26 +109,32 @@ class Replayer:
         seconds = time.perf_counter() - start
         return PassResult(self.frame, seconds, len(self.program.entries))
 
-    def _compile_and_run(self, wrap: Wrap | None) -> None:
+    def _run(self, start: int, wrap: Wrap | None) -> int:
+        """Run the entries from `start` on; returns where it stopped.
+
+        Wrapped entries are made as they run rather than kept in a second list:
+        a trace's entries are the largest thing the replay holds in memory.
+        """
         entries = self.program.entries
-
-        def run(start: int) -> int:
-            end = len(entries)
-            new = entries[start:end]
-            if wrap is not None:
-                new = [wrap(i, e) for i, e in enumerate(new, start)]
-            for fn, args in new:
+        end = len(entries)
+        if wrap is None:
+            for fn, args in entries[start:] if start else entries:
                 fn(*args)
-            return end
+        else:
+            for i in range(start, end):
+                fn, args = wrap(i, entries[i])
+                fn(*args)
+        return end
 
+    def _compile_and_run(self, wrap: Wrap | None) -> None:
         done = 0
         try:
             for batch in self.reader.batches():
                 self.compiler.add_batch(batch, self.reader.signatures)
-                done = run(done)
+                done = self._run(done, wrap)
         except TraceError as e:
             self.trace_error = e
-            run(done)
+            self._run(done, wrap)
         self._compiled = True
 
     def loop_last_frame(self, times: int) -> PassResult:
