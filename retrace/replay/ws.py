@@ -1,14 +1,19 @@
-"""Window-system translation: the trace's glX*/egl* calls become EGL operations.
+"""Window-system translation: the trace's glX*/egl*/wgl*/CGL* calls become EGL operations.
 
-The traced program talked to X11 or to a display's EGL; none of its handles
-mean anything here. At compile time each window-system call is read for what
-it tells (the pixel format a visual or config stands for, the version and
-profile a context asked for, a pbuffer's size) and becomes an entry that, at
-replay time, creates or binds the corresponding headless EGL object. Windows
-become pbuffers that start at glretrace's 32x32 and grow with the viewports
-the program sets on them, since window sizes are not traced.
+The traced program talked to X11, to a display's EGL, to Windows (WGL) or to
+macOS (CGL); none of its handles mean anything here. At compile time each
+window-system call is read for what it tells (the pixel format a visual or
+config stands for, the version and profile a context asked for, a pbuffer's
+size) and becomes an entry that, at replay time, creates or binds the
+corresponding headless EGL object. Windows become pbuffers that start at
+glretrace's 32x32 and grow with the viewports the program sets on them, since
+window sizes are not traced.
 
 Calls that only query the window system need no replay and compile to nothing.
+
+GLX and EGL are read here; WGL and CGL, whose handle models differ (a Windows
+device context is the drawable, a macOS context owns its drawable), are read by
+`ws_wgl` and `ws_cgl` into the same `WindowSystem` operations.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from retrace.replay.egl import ContextRequest, PixelFormat
 from retrace.replay.state import DEFAULT_SIZE, Drawable, ReplayState, TracedContext
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
+# A drawable's key in the replay state: the handle the trace used for it, or (kind, handle)
+# where a window system's drawables have several handle namespaces (WGL pbuffers, CGL).
+DrawableKey = int | tuple[str, int]
 
 # GLX attributes (GL/glx.h): booleans in glXChooseVisual lists take no value.
 GLX_BOOLEANS = {1, 4, 5, 6}  # GLX_USE_GL, GLX_RGBA, GLX_DOUBLEBUFFER, GLX_STEREO
@@ -199,10 +207,48 @@ class WindowSystem:
         context.real = st.display.create_context(request, fmt, real_share)
         st.contexts[traced] = context
 
-    def create_drawable(self, traced: int, width: int, height: int, fixed: bool) -> None:
+    def share_lists(self, share: int, traced: int) -> None:
+        """Make a created context share `share`'s objects (wglShareLists), as far as EGL can.
+
+        EGL shares only at creation, so the context is created again, sharing,
+        and its first real context destroyed. This loses nothing on traces that
+        succeeded: wglShareLists fails once the target has objects of its own.
+        State set on it before (it may even be current) is lost, and a context
+        that already shares keeps its group.
+        """
+        st = self.state
+        source, context = st.contexts.get(share), st.contexts.get(traced)
+        if source is None or context is None or context.real is None or context.share is not None:
+            return
+        current = st.current is context
+        if current:
+            self.before_switch()
+        old = context.real
+        context.share = source
+        context.real = st.display.create_context(context.request, context.fmt, source.real)
+        if current:  # bind the replacement where the old one was bound
+            drawable = st.current_drawable
+            if drawable is not None and (
+                drawable.surface is None or drawable.surface.config != context.real.config
+            ):
+                self._new_surface(drawable, context)
+            st.display.make_current(context.real, drawable.surface if drawable else None)
+        st.display.destroy_context(old)
+        if current:
+            self.after_switch()
+
+    def create_drawable(self, traced: DrawableKey, width: int, height: int, fixed: bool) -> None:
         self.state.drawables[traced] = Drawable(max(width, 1), max(height, 1), fixed)
 
-    def make_current(self, thread: int, draw: int, context: int) -> None:
+    def alias_drawable(self, alias: DrawableKey, traced: DrawableKey) -> None:
+        """A second handle for a drawable: a WGL pbuffer and the DC that renders to it."""
+        drawables = self.state.drawables
+        drawable = drawables.get(traced)
+        if drawable is None:
+            drawable = drawables[traced] = Drawable()
+        drawables[alias] = drawable
+
+    def make_current(self, thread: int, draw: DrawableKey, context: int) -> None:
         st = self.state
         traced_context = st.contexts.get(context) if context else None
         if context and traced_context is None:
@@ -275,7 +321,7 @@ class WindowSystem:
         st.display.make_current(context.real, drawable.surface)
         self.gl.Scissor(0, 0, drawable.width, drawable.height)
 
-    def swap(self, draw: int) -> None:
+    def swap(self, draw: DrawableKey) -> None:
         st = self.state
         drawable = st.drawables.get(draw, st.current_drawable) if draw else st.current_drawable
         self.on_frame_end(drawable)
@@ -325,6 +371,12 @@ class WsCompiler:
             "eglDestroyContext": self._destroy_context(1),
             "glFrameTerminatorGREMEDY": lambda args, ret, thread: (self.ws.frame_terminator, ()),
         }
+        # Imported here: the WGL and CGL readers build on this module's helpers.
+        from retrace.replay.ws_cgl import CglReader
+        from retrace.replay.ws_wgl import WglReader
+
+        self.handlers.update(WglReader(ws).handlers())
+        self.handlers.update(CglReader(ws).handlers())
 
     def compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
         """The entry for a window-system call, or None when it needs no replay."""
