@@ -19,6 +19,7 @@ device context is the drawable, a macOS context owns its drawable), are read by
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from retrace.errors import RetraceError
@@ -196,11 +197,19 @@ class WindowSystem:
         # around every change of the current context (the profiler pauses its queries)
         self.before_switch: Callable[[], None] = lambda: None
         self.after_switch: Callable[[], None] = lambda: None
+        # glretrace's --core and --samples: override what the trace asked for
+        self.force_core = False
+        self.samples: int | None = None
 
     def create_context(
         self, traced: int, request: ContextRequest, fmt: PixelFormat, share: int
     ) -> None:
         st = self.state
+        if self.force_core and request.api == "gl":
+            version = max((request.major, request.minor), (3, 2))
+            request = replace(request, major=version[0], minor=version[1], profile="core")
+        if self.samples is not None:
+            fmt = replace(fmt, samples=self.samples)
         shared = st.contexts.get(share) if share else None
         context = TracedContext(request=request, fmt=fmt, share=shared)
         real_share = shared.real if shared is not None else None
