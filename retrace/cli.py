@@ -178,6 +178,21 @@ def replay(trace: str, **options) -> None:
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
 )
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--pcpu", is_flag=True, help="Legacy profiler: CPU time per call.")
+@click.option("--pgpu", is_flag=True, help="Legacy profiler: GPU time per draw call.")
+@click.option("--ppd", is_flag=True, help="Legacy profiler: pixels drawn per draw call.")
+@click.option("--pmem", is_flag=True, help="Legacy profiler: VSIZE/RSS per call.")
+@click.option(
+    "--pframe-times", is_flag=True, help="Print rendering_finished <ns> after each frame."
+)
+@click.option(
+    "--min-cpu-time",
+    type=int,
+    default=1000,
+    show_default=True,
+    metavar="NS",
+    help="With --pcpu: leave out calls faster than NS ns.",
+)
 def profile(
     trace: str,
     pframes: str | None,
@@ -191,19 +206,49 @@ def profile(
     keep_store: bool,
     verbose: bool,
     quiet: bool,
+    pcpu: bool,
+    pgpu: bool,
+    ppd: bool,
+    pmem: bool,
+    pframe_times: bool,
+    min_cpu_time: int,
 ) -> None:
-    """Profile TRACE: replay it once per pass and print glretrace's TSV tables."""
+    """Profile TRACE: replay it once per pass and print glretrace's TSV tables
+    (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands
 
     selections = commands.selections(pframes, pcalls, pdrawcalls)
+    legacy = pcpu or pgpu or ppd or pmem or pframe_times
+    progress = None if quiet else sys.stderr
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:
         commands.gen_passes(trace, selections, verbose)
+    elif legacy:
+        if selections:
+            raise click.UsageError(
+                "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
+                "--pframes/--pcalls/--pdrawcalls"
+            )
+        commands.run_legacy_profile(
+            trace,
+            output,
+            store_dir=store_dir,
+            keep_store=keep_store,
+            progress=progress,
+            cpu=pcpu,
+            gpu=pgpu,
+            pixels=ppd,
+            memory=pmem,
+            frame_times=pframe_times,
+            min_cpu_time=min_cpu_time,
+        )
     else:
         if not selections:
-            raise click.UsageError("nothing to profile: give --pframes, --pcalls or --pdrawcalls")
-        progress = None if quiet else sys.stderr
+            raise click.UsageError(
+                "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
+                "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
+            )
         commands.run_profile(trace, selections, output, store_dir, keep_store, progress)
 
 

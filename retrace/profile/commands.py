@@ -90,6 +90,15 @@ def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
         profiler.close()
 
 
+def run_legacy_profile(trace: str, output: str | None, **options) -> None:
+    """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`)."""
+    from retrace.profile.legacy import run_legacy
+
+    with ExitStack() as stack:
+        out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
+        run_legacy(trace, out=out, **options)
+
+
 def run_profile(
     trace: str,
     chosen: dict[Boundary, str],
