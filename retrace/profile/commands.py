@@ -11,7 +11,6 @@ from typing import IO
 from tabulate import tabulate
 
 from retrace.backends.base import Boundary
-from retrace.errors import RetraceError
 from retrace.profile.driver import Profiler
 from retrace.writer.tsv import MetricWriter
 
@@ -112,21 +111,11 @@ def run_profile(
         trace, chosen, store_dir=store_dir, keep_store=keep_store, progress=progress
     )
     try:
-        try:
-            profiler.run()
-        except RetraceError as e:
-            done = profiler.passes_done
-            if done > 0:
-                profiler.store.keep = True
-                where = f"passes 1-{done} are kept in {profiler.store.path}"
-                raise RetraceError(f"{e} ({where})") from None
-            raise
+        profiler.run()
         with ExitStack() as stack:
             stream = stack.enter_context(open(output, "w")) if output else sys.stdout
             MetricWriter(stream).write_all(profiler.tables())
-        frames, seconds = profiler.replayer.frame, profiler.last_pass_seconds
-        fps = frames / seconds if seconds else 0.0
-        print(f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps")
+        print(profiler.summary())
         replayer = profiler.replayer
         replayer.report_skipped()
         if replayer.trace_error is not None:

@@ -30,7 +30,7 @@ from retrace.errors import RetraceError, UsageError
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.compiler import Entry, Row
-from retrace.replay.replayer import Replayer
+from retrace.replay.replayer import Replayer, rendered
 from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
 
@@ -121,6 +121,10 @@ class Profiler:
     @property
     def last_pass_seconds(self) -> float:
         return self._last_seconds
+
+    def summary(self) -> str:
+        """glretrace's closing `Rendered ...` line for the last pass."""
+        return rendered(self.replayer.frame, self._last_seconds)
 
     def backends_now(self) -> dict[str, MetricBackend]:
         """Every backend, created on the current context."""
@@ -384,10 +388,20 @@ class Profiler:
         return tables
 
     def run(self) -> Profile:
-        """Every pass; returns what was measured (values in the store)."""
+        """Every pass; returns what was measured (values in the store).
+
+        A failure after the first pass keeps the store, and its message says where.
+        """
         self._on_ready = self._resolve
         while True:
-            self._run_pass()
+            try:
+                self._run_pass()
+            except RetraceError as e:
+                if self._pass == 0:
+                    raise
+                self.store.keep = True
+                where = f"passes 1-{self._pass} are kept in {self.store.path}"
+                raise RetraceError(f"{e} ({where})") from None
             self._pass += 1
             if self._pass >= len(self.plan):
                 break

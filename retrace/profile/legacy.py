@@ -89,7 +89,6 @@ from retrace.backends.opengl import (
     VSIZE_DURATION,
     VSIZE_START,
 )
-from retrace.errors import RetraceError
 from retrace.profile.driver import ProfileError, Profiler
 from retrace.writer.store import Column, missing_mask
 from retrace.writer.tsv import LegacyWriter, Table
@@ -152,22 +151,12 @@ def run_legacy(
     )
     try:
         stamps = _time_frames(profiler) if frame_times else None
-        try:
-            profiler.run()
-        except RetraceError as e:
-            done = profiler.passes_done
-            if done > 0:
-                profiler.store.keep = True
-                where = f"passes 1-{done} are kept in {profiler.store.path}"
-                raise RetraceError(f"{e} ({where})") from None
-            raise
+        profiler.run()
         writer = LegacyWriter(
             out, gpu=gpu, cpu=cpu, pixels=pixels, memory=memory, min_cpu_time=min_cpu_time
         )
         write_legacy(profiler, writer, stamps)
-        frames, seconds = profiler.replayer.frame, profiler.last_pass_seconds
-        fps = frames / seconds if seconds else 0.0
-        out.write(f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps\n")
+        out.write(profiler.summary() + "\n")
         out.flush()
         replayer = profiler.replayer
         replayer.report_skipped()

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 import click
 
 from retrace.errors import UsageError
-from retrace.replay.replayer import Replayer, StopReplay
+from retrace.replay.replayer import Replayer, StopReplay, rendered
 from retrace.replay.snapshot import Image
 from retrace.trace.callset import CallSet
 
@@ -85,9 +85,6 @@ def run_replay(
         replayer.report_skipped()
         if benchmark:
             frames = max(result.frames - first_frame, 0) if loop is None else result.frames
-            fps = frames / result.seconds if result.seconds else 0.0
-            click.echo(
-                f"Rendered {frames} frames in {result.seconds:g} secs, average of {fps:g} fps"
-            )
+            click.echo(rendered(frames, result.seconds))
         if replayer.trace_error is not None:
             raise replayer.trace_error

@@ -28,6 +28,12 @@ from retrace.trace.reader import TraceReader
 Wrap = Callable[[int, Entry], Entry]
 
 
+def rendered(frames: int, seconds: float) -> str:
+    """glretrace's closing line, which scripts parse."""
+    fps = frames / seconds if seconds else 0.0
+    return f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps"
+
+
 class StopReplay(Exception):
     """Raised by a hook to end the pass early (--frames, a closed window)."""
 
