@@ -116,9 +116,6 @@ def run_profile(
             stream = stack.enter_context(open(output, "w")) if output else sys.stdout
             MetricWriter(stream).write_all(profiler.tables())
         print(profiler.summary())
-        replayer = profiler.replayer
-        replayer.report_skipped()
-        if replayer.trace_error is not None:
-            raise replayer.trace_error
+        profiler.replayer.finish()
     finally:
         profiler.close()

@@ -158,10 +158,7 @@ def run_legacy(
         write_legacy(profiler, writer, stamps)
         out.write(profiler.summary() + "\n")
         out.flush()
-        replayer = profiler.replayer
-        replayer.report_skipped()
-        if replayer.trace_error is not None:
-            raise replayer.trace_error
+        profiler.replayer.finish()
     finally:
         profiler.close()
 

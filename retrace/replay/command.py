@@ -82,9 +82,7 @@ def run_replay(
                 file=sys.stderr,
             )
             result = replayer.loop_last_frame(loop)
-        replayer.report_skipped()
         if benchmark:
             frames = max(result.frames - first_frame, 0) if loop is None else result.frames
             click.echo(rendered(frames, result.seconds))
-        if replayer.trace_error is not None:
-            raise replayer.trace_error
+        replayer.finish()

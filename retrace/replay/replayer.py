@@ -182,6 +182,12 @@ class Replayer:
 
         return wrap
 
+    def finish(self) -> None:
+        """After the output: report what was skipped, then raise the trace's damage if any."""
+        self.report_skipped()
+        if self.trace_error is not None:
+            raise self.trace_error
+
     def report_skipped(self) -> None:
         """One warning per function the replay could not issue, with its count."""
         for name, count in sorted(self.program.skipped.items()):
