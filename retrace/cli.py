@@ -178,6 +178,23 @@ def replay(trace: str, **options) -> None:
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
 )
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--repeat",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Replay every pass N times; each cell holds the median.",
+)
+@click.option(
+    "--warmup",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="K",
+    help="Replays of every pass to run and discard first.",
+)
+@click.option("--stats", is_flag=True, help="With --repeat: add min, p95 and stddev columns.")
 @click.option("--pcpu", is_flag=True, help="Legacy profiler: CPU time per call.")
 @click.option("--pgpu", is_flag=True, help="Legacy profiler: GPU time per draw call.")
 @click.option("--ppd", is_flag=True, help="Legacy profiler: pixels drawn per draw call.")
@@ -212,6 +229,9 @@ def profile(
     pmem: bool,
     pframe_times: bool,
     min_cpu_time: int,
+    repeat: int,
+    warmup: int,
+    stats: bool,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
@@ -249,7 +269,17 @@ def profile(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
-        commands.run_profile(trace, selections, output, store_dir, keep_store, progress)
+        commands.run_profile(
+            trace,
+            selections,
+            output,
+            store_dir,
+            keep_store,
+            progress,
+            repeat=repeat,
+            warmup=warmup,
+            stats=stats,
+        )
 
 
 def main() -> None:

@@ -252,3 +252,46 @@ def test_store_keeps_memory_bounded_on_a_million_calls(tmp_path):
     # values and metadata (5 int64 columns = 40 MB) are in files, not resident
     assert peak_kib < 1_200_000, f"peak RSS {peak_kib} KiB"
     assert not any(p.name.startswith("retrace-store-") for p in tmp_path.iterdir())
+
+
+def test_repeat_takes_the_median_and_stats_add_columns():
+    out = retrace(
+        [
+            "--pframes",
+            "opengl: CPU Duration, Pixels Drawn",
+            "--pdrawcalls",
+            "opengl: Pixels Drawn",
+            "--repeat",
+            "3",
+            "--warmup",
+            "1",
+            "--stats",
+        ],
+        TRACES / "glmark2-build-clientarrays.trace",
+    )
+    parsed = tables(out)
+    frames = next(iter(parsed.values()))
+    assert frames.metrics == [
+        "CPU Duration",
+        "CPU Duration min",
+        "CPU Duration p95",
+        "CPU Duration stddev",
+        "Pixels Drawn",
+        "Pixels Drawn min",
+        "Pixels Drawn p95",
+        "Pixels Drawn stddev",
+    ]
+    median, low, p95 = (
+        list(frames.column(m)) for m in ("CPU Duration", "CPU Duration min", "CPU Duration p95")
+    )
+    assert all(lo <= med <= hi for lo, med, hi in zip(low, median, p95, strict=True))
+    assert all(v == 0 for v in frames.column("Pixels Drawn stddev"))  # exact, run after run
+    single = tables(
+        retrace(
+            ["--pdrawcalls", "opengl: Pixels Drawn"], TRACES / "glmark2-build-clientarrays.trace"
+        )
+    )
+    draws = list(parsed.values())[1]
+    assert list(draws.column("Pixels Drawn")) == list(
+        next(iter(single.values())).column("Pixels Drawn")
+    )

@@ -105,10 +105,20 @@ def run_profile(
     store_dir: str | None,
     keep_store: bool,
     progress: IO[str] | None,
+    repeat: int = 1,
+    warmup: int = 0,
+    stats: bool = False,
 ) -> None:
     """Profile, then write the tables; a failure keeps and names what earlier passes stored."""
     profiler = Profiler(
-        trace, chosen, store_dir=store_dir, keep_store=keep_store, progress=progress
+        trace,
+        chosen,
+        store_dir=store_dir,
+        keep_store=keep_store,
+        progress=progress,
+        repeat=repeat,
+        warmup=warmup,
+        stats=stats,
     )
     try:
         profiler.run()

@@ -18,20 +18,21 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 import numpy as np
 
-from retrace.backends.base import Boundary, Metric, MetricBackend, MetricError
+from retrace.backends.base import Boundary, Metric, MetricBackend, MetricError, NumType
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.compiler import Entry, Row
 from retrace.replay.replayer import Replayer, rendered
-from retrace.writer.store import Column, Store
+from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import Table
 
 OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
@@ -61,6 +62,8 @@ class Profile:
     names: list[str] = field(default_factory=list)
     frames: int = 0  # frames that ended with a SwapBuffers
     frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
+    # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
+    stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
 
 
 class Profiler:
@@ -73,8 +76,16 @@ class Profiler:
         store_dir: str | None = None,
         keep_store: bool = False,
         progress: IO[str] | None = None,
+        repeat: int = 1,
+        warmup: int = 0,
+        stats: bool = False,
     ) -> None:
+        if repeat < 1 or warmup < 0:
+            raise UsageError("--repeat must be at least 1 and --warmup at least 0")
         self.selections = selections
+        self.repeat, self.warmup, self.stats = repeat, warmup, stats
+        self._run = 0  # which repetition of the current pass
+        self._counting_calls = True  # whether this run brackets (and so counts) calls
         self.replayer = Replayer(trace)
         self.session = Session(self.replayer.state, self.replayer.dispatch)
         self.store = Store(store_dir, keep=keep_store)
@@ -186,19 +197,72 @@ class Profiler:
 
     # --- passes --------------------------------------------------------------------------------
 
+    def _keys(self, plan: PassPlan) -> list[tuple[Metric, Boundary]]:
+        return [
+            (metric, boundary)
+            for boundary, metrics in self.profile.metrics.items()
+            for metric in metrics
+            if metric.backend == plan.backend.name
+        ]
+
+    def _column(self, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
+        dtype = np.float64 if metric.num_type.is_float or suffix else np.int64
+        label = f"{metric.backend}.{metric.group}.{metric.id}.{boundary.name}{suffix}"
+        return self.store.column(label, dtype)
+
     def _columns_for(self, plan: PassPlan) -> dict[tuple[Metric, Boundary], Column]:
+        """Where this run of the pass writes: the final columns, or one set per repetition."""
+        repeated = self.repeat > 1 or self.warmup > 0
         columns = {}
-        for boundary, metrics in self.profile.metrics.items():
-            for metric in metrics:
-                if metric.backend != plan.backend.name:
-                    continue
-                key = (metric, boundary)
-                if key not in self.profile.columns:
-                    dtype = np.float64 if metric.num_type.is_float else np.int64
-                    label = f"{metric.backend}.{metric.group}.{metric.id}.{boundary.name}"
-                    self.profile.columns[key] = self.store.column(label, dtype)
-                columns[key] = self.profile.columns[key]
+        for metric, boundary in self._keys(plan):
+            if repeated:
+                label = f".pass{self._pass}.run{self._run}"
+                columns[metric, boundary] = self._column(metric, boundary, label)
+            else:
+                if (metric, boundary) not in self.profile.columns:
+                    self.profile.columns[metric, boundary] = self._column(metric, boundary)
+                columns[metric, boundary] = self.profile.columns[metric, boundary]
         return columns
+
+    def _combine_runs(self, plan: PassPlan) -> None:
+        """The median of the measured runs goes in the table; min, p95 and stddev beside it.
+
+        Only the columns this pass wrote are combined (a backend may spread its metrics
+        over several passes).
+        """
+        for metric, boundary in self._keys(plan):
+            runs = [
+                self._column(metric, boundary, f".pass{self._pass}.run{r}").view()
+                for r in range(self.warmup, self.warmup + self.repeat)
+            ]
+            length = max(len(r) for r in runs)
+            if length == 0 or (metric, boundary) in self.profile.columns:
+                continue  # measured in another pass
+            stack = np.full((len(runs), length), np.nan)
+            for i, values in enumerate(runs):
+                stack[i, : len(values)] = np.where(missing_mask(values), np.nan, values)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows stay NaN
+                median = np.nanmedian(stack, axis=0)
+                extra = {
+                    "min": np.nanmin(stack, axis=0),
+                    "p95": np.nanpercentile(stack, 95, axis=0),
+                    "stddev": np.nanstd(stack, axis=0),
+                }
+            final = self._column(metric, boundary)
+            if metric.num_type.is_float:
+                final.extend(median)
+            else:
+                final.extend(
+                    np.where(np.isnan(median), final.missing, np.rint(median)).astype(np.int64)
+                )
+            self.profile.columns[metric, boundary] = final
+            if self.stats:
+                for name, values in extra.items():
+                    column = self._column(metric, boundary, f".{name}")
+                    column.extend(values)
+                    derived = replace(metric, name=f"{metric.name} {name}", num_type=NumType.DOUBLE)
+                    self.profile.stats.setdefault((metric, boundary), []).append((derived, column))
 
     def _start_pass(self) -> None:
         self._brackets[:] = [None, False, False]
@@ -241,10 +305,11 @@ class Profiler:
         (`self._brackets`) when they run.
         """
         rows = self.replayer.program.rows
-        record = self._pass == 0
-        if not record and (
-            plan is None or not plan.boundaries & {Boundary.CALL, Boundary.DRAWCALL}
-        ):
+        record = self._pass == 0 and self._run == 0
+        self._counting_calls = record or (
+            plan is not None and bool(plan.boundaries & {Boundary.CALL, Boundary.DRAWCALL})
+        )
+        if not self._counting_calls:
             return lambda i, entry: entry
         state = self.replayer.state
         events = self._events
@@ -342,11 +407,19 @@ class Profiler:
         self._check_events()
         if self.progress is not None:
             seconds = time.perf_counter() - started
+            rate = self.replayer.frame / seconds if seconds else 0.0
             print(
-                f"retrace: pass {self._pass + 1} of {max(len(self.plan), 1)} done in "
-                f"{seconds:.2f} s ({self.replayer.frame / seconds if seconds else 0:.1f} frames/s)",
+                f"retrace: pass {self._pass + 1} of {max(len(self.plan), 1)}{self._run_label()} "
+                f"done in {seconds:.2f} s ({rate:.1f} frames/s)",
                 file=self.progress,
             )
+
+    def _run_label(self) -> str:
+        if self.repeat == 1 and self.warmup == 0:
+            return ""
+        if self._run < self.warmup:
+            return f" (warm-up {self._run + 1} of {self.warmup})"
+        return f" (run {self._run - self.warmup + 1} of {self.repeat})"
 
     def _check_events(self) -> None:
         if self._expected is None:
@@ -354,6 +427,8 @@ class Profiler:
             self._store_metadata()
             return
         for boundary, count in self._expected.items():
+            if boundary != Boundary.FRAME and not self._counting_calls:
+                continue  # this run did not bracket calls
             if self._events[boundary] != count:
                 raise ProfileError(
                     f"pass {self._pass + 1} saw {self._events[boundary]} {boundary.name.lower()} "
@@ -367,8 +442,14 @@ class Profiler:
         """The measured tables, ready for `MetricWriter`."""
         profile = self.profile
         tables = []
-        for boundary, metrics in profile.metrics.items():
-            values = [profile.columns.get((m, boundary), np.empty(0, np.int64)) for m in metrics]
+        for boundary, chosen in profile.metrics.items():
+            metrics, values = [], []
+            for m in chosen:
+                metrics.append(m)
+                values.append(profile.columns.get((m, boundary), np.empty(0, np.int64)))
+                for derived, column in profile.stats.get((m, boundary), ()):
+                    metrics.append(derived)
+                    values.append(column)
             if boundary == Boundary.FRAME:
                 tables.append(Table(boundary, metrics, values, rows=profile.frame_events))
                 continue
@@ -388,14 +469,19 @@ class Profiler:
         return tables
 
     def run(self) -> Profile:
-        """Every pass; returns what was measured (values in the store).
+        """Every pass (each `warmup + repeat` times); returns what was measured.
 
         A failure after the first pass keeps the store, and its message says where.
         """
         self._on_ready = self._resolve
         while True:
             try:
-                self._run_pass()
+                for run in range(self.warmup + self.repeat):
+                    self._run = run
+                    self._run_pass()
+                    self._on_ready = lambda: None
+                if self._pass < len(self.plan) and (self.repeat > 1 or self.warmup > 0):
+                    self._combine_runs(self.plan[self._pass])
             except RetraceError as e:
                 if self._pass == 0:
                     raise
@@ -405,7 +491,6 @@ class Profiler:
             self._pass += 1
             if self._pass >= len(self.plan):
                 break
-            self._on_ready = lambda: None
         self.profile.frame_events = self._expected[Boundary.FRAME] if self._expected else 1
         return self.profile
 
