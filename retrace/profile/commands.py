@@ -8,8 +8,6 @@ import sys
 from contextlib import ExitStack
 from typing import IO
 
-from tabulate import tabulate
-
 from retrace.backends.base import Boundary
 from retrace.profile.driver import Profiler
 from retrace.writer.tsv import MetricWriter
@@ -57,6 +55,8 @@ def list_metrics(trace: str, as_json: bool) -> None:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
+    from tabulate import tabulate  # only this command needs it: keep it off the profiling path
+
     table = [
         [
             r["backend"],
