@@ -125,14 +125,6 @@ class Profiler:
         if self._active is not None:
             self._active.backend.pause_pass()
 
-    @property
-    def passes_done(self) -> int:
-        return self._pass
-
-    @property
-    def last_pass_seconds(self) -> float:
-        return self._last_seconds
-
     def summary(self) -> str:
         """glretrace's closing `Rendered ...` line for the last pass."""
         return rendered(self.replayer.frame, self._last_seconds)
