@@ -56,6 +56,8 @@ _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFF
 GL_BUFFER_SIZE = 0x8764
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
+# Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
+_NOT_AN_OFFSET = 1 << 40
 
 
 class Unsupported(Exception):
@@ -419,6 +421,10 @@ class Compiler:
         if isinstance(value, Pointer):
             if param.output:
                 raise Unsupported(f"output '{param.name}' points into the traced process")
+            if value >= _NOT_AN_OFFSET:
+                # an address in the traced process whose memory the tracer did not capture:
+                # the driver would read from a random address here
+                raise Unsupported(f"'{param.name}' points to memory the trace did not capture")
             return int(value)  # an offset into a bound buffer object
         if isinstance(value, (bytes, Blob)):
             if param.output:
