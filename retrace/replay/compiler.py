@@ -51,7 +51,28 @@ _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
 _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
-_SPECIAL = _LOCATION_QUERIES | _VIEWPORTS | _BLITS | _USE_PROGRAM | _READ_PIXELS | {"glGenLists"}
+_IMAGE_READBACKS = {
+    "glGetTexImage",
+    "glGetnTexImage",
+    "glGetnTexImageARB",
+    "glGetTextureImage",
+    "glGetTextureSubImage",
+    "glGetCompressedTexImage",
+    "glGetCompressedTexImageARB",
+    "glGetnCompressedTexImage",
+    "glGetnCompressedTexImageARB",
+    "glGetCompressedTextureImage",
+    "glGetCompressedTextureSubImage",
+}
+_SPECIAL = (
+    _LOCATION_QUERIES
+    | _VIEWPORTS
+    | _BLITS
+    | _USE_PROGRAM
+    | _READ_PIXELS
+    | _IMAGE_READBACKS
+    | {"glGenLists"}
+)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 GL_BUFFER_SIZE = 0x8764
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
@@ -356,6 +377,7 @@ class Compiler:
         name = command.name
         st = self.state
         template: list[Any] = []
+        only_into_buffer = False
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
         for index, (param, value) in enumerate(zip(command.params, args, strict=True)):
@@ -378,6 +400,12 @@ class Compiler:
                 before.append((index, self._pack_destination(args)))
                 template.append(int(value))
                 continue
+            if param.output and isinstance(value, Pointer) and name in _IMAGE_READBACKS:
+                # into a pack buffer it changes GL state; into the program's memory it does
+                # not, and its size is unknown: run it only in the first case
+                template.append(int(value))
+                only_into_buffer = True
+                continue
             template.append(self._pointer(param, value, cls, index, before, after))
         self._result_mapping(command, ret, after)
         if name in _LOCATION_QUERIES and isinstance(ret, int):
@@ -396,9 +424,15 @@ class Compiler:
         elif _UNMAP_BUFFER.match(name):
             key = ("buffer" if "Named" in name else "target", int(args[0] or 0))
             after.append(lambda a, r, k=key: st.unmap_region(k))
+        if only_into_buffer:
+            return (self._into_pack_buffer, (fn, tuple(template)))
         if not before and not after:
             return (fn, tuple(template))
         return (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+
+    def _into_pack_buffer(self, fn: Any, args: tuple[Any, ...]) -> None:
+        if self.ws.ws.gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING):
+            fn(*args)
 
     def _table(self, cls: str) -> dict[int, int] | Callable[[int], int]:
         """A class's name table; for per-context classes, a lookup through the current context."""
