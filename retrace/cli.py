@@ -282,6 +282,30 @@ def profile(
         )
 
 
+@cli.command(
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def diff(args: tuple[str, ...]) -> None:
+    """Compare the profiles of two builds; exit 1 on a regression (see diff --help)."""
+    from retrace.compare.command import diff_main
+
+    sys.exit(diff_main(list(args)))
+
+
+@cli.command(
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def summary(args: tuple[str, ...]) -> None:
+    """Statistics of profiles per table, metric, function and program."""
+    from retrace.compare.command import summary_main
+
+    sys.exit(summary_main(list(args)))
+
+
 def main() -> None:
     """Run the CLI, turning retrace's own errors into one stderr line and an exit code."""
     try:

@@ -1,0 +1,279 @@
+"""Reading the runs of a comparison and lining their rows up.
+
+`retrace diff` compares profiles of one trace made under two builds. Each side
+is one run or several (TSV files, or directories of ``*.tsv`` files) written by
+retrace or by glretrace. Rows are matched by position in the frames table and
+by (call no, name) in the call tables. Runs that do not line up are refused
+before any number is compared, because comparing two different traces would
+print numbers that look believable and mean nothing.
+
+Per-row data stays in numpy arrays: one float64 matrix (runs x rows) per
+metric, plus one array each for call numbers, name codes, programs and frames.
+A table of millions of calls then needs no Python object per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from retrace.backends.base import Boundary
+from retrace.errors import RetraceError, UsageError
+from retrace.writer.tsv import TABLE_ORDER
+from retrace.writer.tsv_reader import ParsedTable, read_tables
+
+TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
+
+
+@dataclass
+class Run:
+    """One profile: the tables of one TSV file."""
+
+    source: str
+    tables: dict[Boundary, ParsedTable]
+
+
+@dataclass
+class Columns:
+    """One table of one run as numpy arrays; call rows sorted by call number.
+
+    `names` are codes into the `Vocabulary` the columns were made with; in the
+    frames table `call_nos`, `names` and `programs` are empty.
+    """
+
+    call_nos: np.ndarray
+    names: np.ndarray
+    programs: np.ndarray
+    frames: np.ndarray
+    values: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+
+@dataclass
+class Vocabulary:
+    """Function names as small integer codes, shared by every run compared."""
+
+    codes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """Names by code."""
+        return list(self.codes)
+
+    def encode(self, names: list[str]) -> np.ndarray:
+        codes = self.codes
+        found = (codes.setdefault(name, len(codes)) for name in names)
+        return np.fromiter(found, dtype=np.int32, count=len(names))
+
+
+@dataclass
+class AlignedTable:
+    """One table present on both sides, its rows matched across every run.
+
+    `base[m]` and `new[m]` are (runs, rows) matrices of metric `m`; the row
+    keys (`call_nos`, `names`, `frames`, `programs`) are the first base run's.
+    """
+
+    boundary: Boundary
+    metrics: list[str]
+    call_nos: np.ndarray
+    names: np.ndarray
+    programs: np.ndarray
+    frames: np.ndarray
+    base: dict[str, np.ndarray]
+    new: dict[str, np.ndarray]
+
+    @property
+    def title(self) -> str:
+        return TABLE_NAMES[self.boundary]
+
+    @property
+    def rows(self) -> int:
+        return len(self.frames)
+
+
+@dataclass
+class Comparison:
+    """Both sides of a diff, lined up table by table."""
+
+    base_sources: list[str]
+    new_sources: list[str]
+    tables: list[AlignedTable]
+    vocabulary: Vocabulary
+
+
+def expand_paths(paths: Sequence[str]) -> list[Path]:
+    """Files as given, and every ``*.tsv`` file of a directory, in name order."""
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.tsv") if p.is_file())
+            if not found:
+                raise UsageError(f"{text}: no *.tsv files in this directory")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UsageError(f"{text}: no such file or directory")
+    return files
+
+
+def read_run(path: Path) -> Run:
+    """The tables of one TSV file; a file that is not one is a usage error (exit 2)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as stream:
+            tables = read_tables(stream, source=str(path))
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    except RetraceError as exc:
+        raise UsageError(str(exc)) from None
+    if not tables:
+        raise UsageError(
+            f"{path}: no profile tables in it (expected the output of "
+            "--pframes/--pcalls/--pdrawcalls)"
+        )
+    return Run(str(path), tables)
+
+
+def columns(table: ParsedTable, metrics: list[str], vocabulary: Vocabulary) -> Columns:
+    """`table` as arrays with the given metrics; call rows sorted by call number."""
+    frames = np.frombuffer(table.frames, dtype=np.int64)
+    values = {m: np.frombuffer(table.column(m), dtype=np.float64) for m in metrics}
+    if table.boundary == Boundary.FRAME:
+        empty = np.empty(0, dtype=np.int64)
+        return Columns(empty, empty.astype(np.int32), empty, frames, values)
+    call_nos = np.frombuffer(table.call_nos, dtype=np.int64)
+    names = vocabulary.encode(table.names)
+    programs = np.frombuffer(table.programs, dtype=np.int64)
+    if len(call_nos) > 1 and (np.diff(call_nos) < 0).any():
+        order = np.argsort(call_nos, kind="stable")
+        call_nos, names, programs, frames = (a[order] for a in (call_nos, names, programs, frames))
+        values = {m: v[order] for m, v in values.items()}
+    return Columns(call_nos, names, programs, frames, values)
+
+
+def load_comparison(
+    base_paths: Sequence[str], new_paths: Sequence[str], metrics: Sequence[str] = ()
+) -> Comparison:
+    """Read both sides and line them up; `metrics` (names, any case) limits what is kept.
+
+    Raises `UsageError` when runs cannot be compared: different tables or
+    metrics, or rows that show they profile different traces.
+    """
+    base = [read_run(p) for p in expand_paths(base_paths)]
+    new = [read_run(p) for p in expand_paths(new_paths)]
+    wanted = _resolve_metrics(base + new, metrics)
+    vocabulary = Vocabulary()
+    tables = []
+    for boundary in TABLE_ORDER:
+        chosen = _table_metrics(boundary, base, new, wanted)
+        if not chosen:
+            continue
+        base_cols = [columns(r.tables[boundary], chosen, vocabulary) for r in base]
+        new_cols = [columns(r.tables[boundary], chosen, vocabulary) for r in new]
+        first = base_cols[0]
+        for runs, cols in ((base, base_cols), (new, new_cols)):
+            for run, other in zip(runs[1:], cols[1:], strict=True):
+                who = f"{runs[0].source} and {run.source}"
+                _check_rows(boundary, cols[0], other, vocabulary, who)
+        _check_rows(boundary, first, new_cols[0], vocabulary, "the two sides")
+        tables.append(
+            AlignedTable(
+                boundary,
+                chosen,
+                first.call_nos,
+                first.names,
+                first.programs,
+                first.frames,
+                {m: np.vstack([c.values[m] for c in base_cols]) for m in chosen},
+                {m: np.vstack([c.values[m] for c in new_cols]) for m in chosen},
+            )
+        )
+    return Comparison([r.source for r in base], [r.source for r in new], tables, vocabulary)
+
+
+def _resolve_metrics(runs: list[Run], metrics: Sequence[str]) -> set[str] | None:
+    """The casefolded metric names asked for (None: all); an unknown one is an error."""
+    if not metrics:
+        return None
+    known = {m for r in runs for t in r.tables.values() for m in t.metrics}
+    folded = {m.casefold() for m in known}
+    for name in metrics:
+        if name.casefold() not in folded:
+            listed = ", ".join(sorted(known))
+            raise UsageError(f"no table has a metric {name!r}; they have: {listed}")
+    return {m.casefold() for m in metrics}
+
+
+def _table_metrics(
+    boundary: Boundary, base: list[Run], new: list[Run], wanted: set[str] | None
+) -> list[str]:
+    """The metrics of this table to compare, in the first run's order; [] to skip the table.
+
+    Every run must have the table and every chosen metric in it.
+    """
+    runs = base + new
+    present = [r for r in runs if boundary in r.tables]
+    title = TABLE_NAMES[boundary]
+    if not present:
+        return []
+    union = {m for r in present for m in r.tables[boundary].metrics}
+    chosen = {m for m in union if wanted is None or m.casefold() in wanted}
+    if not chosen:
+        return []
+    for run in runs:
+        table = run.tables.get(boundary)
+        if table is None:
+            raise UsageError(
+                f"{run.source} has no {title} table and {present[0].source} has one "
+                "(profile both sides with the same --pframes/--pcalls/--pdrawcalls)"
+            )
+        missing = [m for m in chosen if m not in table.metrics]
+        if missing:
+            raise UsageError(
+                f"the {title} tables measure different metrics: {run.source} lacks "
+                f"{', '.join(sorted(missing))} (choose common ones with --metric)"
+            )
+    return [m for m in runs[0].tables[boundary].metrics if m in chosen]
+
+
+def _check_rows(
+    boundary: Boundary, a: Columns, b: Columns, vocabulary: Vocabulary, who: str
+) -> None:
+    """Refuse two runs whose rows do not match one to one.
+
+    A frames table has only its length to tell traces apart; call tables have
+    every call's number and name.
+    """
+    title = TABLE_NAMES[boundary]
+    if boundary == Boundary.FRAME:
+        if len(a) != len(b):
+            raise UsageError(
+                f"{who} come from different traces (frames table: {len(a)} frames vs {len(b)})"
+            )
+        return
+    n = min(len(a), len(b))
+    differ = (a.call_nos[:n] != b.call_nos[:n]) | (a.names[:n] != b.names[:n])
+    where = np.flatnonzero(differ)
+    if where.size:
+        i = int(where[0])
+        first = f"call {a.call_nos[i]} {vocabulary.names[a.names[i]]}"
+        other = vocabulary.names[b.names[i]]
+        second = other if a.call_nos[i] == b.call_nos[i] else f"call {b.call_nos[i]} {other}"
+    elif len(a) != len(b):
+        i = n
+        longer = a if len(a) > len(b) else b
+        call = f"call {longer.call_nos[i]} {vocabulary.names[longer.names[i]]}"
+        first, second = (call, "no such call") if longer is a else ("no such call", call)
+    else:
+        return
+    raise UsageError(
+        f"{who} come from different traces (first difference in the {title} table: "
+        f"{first} vs {second})"
+    )
