@@ -29,6 +29,7 @@ GL_SAMPLES_PASSED = 0x8914
 GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_GPU_DISJOINT_EXT = 0x8FBB
+GL_LIST_INDEX = 0x0B33
 
 NAME = "opengl"
 
@@ -177,10 +178,13 @@ class _GL:
         self.GetQueryObjectui64v(query, GL_QUERY_RESULT_AVAILABLE, ctypes.byref(value))
         return bool(value.value)
 
-    def disjoint(self) -> int:
+    def get_integer(self, pname: int) -> int:
         value = ctypes.c_int()
-        self.GetIntegerv(GL_GPU_DISJOINT_EXT, ctypes.byref(value))
+        self.GetIntegerv(pname, ctypes.byref(value))
         return value.value
+
+    def disjoint(self) -> int:
+        return self.get_integer(GL_GPU_DISJOINT_EXT)
 
     def timestamp(self) -> int:
         value = ctypes.c_int64()
@@ -193,8 +197,14 @@ class _Pool:
     """Query objects of one context: handed out once per pass, read back in batches."""
 
     gl: _GL
+    has_lists: bool  # a compatibility context, where glNewList can be compiling
     free: list[int] = field(default_factory=list)
     used: list[int] = field(default_factory=list)
+
+    def compiling_list(self) -> bool:
+        """Between glNewList and glEndList a query would be compiled into the list rather
+        than run (the driver brackets glEndList while the list is still open)."""
+        return self.has_lists and self.gl.get_integer(GL_LIST_INDEX) != 0
 
     def take(self) -> int:
         if not self.free:
@@ -382,7 +392,8 @@ class OpenGLBackend(MetricBackend):
         if pool is None and create and key:
             context = self.session.context
             suffix = "EXT" if context is not None and context.api == "gles" else ""
-            pool = self._pools[key] = _Pool(_GL(self.session.dispatch, suffix))
+            has_lists = context is not None and context.api == "gl" and context.profile != "core"
+            pool = self._pools[key] = _Pool(_GL(self.session.dispatch, suffix), has_lists)
         return pool
 
     def _base(self, pool: _Pool) -> int:
@@ -404,7 +415,7 @@ class OpenGLBackend(MetricBackend):
         open_ = self._open[boundary] = _Open(event)
         if self._needs_gpu:
             pool = self._pool(create=True)
-            if pool is not None:
+            if pool is not None and not (boundary != Boundary.FRAME and pool.compiling_list()):
                 if GPU_START in metrics or GPU_DURATION in metrics:
                     self._base(pool)
                     open_.gpu_start = pool.take()

@@ -295,3 +295,26 @@ def test_repeat_takes_the_median_and_stats_add_columns():
     assert list(draws.column("Pixels Drawn")) == list(
         next(iter(single.values())).column("Pixels Drawn")
     )
+
+
+def test_queries_cause_no_gl_errors_around_display_lists():
+    """glEndList is bracketed while its list is still compiling: no query may go into it."""
+    env = dict(os.environ, MESA_DEBUG="1")
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrace",
+            "--pcalls",
+            "opengl: Pixels Drawn, GPU Duration",
+            "--quiet",
+            str(TRACES / "glxgears.trace"),
+        ],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0
+    assert b"GL_INVALID" not in r.stderr, r.stderr.decode()[-500:]
+    rows = [line.split("\t") for line in r.stdout.decode().splitlines() if "glEndList" in line]
+    assert rows and all(row[4:] == ["-", "-"] for row in rows)
