@@ -1,0 +1,141 @@
+"""The real profiler with a model in the driver's place, and what the vendor backend tests share.
+
+`install` swaps the `Session`'s dispatch of a `Profiler` for one built on the
+model's proc-address function (which falls back to the real driver's), so the
+backends see the extension on llvmpipe and call the model through `Dispatch.raw`
+as they would call a driver; the replay itself still goes straight to the
+driver. `profile` runs every pass and reads the TSV back, as a user would see it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracegen import TraceWriter
+
+from models.driver import DELETED, RESULT, ExtensionModel
+from retrace.backends.base import Boundary, MetricBackend
+from retrace.profile.driver import Profiler
+from retrace.replay.dispatch import Dispatch
+from retrace.writer.tsv import MetricWriter
+from retrace.writer.tsv_reader import ParsedTable, read_tables
+
+TRACES = Path(__file__).resolve().parents[2] / "traces"
+
+
+def install(profiler: Profiler, model: ExtensionModel) -> None:
+    """Put `model` in the driver's place for the profiler's backends."""
+    display = profiler.replayer.display
+
+    def current() -> object | None:
+        bound = display.current
+        return bound[0] if bound is not None else None
+
+    model.current = current
+    resolve = model.resolver(display.get_proc_address)
+    profiler.session.dispatch = Dispatch(resolve, profiler.replayer.dispatch.registry)
+
+
+def traced_context(profiler: Profiler, real: object) -> int:
+    """The handle the trace gave the context that is now `real` (the same in every pass)."""
+    return next(h for h, c in profiler.replayer.state.contexts.items() if c.real is real)
+
+
+def expose_except(profiler: Profiler, model: ExtensionModel, traced: int) -> None:
+    """The model's extension is missing on the trace's context `traced`."""
+    model.exposed = lambda real: traced_context(profiler, real) != traced
+
+
+@dataclass
+class Run:
+    tables: dict[Boundary, ParsedTable]
+    passes: list[str]  # each pass's description, in the order run
+
+
+def profile(
+    trace: Path | str,
+    model: ExtensionModel,
+    frames: str | None = None,
+    draws: str | None = None,
+    prepare: Callable[[Profiler], None] = lambda profiler: None,
+) -> Run:
+    """Profile `trace` with `model` installed; the tables as written, and the pass plan."""
+    selections = {b: s for b, s in ((Boundary.FRAME, frames), (Boundary.DRAWCALL, draws)) if s}
+    profiler = Profiler(str(TRACES / trace), selections)
+    try:
+        install(profiler, model)
+        prepare(profiler)
+        profiler.run()
+        out = io.StringIO()
+        MetricWriter(out).write_all(profiler.tables())
+        passes = [p.backend.describe_passes()[p.index] for p in profiler.plan]
+    finally:
+        profiler.close()
+    assert model.failures == []
+    return Run(read_tables(io.StringIO(out.getvalue())), passes)
+
+
+def at_first_context(
+    trace: Path | str, model: ExtensionModel, action: Callable[[dict[str, MetricBackend]], Any]
+) -> Any:
+    """`action(backends)` on the trace's first context, the model installed (listing metrics)."""
+    profiler = Profiler(str(TRACES / trace), {})
+    result: list[Any] = []
+    try:
+        install(profiler, model)
+        profiler.until_first_context(lambda: result.append(action(profiler.backends_now())))
+    finally:
+        profiler.close()
+    assert model.failures == []
+    return result[0]
+
+
+def rect_trace(path: Path, frames: int, draws: int) -> Path:
+    """A GLX trace of `frames` frames of `draws` glRectf each, eight widths in turn."""
+    w = TraceWriter()
+
+    def visual() -> bytes:  # a signature is written at its first use only: encode afresh
+        return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
+
+    w.call(
+        "glXChooseVisual",
+        ("dpy", "screen", "attribList"),
+        {2: w.array(w.int(4), w.int(0))},
+        ret=visual(),
+    )
+    w.call(
+        "glXCreateContext",
+        ("dpy", "vis", "shareList", "direct"),
+        {1: visual(), 2: w.null},
+        ret=w.opaque(0xC0),
+    )
+    w.call(
+        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
+    )
+    for _ in range(frames):
+        for i in range(draws):
+            right = -1 + (i % 8 + 1) / 4
+            corners = (-1.0, -1.0, right, 1.0)
+            w.call(
+                "glRectf", ("x1", "y1", "x2", "y2"), {k: w.float(v) for k, v in enumerate(corners)}
+            )
+        w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path.write_bytes(w.snappy())
+    return path
+
+
+def most_in_flight(calls: list[tuple[str, tuple]], end: str) -> int:
+    """The most sessions ended (by calls of `end`) and neither read nor deleted, at any time."""
+    pending: set[int | None] = set()
+    most = 0
+    for name, args in calls:
+        if name == end:
+            pending.add(args[0])
+            most = max(most, len(pending))
+        elif name in (RESULT, DELETED):
+            pending.discard(args[0])
+    return most

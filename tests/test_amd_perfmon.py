@@ -1,0 +1,456 @@
+"""The GL_AMD_performance_monitor backend, on the real replay, against the spec's model.
+
+llvmpipe does not expose the extension, so most tests put the model of the
+spec (tests/models/amd_perfmon.py) in the driver's place for the backends and
+run the real `Profiler` on real traces: the backend's calls are the ones it
+makes on hardware. The model counts real GL_SAMPLES_PASSED and
+GL_PRIMITIVES_GENERATED work between begin and end, so its "Samples Passed"
+must equal the opengl backend's Pixels Drawn for every frame and draw call.
+What this machine's own driver does is checked as well (the last tests), and
+the model itself is checked against the spec first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from collections.abc import Iterator
+
+import pytest
+from conftest import TRACES, run_retrace
+from models.amd_perfmon import (
+    GL_COUNTER_RANGE_AMD,
+    GL_PERFMON_RESULT_AMD,
+    GL_PERFMON_RESULT_AVAILABLE_AMD,
+    GL_PERFMON_RESULT_SIZE_AMD,
+    AmdPerfMonitorModel,
+)
+from models.driver import (
+    GL_INVALID_ENUM,
+    GL_INVALID_OPERATION,
+    GL_INVALID_VALUE,
+    GL_NO_ERROR,
+    RESULT,
+    InjectedWork,
+)
+from models.harness import (
+    at_first_context,
+    expose_except,
+    install,
+    most_in_flight,
+    profile,
+    rect_trace,
+)
+
+from retrace.backends.amd_perfmon import AmdPerfMonitorBackend, CounterSessionBackend, _AmdGL
+from retrace.backends.base import Boundary, Kind, NumType
+from retrace.errors import UsageError
+from retrace.profile.driver import Profiler
+from retrace.replay.dispatch import Dispatch
+
+AMD = "GL_AMD_performance_monitor"
+ALL = "Samples Passed, Primitives Generated, Fragments Per Primitive, Session Serial, Sample Share"
+MULTI_CONTEXT = "piglit-glx-multithread.trace"
+SECOND_CONTEXT = 0x7F74F8000B70  # the trace's handle of the context of its first glDrawArrays
+
+
+def share(samples: float, primitives: float) -> float:
+    return 100 * samples / (samples + primitives) if samples + primitives else 0.0
+
+
+# --- the model follows the spec ------------------------------------------------------------------
+
+
+@pytest.fixture
+def unit() -> Iterator[tuple[AmdPerfMonitorModel, _AmdGL, InjectedWork]]:
+    """The model on a pretend context, its work counted by the test, called as the backend does."""
+    work = InjectedWork()
+    model = AmdPerfMonitorModel(max_active=3, latency=2, work=lambda: work)
+    model.current = lambda: "context"
+    gl = _AmdGL(Dispatch(model.resolver(lambda name: 0)))
+    yield model, gl, work
+    assert model.failures == []
+
+
+def monitor(gl: _AmdGL, *counters: tuple[int, int]) -> int:
+    name = ctypes.c_uint(0)
+    gl.GenPerfMonitorsAMD(1, ctypes.byref(name))
+    for group, counter in counters:
+        gl.SelectPerfMonitorCountersAMD(name, 1, group, 1, (ctypes.c_uint * 1)(counter))
+    return name.value
+
+
+def data(gl: _AmdGL, name: int, pname: int, size: int = 64) -> bytes:
+    buffer, written = ctypes.create_string_buffer(size), ctypes.c_int(-1)
+    gl.GetPerfMonitorCounterDataAMD(name, pname, size, buffer, ctypes.byref(written))
+    return buffer.raw[: written.value]
+
+
+def test_model_enumerates_groups_counters_and_strings(unit):
+    model, gl, _ = unit
+    n = ctypes.c_int(0)
+    gl.GetPerfMonitorGroupsAMD(ctypes.byref(n), 0, None)
+    groups = (ctypes.c_uint * n.value)()
+    gl.GetPerfMonitorGroupsAMD(None, n.value, groups)
+    assert list(groups) == [1, 4]
+    length = ctypes.c_int(0)
+    gl.GetPerfMonitorCounterStringAMD(1, 2, 0, ctypes.byref(length), None)
+    assert length.value == len("Fragments Per Primitive")  # without the NUL
+    small = ctypes.create_string_buffer(6)
+    gl.GetPerfMonitorCounterStringAMD(1, 2, 6, ctypes.byref(length), small)
+    assert (small.value, length.value) == (b"Fragm", 5)  # bufSize counts the NUL
+    bounds = ctypes.create_string_buffer(8)
+    gl.GetPerfMonitorCounterInfoAMD(4, 11, GL_COUNTER_RANGE_AMD, bounds)
+    assert struct.unpack("<2f", bounds.raw) == (0.0, 100.0)
+    assert gl.GetError() == GL_NO_ERROR
+    for call in (
+        lambda: gl.GetPerfMonitorCountersAMD(2, ctypes.byref(n), None, 0, None),
+        lambda: gl.GetPerfMonitorCounterStringAMD(1, 3, 0, ctypes.byref(length), None),
+        lambda: gl.GetPerfMonitorGroupStringAMD(9, 0, ctypes.byref(length), None),
+    ):
+        call()
+        assert gl.GetError() == GL_INVALID_VALUE
+    gl.GetPerfMonitorCounterInfoAMD(1, 0, 0x1234, bounds)
+    assert gl.GetError() == GL_INVALID_ENUM
+
+
+def test_model_state_machine_and_errors(unit):
+    model, gl, _ = unit
+    first, second = monitor(gl, (1, 0)), monitor(gl, (1, 1))
+    gl.SelectPerfMonitorCountersAMD(first, 1, 7, 1, (ctypes.c_uint * 1)(0))  # no group 7
+    assert gl.GetError() == GL_INVALID_VALUE
+    gl.SelectPerfMonitorCountersAMD(first, 1, 1, 1, (ctypes.c_uint * 1)(10))  # not in group 1
+    assert gl.GetError() == GL_INVALID_VALUE
+    gl.SelectPerfMonitorCountersAMD(99, 1, 1, 1, (ctypes.c_uint * 1)(0))
+    assert gl.GetError() == GL_INVALID_VALUE
+    gl.SelectPerfMonitorCountersAMD(first, 1, 1, -1, None)
+    assert gl.GetError() == GL_INVALID_VALUE
+    gl.EndPerfMonitorAMD(first)  # not started
+    assert gl.GetError() == GL_INVALID_OPERATION
+    gl.BeginPerfMonitorAMD(first)
+    gl.BeginPerfMonitorAMD(second)  # cannot nest
+    assert gl.GetError() == GL_INVALID_OPERATION
+    gl.EndPerfMonitorAMD(first)
+    assert gl.GetError() == GL_NO_ERROR
+    gl.GetPerfMonitorCounterDataAMD(first, GL_PERFMON_RESULT_AMD, 4, None, None)
+    assert gl.GetError() == GL_INVALID_OPERATION  # NULL data
+    gl.DeletePerfMonitorsAMD(1, ctypes.byref(ctypes.c_uint(99)))
+    assert gl.GetError() == GL_INVALID_VALUE
+    # more counters of a group than its maxActiveCounters (2), or than the model takes (3)
+    crowded = monitor(gl, (1, 0), (1, 1), (1, 2))
+    gl.BeginPerfMonitorAMD(crowded)
+    assert gl.GetError() == GL_INVALID_OPERATION
+    too_many = monitor(gl, (1, 0), (1, 1), (4, 10), (4, 11))
+    gl.BeginPerfMonitorAMD(too_many)
+    assert gl.GetError() == GL_INVALID_OPERATION
+
+
+def test_model_results_wait_for_the_gpu_and_follow_the_layout(unit):
+    model, gl, work = unit
+    name = monitor(gl, (1, 1), (1, 0), (4, 11))
+    gl.BeginPerfMonitorAMD(name)
+    work.samples += 300
+    work.primitives += 100
+    gl.EndPerfMonitorAMD(name)
+    assert data(gl, name, GL_PERFMON_RESULT_AVAILABLE_AMD) == struct.pack("<I", 0)
+    assert data(gl, name, GL_PERFMON_RESULT_SIZE_AMD) == struct.pack("<I", 0)
+    assert data(gl, name, GL_PERFMON_RESULT_AMD) == b""
+    assert model.premature_reads == 1
+    model.advance()  # nothing was submitted: the GPU has nothing to finish
+    assert data(gl, name, GL_PERFMON_RESULT_AVAILABLE_AMD) == struct.pack("<I", 0)
+    gl.Flush()
+    assert data(gl, name, GL_PERFMON_RESULT_AVAILABLE_AMD) == struct.pack("<I", 0)
+    gl.GetError()  # a second call into the model: the latency of two ticks has passed
+    assert data(gl, name, GL_PERFMON_RESULT_AVAILABLE_AMD) == struct.pack("<I", 1)
+    records = struct.pack("<IIf", 4, 11, 75.0) + struct.pack("<III", 1, 1, 100)
+    records += struct.pack("<IIQ", 1, 0, 300)  # descending (group, counter); 8 bytes for int64
+    assert data(gl, name, GL_PERFMON_RESULT_SIZE_AMD) == struct.pack("<I", len(records))
+    assert data(gl, name, GL_PERFMON_RESULT_AMD) == records
+    assert data(gl, name, GL_PERFMON_RESULT_AMD, size=10) == records[:10]
+    gl.SelectPerfMonitorCountersAMD(name, 0, 4, 1, (ctypes.c_uint * 1)(11))  # invalidates
+    assert data(gl, name, GL_PERFMON_RESULT_AVAILABLE_AMD) == struct.pack("<I", 0)
+
+
+def test_model_finish_completes_everything_ended(unit):
+    _, gl, _ = unit
+    names = [monitor(gl, (4, 10)) for _ in range(3)]
+    for name in names:
+        gl.BeginPerfMonitorAMD(name)
+        gl.EndPerfMonitorAMD(name)
+    gl.Finish()
+    serials = [struct.unpack("<III", data(gl, n, GL_PERFMON_RESULT_AMD))[2] for n in names]
+    assert serials == [1, 2, 3]
+
+
+# --- listing and selecting -----------------------------------------------------------------------
+
+
+def test_lists_the_drivers_counters_with_their_types():
+    def listing(backends):
+        backend = backends[AMD]
+        assert isinstance(backend, AmdPerfMonitorBackend)
+        assert backend.support() == (True, "")
+        return [
+            (m.group, m.id, m.name, m.group_name, m.num_type, m.kind, m.unit, m.description)
+            for m in backend.metrics()
+        ] + [sorted(backend.boundaries(backend.metrics()[0]))]
+
+    found = at_first_context("glxgears.trace", AmdPerfMonitorModel(), listing)
+    assert [row[:7] for row in found[:-1]] == [
+        (1, 0, "Samples Passed", "Pipeline", NumType.UINT64, Kind.GENERIC, ""),
+        (1, 1, "Primitives Generated", "Pipeline", NumType.UINT, Kind.GENERIC, ""),
+        (1, 2, "Fragments Per Primitive", "Pipeline", NumType.FLOAT, Kind.GENERIC, ""),
+        (4, 10, "Session Serial", "Model", NumType.UINT, Kind.GENERIC, ""),
+        (4, 11, "Sample Share", "Model", NumType.FLOAT, Kind.PERCENT, "%"),
+    ]
+    assert found[4][7] == (
+        "Model counter, percentage from 0 to 100 (at most 3 of the group in one monitor)"
+    )
+    assert found[-1] == [Boundary.DRAWCALL, Boundary.FRAME]  # no CALL, as glretrace
+
+
+def test_selects_by_name_and_by_id_and_measures_every_draw_exactly():
+    run = profile(
+        "glxgears.trace",
+        AmdPerfMonitorModel(),
+        frames=f"{AMD}: [1, 0]; opengl: Pixels Drawn",
+        draws=f"{AMD}: Primitives Generated, [1, 0]; opengl: Pixels Drawn",
+    )
+    frames, draws = run.tables[Boundary.FRAME], run.tables[Boundary.DRAWCALL]
+    assert draws.metrics == ["Samples Passed", "Primitives Generated", "Pixels Drawn"]
+    assert list(frames.column("Samples Passed")) == list(frames.column("Pixels Drawn"))
+    assert list(draws.column("Samples Passed")) == list(draws.column("Pixels Drawn"))
+    assert len(draws) == 20 and all(v > 0 for v in draws.column("Pixels Drawn")[1:4])
+    primitives = list(draws.column("Primitives Generated"))
+    for frame in range(5):  # glClear draws no primitive; the three gears the same each frame
+        assert primitives[4 * frame] == 0
+        assert primitives[4 * frame + 1 : 4 * frame + 4] == primitives[1:4]
+
+
+@pytest.mark.parametrize(
+    ("boundary", "selection", "message"),
+    [
+        (Boundary.DRAWCALL, f"{AMD}: [1, 7]", f'backend "{AMD}" has no metric "\\[1, 7\\]"'),
+        (Boundary.DRAWCALL, f"{AMD}: Sampels Passed", "did you mean: Samples Passed"),
+        (Boundary.CALL, f"{AMD}: Samples Passed", "cannot be measured per call"),
+    ],
+)
+def test_invalid_selections_are_rejected_with_a_clear_message(boundary, selection, message):
+    profiler = Profiler(str(TRACES / "glxgears.trace"), {boundary: selection})
+    try:
+        install(profiler, AmdPerfMonitorModel())
+        with pytest.raises(UsageError, match=message):
+            profiler.run()
+    finally:
+        profiler.close()
+
+
+def test_a_counter_the_driver_refuses_reads_dash_with_the_reason(capsys):
+    run = profile("glxgears.trace", AmdPerfMonitorModel(max_active=0), frames=f"{AMD}: [1, 0]")
+    assert all(math.isnan(v) for v in run.tables[Boundary.FRAME].column("Samples Passed"))
+    assert "glBeginPerfMonitorAMD refuses it on its own (GL_INVALID_OPERATION)" in (
+        capsys.readouterr().err
+    )
+
+
+# --- passes --------------------------------------------------------------------------------------
+
+
+def test_passes_hold_as_many_counters_as_one_monitor_takes():
+    model = AmdPerfMonitorModel(max_active=2)
+    run = profile(
+        "glxgears.trace",
+        model,
+        frames=f"{AMD}: {ALL}",
+        draws=f"{AMD}: {ALL}; opengl: Pixels Drawn",
+    )
+    per_pass = [line.split(": ", 2)[2] for line in run.passes]
+    groups = [
+        "Samples Passed, Primitives Generated",
+        "Fragments Per Primitive, Session Serial",
+        "Sample Share",
+    ]
+    suffix = " (what one monitor takes together)"
+    assert per_pass[:6] == [g + suffix for g in groups * 2]  # 5 counters, 2 a pass: 3 passes
+    assert [line.split(":")[1] for line in run.passes[:6]] == [
+        f" {AMD} per frame",
+    ] * 3 + [f" {AMD} per draw call"] * 3
+    for table in run.tables.values():  # passes line up row by row
+        samples, primitives = table.column("Samples Passed"), table.column("Primitives Generated")
+        for s, p, f, pct in zip(
+            samples,
+            primitives,
+            table.column("Fragments Per Primitive"),
+            table.column("Sample Share"),
+            strict=True,
+        ):
+            assert f == pytest.approx(s / p if p else 0, rel=1e-5)  # printed with 6 digits
+            assert pct == pytest.approx(share(s, p), rel=1e-5)
+    draws = run.tables[Boundary.DRAWCALL]
+    assert list(draws.column("Samples Passed")) == list(draws.column("Pixels Drawn"))
+    serials = list(draws.column("Session Serial"))  # each row its own monitor, in order
+    assert serials == list(range(int(serials[0]), int(serials[0]) + 20))
+
+
+def test_first_fit_packing_is_maximal():
+    """No counter of a later pass would fit into an earlier pass of its boundary."""
+    model = AmdPerfMonitorModel(max_active=3)
+
+    def plan(backends):
+        backend = backends[AMD]
+        for name in ALL.split(", "):
+            backend.enable(backend.metric_by_name(name), Boundary.DRAWCALL)
+        backend.generate_passes()
+        gl = backend._functions()
+        later = [m for _, metrics in backend.plan for m in metrics]
+        for _, metrics in backend.plan:
+            later = later[len(metrics) :]
+            assert gl.trial(metrics)[1] == GL_NO_ERROR
+            assert all(gl.trial([*metrics, m])[1] == GL_INVALID_OPERATION for m in later)
+        return [[m.name for m in metrics] for _, metrics in backend.plan]
+
+    assert at_first_context("glxgears.trace", model, plan) == [
+        ["Samples Passed", "Primitives Generated", "Session Serial"],
+        ["Fragments Per Primitive", "Sample Share"],
+    ]
+
+
+# --- reading late --------------------------------------------------------------------------------
+
+
+def test_monitors_stay_in_flight_and_are_read_without_busy_waiting(tmp_path):
+    trace = rect_trace(tmp_path / "rects.trace", frames=2, draws=100)
+    model = AmdPerfMonitorModel()
+    run = profile(trace, model, draws=f"{AMD}: Samples Passed; opengl: Pixels Drawn")
+    draws = run.tables[Boundary.DRAWCALL]
+    assert len(draws) == 200
+    assert list(draws.column("Samples Passed")) == list(draws.column("Pixels Drawn"))
+    assert model.premature_reads == 0
+    calls = [c for c in model.calls if c[0] != "glGetStringi"]
+    assert most_in_flight(calls, "glEndPerfMonitorAMD") >= CounterSessionBackend.FLUSH_EVERY
+    # one glFinish, to read what is left at the end of the pass; none per draw
+    names = [name for name, _ in calls]
+    last_begin = max(i for i, name in enumerate(names) if name == "glBeginPerfMonitorAMD")
+    finishes = [i for i, name in enumerate(names) if name == "glFinish"]
+    assert len(finishes) == 1 and finishes[0] > last_begin
+    # no polling loop: a monitor found unavailable is asked again only after more draws began
+    asked: dict[int, int] = {}
+    for i, (name, args) in enumerate(calls):
+        if name == "glGetPerfMonitorCounterDataAMD" and args[1] == GL_PERFMON_RESULT_AVAILABLE_AMD:
+            if args[0] in asked:
+                assert "glBeginPerfMonitorAMD" in names[asked[args[0]] : i]
+            asked[args[0]] = i
+        elif name == RESULT:
+            asked.pop(args[0], None)
+
+
+def test_each_frame_is_read_at_a_later_frame_end():
+    model = AmdPerfMonitorModel()
+    profile("glxgears.trace", model, frames=f"{AMD}: Samples Passed")
+    calls = [c for c in model.calls if c[0] in ("glBeginPerfMonitorAMD", RESULT)]
+    pass_calls = calls[-12:]  # the pass's 6 frames (the scratch monitors come first)
+    order = [name for name, _ in pass_calls]
+    assert order[:3] == ["glBeginPerfMonitorAMD", "glBeginPerfMonitorAMD", RESULT]
+
+
+def test_a_slow_gpu_costs_one_wait_per_window(tmp_path):
+    trace = rect_trace(tmp_path / "rects.trace", frames=2, draws=100)
+    model = AmdPerfMonitorModel(latency=10**9)  # nothing completes before a glFinish
+    run = profile(trace, model, draws=f"{AMD}: Samples Passed; opengl: Pixels Drawn")
+    draws = run.tables[Boundary.DRAWCALL]
+    assert list(draws.column("Samples Passed")) == list(draws.column("Pixels Drawn"))
+    window = CounterSessionBackend.WINDOW
+    assert model.calls_of("glFinish") == [()] * (200 // window + 1)  # and one for the rest
+
+
+# --- contexts ------------------------------------------------------------------------------------
+
+
+def test_a_context_switch_mid_frame_keeps_the_row():
+    """glretrace drops such a frame; here it adds the samples of all three contexts."""
+    run = profile(
+        MULTI_CONTEXT,
+        AmdPerfMonitorModel(),
+        frames=f"{AMD}: Samples Passed, Sample Share; opengl: Pixels Drawn",
+        draws=f"{AMD}: Samples Passed, Sample Share; opengl: Pixels Drawn",
+    )
+    frames, draws = run.tables[Boundary.FRAME], run.tables[Boundary.DRAWCALL]
+    assert list(frames.column("Samples Passed")) == list(frames.column("Pixels Drawn")) == [200, 0]
+    # a percentage is the contexts' segments' mean, weighted by the time spent on each: the
+    # clear (0 %), a draw on each of the two other contexts, the swap back on the first (0 %)
+    assert list(draws.names) == ["glClear", "glDrawArrays", "glDrawArrays"]
+    clear, draw, other_draw = draws.column("Sample Share")
+    assert clear == 0 and draw == other_draw == pytest.approx(share(100, 2), rel=1e-5)
+    assert 0 < frames.column("Sample Share")[0] < draw
+
+
+def test_a_context_without_the_extension_reads_dash(capsys):
+    model = AmdPerfMonitorModel()
+    run = profile(
+        MULTI_CONTEXT,
+        model,
+        frames=f"{AMD}: Samples Passed",
+        draws=f"{AMD}: Samples Passed; opengl: Pixels Drawn",
+        prepare=lambda profiler: expose_except(profiler, model, SECOND_CONTEXT),
+    )
+    frame = run.tables[Boundary.FRAME].column("Samples Passed")
+    assert math.isnan(frame[0]) and frame[1] == 0  # part of frame 0 ran where it is missing
+    draws = run.tables[Boundary.DRAWCALL].column("Samples Passed")
+    assert draws[0] == 0 and math.isnan(draws[1]) and draws[2] == 100
+    err = capsys.readouterr().err
+    assert err.count(f"warning: {AMD} is not exposed by llvmpipe") == 1
+
+
+def test_without_the_extension_on_the_first_context_selections_read_dash(capsys):
+    model = AmdPerfMonitorModel()
+    model.exposed = lambda context: False
+
+    def support(backends):
+        return backends[AMD].support(), list(backends[AMD].metrics())
+
+    (ok, why), metrics = at_first_context("glxgears.trace", model, support)
+    assert not ok and why.startswith(f"{AMD} not exposed by llvmpipe")
+    assert metrics == []
+    model = AmdPerfMonitorModel()
+    model.exposed = lambda context: False
+    run = profile("glxgears.trace", model, frames=f"{AMD}: [1, 0], Samples Passed")
+    frames = run.tables[Boundary.FRAME]
+    assert frames.metrics == ["[1, 0]", "Samples Passed"]
+    assert all(math.isnan(v) for v in frames.column("[1, 0]"))
+    assert f'"[1, 0]" is not available here: {AMD} not exposed by llvmpipe' in (
+        capsys.readouterr().err
+    )
+    assert model.calls_of("glBeginPerfMonitorAMD") == []
+
+
+# --- this machine's driver -----------------------------------------------------------------------
+
+
+def test_this_machines_driver():
+    """Where the driver has the extension, profile with it for real; else it says why not."""
+    profiler = Profiler(str(TRACES / "glxgears.trace"), {})
+    found = []
+    try:
+        profiler.until_first_context(
+            lambda: found.append(
+                (profiler.backends_now()[AMD].support(), profiler.backends_now()[AMD].metrics())
+            )
+        )
+    finally:
+        profiler.close()
+    (ok, why), metrics = found[0]
+    if not ok:
+        assert why.startswith(f"{AMD} not exposed by ")
+        r = run_retrace("--pframes", f"{AMD}: [0, 0]", str(TRACES / "glxgears.trace"))
+        assert r.returncode == 0, r.stderr
+        assert b"not available here" in r.stderr
+        assert r.stdout.decode().splitlines()[:2] == ["#\t[0, 0]", "frame\t-"]
+        return
+    first = metrics[0]
+    r = run_retrace(
+        "--pdrawcalls", f"{AMD}: [{first.group}, {first.id}]", str(TRACES / "glxgears.trace")
+    )
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.decode().splitlines() if line.startswith("call")]
+    assert len(rows) == 20 and all(row[4] != "-" for row in rows)
