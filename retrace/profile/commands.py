@@ -30,6 +30,17 @@ def list_metrics(trace: str, as_json: bool) -> None:
         def collect() -> None:
             for backend in profiler.backends_now().values():
                 ok, why = backend.support()
+                if not backend.metrics():  # counters come from a driver that has none here
+                    rows.append(
+                        {
+                            "backend": backend.name,
+                            "supported": ok,
+                            "backend_reason": why,
+                            "name": None,
+                            "available": False,
+                            "reason": why,
+                        }
+                    )
                 for metric in backend.metrics():
                     usable, reason = backend.available(metric) if ok else (False, why)
                     rows.append(
@@ -60,12 +71,12 @@ def list_metrics(trace: str, as_json: bool) -> None:
     table = [
         [
             r["backend"],
-            f"[{r['group']}, {r['id']}]",
-            r["name"],
-            r["unit"],
-            r["type"],
+            f"[{r['group']}, {r['id']}]" if r["name"] else "",
+            r["name"] or "(no metrics)",
+            r.get("unit", ""),
+            r.get("type", ""),
             "yes" if r["available"] else f"no ({r['reason']})",
-            r["description"],
+            r.get("description", ""),
         ]
         for r in rows
     ]
