@@ -36,7 +36,8 @@ import struct
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from retrace.backends.amd_perfmon import (
+from retrace.backends.base import Kind, Metric, NumType
+from retrace.backends.counter_sessions import (
     GL_NO_ERROR,
     CounterSessionBackend,
     Merge,
@@ -49,7 +50,6 @@ from retrace.backends.amd_perfmon import (
     total,
     weighted_mean,
 )
-from retrace.backends.base import Kind, Metric, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import Session

@@ -43,8 +43,9 @@ from models.harness import (
     rect_trace,
 )
 
-from retrace.backends.amd_perfmon import AmdPerfMonitorBackend, CounterSessionBackend, _AmdGL
+from retrace.backends.amd_perfmon import AmdPerfMonitorBackend, _AmdGL
 from retrace.backends.base import Boundary, Kind, NumType
+from retrace.backends.counter_sessions import CounterSessionBackend
 from retrace.errors import UsageError
 from retrace.profile.driver import Profiler
 from retrace.replay.dispatch import Dispatch

@@ -41,8 +41,8 @@ from models.intel_perfquery import (
     IntelPerfQueryModel,
 )
 
-from retrace.backends.amd_perfmon import CounterSessionBackend
 from retrace.backends.base import Boundary, Kind, NumType
+from retrace.backends.counter_sessions import CounterSessionBackend
 from retrace.backends.intel_perfquery import IntelPerfQueryBackend, _IntelGL
 from retrace.errors import UsageError
 from retrace.profile.driver import Profiler

@@ -184,8 +184,13 @@ def test_list_metrics_shows_every_backend(tmp_path):
     r = run_retrace("--list-metrics", "--json", str(TRACES / "glxgears.trace"))
     metrics = json.loads(r.stdout)
     backends = {m["backend"] for m in metrics}
-    assert {"opengl", "cpu", "pipeline", "GL_AMD_performance_monitor",
-            "GL_INTEL_performance_query"} <= backends
+    assert {
+        "opengl",
+        "cpu",
+        "pipeline",
+        "GL_AMD_performance_monitor",
+        "GL_INTEL_performance_query",
+    } <= backends
     amd = next(m for m in metrics if m["backend"] == "GL_AMD_performance_monitor")
     assert not amd["supported"] and "not exposed by llvmpipe" in amd["reason"]
     pixels = next(m for m in metrics if m["name"] == "Pixels Drawn")
