@@ -37,7 +37,7 @@ from pathlib import Path
 import glad
 import pytest
 from conftest import TRACES, run_retrace
-from tracegen import TraceWriter
+from tracegen import TraceWriter, glx_context
 
 from retrace.backends.base import Boundary
 from retrace.backends.pipeline import METRICS, TARGETS
@@ -416,24 +416,7 @@ def immediate_triangles(path: Path, triangles: int) -> None:
     """A GLX trace of `triangles` glBegin(GL_TRIANGLES)..glEnd draws and no frame end."""
     w = TraceWriter()
 
-    def visual() -> bytes:
-        return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
-
-    w.call(
-        "glXChooseVisual",
-        ("dpy", "screen", "attribList"),
-        {2: w.array(w.int(4), w.int(0))},
-        ret=visual(),
-    )
-    w.call(
-        "glXCreateContext",
-        ("dpy", "vis", "shareList", "direct"),
-        {1: visual(), 2: w.null},
-        ret=w.opaque(0xC0),
-    )
-    w.call(
-        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
-    )
+    glx_context(w)
     for _ in range(triangles):
         w.call("glBegin", ("mode",), {0: w.enum((("GL_TRIANGLES", 4),), 4)})
         for x, y in ((-0.5, -0.5), (0.5, -0.5), (0.0, 0.5)):

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 from conftest import TRACES, reference_tool, run_retrace
-from tracegen import TraceWriter
+from tracegen import TraceWriter, glx_context
 
 from retrace.writer.tsv_reader import read_tables
 
@@ -203,24 +203,7 @@ def big_trace(path, calls: int) -> None:
     """A GLX trace of `calls` cheap state calls in frames of 10,000, replayed for real."""
     w = TraceWriter()
 
-    def visual() -> bytes:  # a signature is written at its first use only: encode afresh
-        return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
-
-    w.call(
-        "glXChooseVisual",
-        ("dpy", "screen", "attribList"),
-        {2: w.array(w.int(4), w.int(0))},
-        ret=visual(),
-    )
-    w.call(
-        "glXCreateContext",
-        ("dpy", "vis", "shareList", "direct"),
-        {1: visual(), 2: w.null},
-        ret=w.opaque(0xC0),
-    )
-    w.call(
-        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
-    )
+    glx_context(w)
     first = w.enum((("GL_BLEND", 0x0BE2),), 0x0BE2)  # with the enum's signature
     again = w.enum((("GL_BLEND", 0x0BE2),), 0x0BE2)  # its id only
     for i in range(calls):

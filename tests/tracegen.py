@@ -188,6 +188,30 @@ class TraceWriter:
         return wrap_snappy(self.stream, chunk_size)
 
 
+def glx_context(w: TraceWriter) -> None:
+    """What a GLX program records before its first GL call: a visual, a context, MakeCurrent
+    (drawable 7, context 0xC0)."""
+
+    def visual() -> bytes:  # a signature is written at its first use only: encode afresh
+        return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
+
+    w.call(
+        "glXChooseVisual",
+        ("dpy", "screen", "attribList"),
+        {2: w.array(w.int(4), w.int(0))},
+        ret=visual(),
+    )
+    w.call(
+        "glXCreateContext",
+        ("dpy", "vis", "shareList", "direct"),
+        {1: visual(), 2: w.null},
+        ret=w.opaque(0xC0),
+    )
+    w.call(
+        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
+    )
+
+
 def wrap_snappy(stream: bytes, chunk_size: int = 1 << 20) -> bytes:
     """apitrace's snappy container around a decompressed stream."""
     out = bytearray(b"at")

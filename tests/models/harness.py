@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracegen import TraceWriter
+from tracegen import TraceWriter, glx_context
 
 from models.driver import DELETED, RESULT, ExtensionModel
 from retrace.backends.base import Boundary, MetricBackend
@@ -98,24 +98,7 @@ def rect_trace(path: Path, frames: int, draws: int) -> Path:
     """A GLX trace of `frames` frames of `draws` glRectf each, eight widths in turn."""
     w = TraceWriter()
 
-    def visual() -> bytes:  # a signature is written at its first use only: encode afresh
-        return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
-
-    w.call(
-        "glXChooseVisual",
-        ("dpy", "screen", "attribList"),
-        {2: w.array(w.int(4), w.int(0))},
-        ret=visual(),
-    )
-    w.call(
-        "glXCreateContext",
-        ("dpy", "vis", "shareList", "direct"),
-        {1: visual(), 2: w.null},
-        ret=w.opaque(0xC0),
-    )
-    w.call(
-        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
-    )
+    glx_context(w)
     for _ in range(frames):
         for i in range(draws):
             right = -1 + (i % 8 + 1) / 4
