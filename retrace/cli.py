@@ -6,6 +6,7 @@ of the project's own types become one line on stderr and a non-zero exit.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -323,6 +324,7 @@ def main() -> None:
         click.echo(f"retrace: error: {e}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
-        # the reader of our output (head, less) went away: not an error of ours
-        sys.stderr.close()
+        # the reader of our output (head, less) went away: not an error of ours; point
+        # stdout at /dev/null so that flushing it at exit cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
