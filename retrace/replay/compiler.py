@@ -138,6 +138,7 @@ class _Plan:
     ends_frame: bool
     skip: bool = False
     row: int = Row.NONE
+    fast: Callable[..., Any] | None = None  # numbers-only calls: the function to call
     compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
 
 
@@ -233,6 +234,7 @@ class Compiler:
         program = self.program
         plans = self._plans
         value = nodes.value
+        numbers = None  # the batch's nodes as numbers, made when first needed
         hook_calls = self._hook_calls
         for (
             no,
@@ -263,17 +265,30 @@ class Compiler:
                 if self._thread is not None:
                     program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name)
                 self._thread = thread
-            args = [
-                value(node_start + s, sigs) if s >= 0 else None
-                for s in slots[slot_start : slot_start + nargs]
-            ]
-            result = value(node_start + ret, sigs) if ret >= 0 else None
-            try:
-                entry = plan.compile(args, result, thread)
-            except Unsupported as e:
-                program.skipped[plan.name] += 1
-                program.reasons.setdefault(plan.name, str(e))
-                continue
+            entry = None
+            if plan.fast is not None:  # numbers only: straight from the batch's numbers
+                if numbers is None:
+                    numbers = nodes.numbers()
+                fast = tuple(
+                    [
+                        numbers[node_start + s] if s >= 0 else 0
+                        for s in slots[slot_start : slot_start + nargs]
+                    ]
+                )
+                if None not in fast:
+                    entry = (plan.fast, fast)
+            if entry is None:
+                args = [
+                    value(node_start + s, sigs) if s >= 0 else None
+                    for s in slots[slot_start : slot_start + nargs]
+                ]
+                result = value(node_start + ret, sigs) if ret >= 0 else None
+                try:
+                    entry = plan.compile(args, result, thread)
+                except Unsupported as e:
+                    program.skipped[plan.name] += 1
+                    program.reasons.setdefault(plan.name, str(e))
+                    continue
             hooked = hook_calls is not None and hook_calls.contains(no, plan.flags)
             # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
             # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
@@ -328,7 +343,7 @@ class Compiler:
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
-            plan.compile = self._gl_plan(name, len(sig.arg_names))
+            plan.compile, plan.fast = self._gl_plan(name, len(sig.arg_names))
             plan.row = (
                 Row.BEGIN
                 if name == "glBegin"
@@ -342,17 +357,21 @@ class Compiler:
             plan.compile = _unsupported(f"{name} is not an OpenGL function")
         return plan
 
-    def _gl_plan(self, name: str, nargs: int) -> Callable[[list[Any], Any, int], Entry]:
+    def _gl_plan(
+        self, name: str, nargs: int
+    ) -> tuple[Callable[[list[Any], Any, int], Entry], Callable[..., Any] | None]:
+        """How a GL function's calls compile, and the function itself when its calls need
+        nothing but numbers (the fast path of add_batch)."""
         command = self.dispatch.command(name)
         if command is None:
-            return _unsupported("not in the Khronos registry")
+            return _unsupported("not in the Khronos registry"), None
         fn = self.dispatch.function(name)
         if fn is None:
-            return _unsupported("the driver does not provide it")
+            return _unsupported("the driver does not provide it"), None
         if nargs != len(command.params):
             return _unsupported(
                 f"the trace gives {nargs} arguments, the registry {len(command.params)}"
-            )
+            ), None
         simple = (
             all(
                 p.pointer_depth == 0
@@ -368,8 +387,8 @@ class Compiler:
             and not _UNMAP_BUFFER.match(name)
         )
         if simple:  # numbers only, nothing to look up at replay time
-            return lambda args, ret, thread: (fn, tuple(map(_number, args)))
-        return lambda args, ret, thread: self._gl_call(command, fn, args, ret)
+            return (lambda args, ret, thread: (fn, tuple(map(_number, args)))), fn
+        return (lambda args, ret, thread: self._gl_call(command, fn, args, ret)), None
 
     # --- GL calls ---------------------------------------------------------------------------
 
