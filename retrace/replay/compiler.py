@@ -32,7 +32,15 @@ from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
-from retrace.trace.model import Blob, CallBatch, FunctionSig, NodeLists, Pointer, Signatures
+from retrace.trace.model import (
+    Blob,
+    CallBatch,
+    FunctionSig,
+    NodeLists,
+    Pointer,
+    Signatures,
+    node_numbers,
+)
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -115,18 +123,22 @@ class Program:
     reasons: dict[str, str] = field(default_factory=dict)  # function -> why
     _name_index: dict[str, int] = field(default_factory=dict)
 
+    def name_id(self, name: str) -> int:
+        """The index of a function name in `names` (added on first use)."""
+        index = self._name_index.get(name)
+        if index is None:
+            index = self._name_index[name] = len(self.names)
+            self.names.append(name)
+        return index
+
     def add(
-        self, entry: Entry, call_no: int, name: str, row: int = 0, checkable: bool = False
+        self, entry: Entry, call_no: int, name_id: int, row: int = 0, checkable: bool = False
     ) -> None:
         self.entries.append(entry)
         self.call_nos.append(call_no)
         self.rows.append(row)
         self.checkable.append(checkable)
-        index = self._name_index.get(name)
-        if index is None:
-            index = self._name_index[name] = len(self.names)
-            self.names.append(name)
-        self.name_ids.append(index)
+        self.name_ids.append(name_id)
 
 
 @dataclass(slots=True)
@@ -139,6 +151,7 @@ class _Plan:
     skip: bool = False
     row: int = Row.NONE
     fast: Callable[..., Any] | None = None  # numbers-only calls: the function to call
+    name_id: int = 0  # the name's index in Program.names
     compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
 
 
@@ -229,12 +242,10 @@ class Compiler:
     # --- driving ----------------------------------------------------------------------------
 
     def add_batch(self, batch: CallBatch, sigs: Signatures) -> None:
-        nodes = NodeLists(batch)
         slots = batch.slots.tolist()
         program = self.program
         plans = self._plans
-        value = nodes.value
-        numbers = None  # the batch's nodes as numbers, made when first needed
+        nodes = numbers = None  # the batch's values, each form made when first needed
         hook_calls = self._hook_calls
         for (
             no,
@@ -263,12 +274,12 @@ class Compiler:
                 continue
             if thread != self._thread:
                 if self._thread is not None:
-                    program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name)
+                    program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
                 self._thread = thread
             entry = None
             if plan.fast is not None:  # numbers only: straight from the batch's numbers
                 if numbers is None:
-                    numbers = nodes.numbers()
+                    numbers = node_numbers(batch)
                 fast = tuple(
                     [
                         numbers[node_start + s] if s >= 0 else 0
@@ -278,6 +289,9 @@ class Compiler:
                 if None not in fast:
                     entry = (plan.fast, fast)
             if entry is None:
+                if nodes is None:
+                    nodes = NodeLists(batch)
+                value = nodes.value
                 args = [
                     value(node_start + s, sigs) if s >= 0 else None
                     for s in slots[slot_start : slot_start + nargs]
@@ -294,19 +308,19 @@ class Compiler:
             # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
             swap = plan.ends_frame and plan.row == _NONE
             if hooked and (swap or entry is None):
-                program.add((self._hook, (no,)), no, plan.name)
+                program.add((self._hook, (no,)), no, plan.name_id)
             if entry is None:
                 continue
             if swap:
                 program.frame_ends.append(len(program.entries))
             row = self._row(plan)
             checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
-            program.add(entry, no, plan.name, row, checkable)
+            program.add(entry, no, plan.name_id, row, checkable)
             if hooked and not swap:
-                program.add((self._hook, (no,)), no, plan.name)
+                program.add((self._hook, (no,)), no, plan.name_id)
             if plan.ends_frame and not swap:
                 program.frame_ends.append(len(program.entries))
-                program.add((self.ws.ws.frame_terminator, ()), no, plan.name)
+                program.add((self.ws.ws.frame_terminator, ()), no, plan.name_id)
 
     def _row(self, plan: _Plan) -> Row:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
@@ -333,7 +347,7 @@ class Compiler:
         ends_frame = bool(flags & _END_FRAME) or (
             self._single_buffer and name in ("glFlush", "glFinish")
         )
-        plan = _Plan(name, flags, ends_frame)
+        plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
         if (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES) or (
             _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
         ):

@@ -179,11 +179,9 @@ class NodeLists:
     the visit itself.
     """
 
-    __slots__ = ("tags", "aux", "u", "i", "d", "pool", "_nodes", "_numbers")
+    __slots__ = ("tags", "aux", "u", "i", "d", "pool")
 
     def __init__(self, batch: CallBatch) -> None:
-        self._nodes = batch.nodes
-        self._numbers: list[int | float | None] | None = None
         v = batch.nodes["v"]
         self.tags: list[int] = batch.nodes["tag"].tolist()
         self.aux: list[int] = batch.nodes["aux"].tolist()
@@ -191,25 +189,6 @@ class NodeLists:
         self.i: list[int] = v.view("<i8").tolist()
         self.d: list[float] = v.view("<f8").tolist()
         self.pool = batch.pool
-
-    def numbers(self) -> list[int | float | None]:
-        """Every node as a Python number (None where it is not one), converted in one go.
-
-        Replay compiles most calls from numbers alone; converting all nodes with
-        numpy costs far less than visiting them one by one.
-        """
-        if self._numbers is None:
-            tag, v = self._nodes["tag"], self._nodes["v"]
-            out = v.view("<i8").astype(object)
-            unsigned = np.isin(tag, (Tag.UINT, Tag.BITMASK, Tag.OPAQUE)) & (v >= 1 << 63)
-            out[unsigned] = v[unsigned].astype(object)
-            reals = np.isin(tag, (Tag.FLOAT, Tag.DOUBLE))
-            out[reals] = v.view("<f8")[reals].astype(object)
-            out[np.isin(tag, (Tag.NULL, Tag.FALSE))] = 0
-            out[tag == Tag.TRUE] = 1
-            out[~np.isin(tag, _NUMBER_TAGS)] = None
-            self._numbers = out.tolist()
-        return self._numbers
 
     def children(self, i: int, count: int) -> Iterator[int]:
         """Indices of the `count` values nested directly under node `i`."""
@@ -260,6 +239,24 @@ class NodeLists:
         if tag == Tag.WSTRING:
             return "".join(map(chr, self.wide(i)))
         return None if tag == Tag.NULL else int(tag == Tag.TRUE)
+
+
+def node_numbers(batch: CallBatch) -> list[int | float | None]:
+    """Every node of a batch as a Python number (None where it is not one), in one go.
+
+    Replay compiles most calls from numbers alone; converting all nodes with
+    numpy costs far less than visiting them one by one.
+    """
+    tag, v = batch.nodes["tag"], batch.nodes["v"]
+    out = v.view("<i8").astype(object)
+    unsigned = np.isin(tag, (Tag.UINT, Tag.BITMASK, Tag.OPAQUE)) & (v >= 1 << 63)
+    out[unsigned] = v[unsigned].astype(object)
+    reals = np.isin(tag, (Tag.FLOAT, Tag.DOUBLE))
+    out[reals] = v.view("<f8")[reals].astype(object)
+    out[np.isin(tag, (Tag.NULL, Tag.FALSE))] = 0
+    out[tag == Tag.TRUE] = 1
+    out[~np.isin(tag, _NUMBER_TAGS)] = None
+    return out.tolist()
 
 
 @dataclass(slots=True)
