@@ -83,6 +83,17 @@ class Metric:
         return (self.backend, self.group, self.id)
 
 
+def nesting_plan(
+    wanted: dict[Boundary, set[Metric]], nests: bool
+) -> list[dict[Boundary, set[Metric]]]:
+    """One pass for everything wanted, or, when a query cannot run inside one of its own
+    kind (`nests` False), frames first and calls and draw calls in a second pass."""
+    if not nests:
+        inner = {b: wanted[b] for b in (Boundary.CALL, Boundary.DRAWCALL)}
+        return [{Boundary.FRAME: wanted[Boundary.FRAME]}, inner]
+    return [wanted] if any(wanted.values()) else []
+
+
 class MetricError(Exception):
     """A metric cannot be enabled (unsupported, or not at that boundary); the message says why."""
 

@@ -22,7 +22,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import (
+    Boundary,
+    Kind,
+    Metric,
+    MetricBackend,
+    MetricError,
+    NumType,
+    nesting_plan,
+)
 
 GL_TIMESTAMP = 0x8E28
 GL_SAMPLES_PASSED = 0x8914
@@ -302,19 +310,10 @@ class OpenGLBackend(MetricBackend):
     def generate_passes(self) -> int:
         wanted = self._effective()
         inner_pixels = PIXELS in wanted[Boundary.CALL] | wanted[Boundary.DRAWCALL]
-        if PIXELS in wanted[Boundary.FRAME] and inner_pixels:
-            # GL_SAMPLES_PASSED cannot nest: frames in one pass, calls and draws in another
-            self.plan = [
-                {Boundary.FRAME: wanted[Boundary.FRAME]},
-                {
-                    Boundary.CALL: wanted[Boundary.CALL],
-                    Boundary.DRAWCALL: wanted[Boundary.DRAWCALL],
-                },
-            ]
-        elif any(wanted.values()):
-            self.plan = [wanted]
-        else:
-            self.plan = []
+        # GL_SAMPLES_PASSED cannot nest; timestamps can
+        self.plan = nesting_plan(
+            wanted, nests=not (PIXELS in wanted[Boundary.FRAME] and inner_pixels)
+        )
         return len(self.plan)
 
     def describe_passes(self) -> list[str]:

@@ -49,7 +49,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import (
+    Boundary,
+    Kind,
+    Metric,
+    MetricBackend,
+    MetricError,
+    NumType,
+    nesting_plan,
+)
 
 if TYPE_CHECKING:
     from retrace.profile.session import ContextInfo, Session
@@ -299,19 +307,8 @@ class PipelineBackend(MetricBackend):
         wanted = {b: set(ms) for b, ms in self.enabled.items()}
         wanted[Boundary.DRAWCALL] -= wanted[Boundary.CALL]  # draw calls are calls
         inner = wanted[Boundary.CALL] | wanted[Boundary.DRAWCALL]
-        if wanted[Boundary.FRAME] & inner:
-            # a target cannot be begun inside itself: frames first, then calls and draw calls
-            self.plan = [
-                {Boundary.FRAME: wanted[Boundary.FRAME]},
-                {
-                    Boundary.CALL: wanted[Boundary.CALL],
-                    Boundary.DRAWCALL: wanted[Boundary.DRAWCALL],
-                },
-            ]
-        elif any(wanted.values()):
-            self.plan = [wanted]
-        else:
-            self.plan = []
+        # a target cannot be begun inside itself: frames first, then calls and draw calls
+        self.plan = nesting_plan(wanted, nests=not wanted[Boundary.FRAME] & inner)
         return len(self.plan)
 
     def describe_passes(self) -> list[str]:
