@@ -309,3 +309,14 @@ def test_queries_cause_no_gl_errors_around_display_lists():
     assert b"GL_INVALID" not in r.stderr, r.stderr.decode()[-500:]
     rows = [line.split("\t") for line in r.stdout.decode().splitlines() if "glEndList" in line]
     assert rows and all(row[4:] == ["-", "-"] for row in rows)
+
+
+def test_a_trace_without_a_context_is_one_clear_error(tmp_path):
+    w = TraceWriter()
+    w.call("glXGetCurrentContext", (), ret=w.null)
+    w.call("glFlush")
+    path = tmp_path / "nocontext.trace"
+    path.write_bytes(w.snappy())
+    r = run_retrace("--pframes", "opengl: CPU Duration", "--quiet", str(path))
+    assert r.returncode == 1 and r.stderr.count(b"\n") == 1
+    assert b"never makes a GL context current" in r.stderr

@@ -471,6 +471,10 @@ class Profiler:
                 for run in range(self.warmup + self.repeat):
                     self._run = run
                     self._run_pass()
+                    if not self._ready:
+                        raise RetraceError(
+                            "the trace never makes a GL context current: nothing to measure"
+                        )
                     self._on_ready = lambda: None
                 if self._pass < len(self.plan) and (self.repeat > 1 or self.warmup > 0):
                     self._combine_runs(self.plan[self._pass])
