@@ -1,0 +1,75 @@
+"""Make the two large traces the benchmark figures in the issue notes were taken on.
+
+    python benchmarks/make_traces.py [OUT_DIR]      (default: /tmp/retrace-bench)
+
+- `million.trace`: one million cheap GL state calls in frames of 10,000 (written
+  with the tests' trace writer): a call-bound trace, where per-call overhead is
+  everything.
+- `glxgears_12s.trace`: glxgears traced for 12 seconds with Debian's apitrace
+  under a private Xvfb (about 260,000 calls, 12,000 frames): a real program
+  whose time goes to rendering. Needs `apitrace`, `glxgears` and `Xvfb`; the
+  program is killed at the end, so the trace ends mid-call, as real crash
+  traces do.
+
+Then: `python benchmarks/replay.py OUT_DIR/*.trace` and the other scripts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_profile import big_trace  # noqa: E402 - the tests' generator of this trace
+
+
+def record_glxgears(out: Path, seconds: int = 12) -> None:
+    if not all(shutil.which(tool) for tool in ("apitrace", "glxgears", "Xvfb")):
+        print("skipping glxgears: needs apitrace, glxgears and Xvfb", file=sys.stderr)
+        return
+    xvfb = subprocess.Popen(
+        ["Xvfb", ":79", "-screen", "0", "800x600x24"], stderr=subprocess.DEVNULL
+    )
+    try:
+        time.sleep(1)
+        env = dict(os.environ, DISPLAY=":79")
+        subprocess.run(
+            [
+                "timeout",
+                "-s",
+                "INT",
+                str(seconds),
+                "apitrace",
+                "trace",
+                "--api",
+                "gl",
+                "-o",
+                str(out),
+                "glxgears",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+    finally:
+        xvfb.terminate()
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/retrace-bench")
+    out.mkdir(parents=True, exist_ok=True)
+    big_trace(out / "million.trace", 1_000_000)
+    record_glxgears(out / "glxgears_12s.trace")
+    for path in sorted(out.glob("*.trace")):
+        print(f"{path} {path.stat().st_size / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
