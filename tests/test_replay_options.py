@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import TRACES, run_retrace
+from tracegen import TraceWriter, glx_context
 
 GEARS = str(TRACES / "glxgears.trace")
 
@@ -48,3 +49,33 @@ def test_verbose_reports_gl_errors_per_call():
 def test_bad_frame_range_is_a_usage_error():
     r = run_retrace("replay", "--frames", "5-2", GEARS)
     assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"--frames" in r.stderr
+
+
+def test_handles_into_the_traced_process_are_never_passed_on(tmp_path):
+    """A debug callback or an EGLImage of the traced process would crash the driver if replayed."""
+    w = TraceWriter()
+    glx_context(w)
+    w.call(
+        "glDebugMessageCallback",
+        ("callback", "userParam"),
+        {0: w.opaque(0x7F1234567890), 1: w.opaque(0x55AA00001000)},
+    )
+    w.call(
+        "glEGLImageTargetTexture2DOES",
+        ("target", "image"),
+        {0: w.int(0x0DE1), 1: w.opaque(0x55AA00002000)},
+    )
+    w.call(
+        "glVertexPointer",
+        ("size", "type", "stride", "pointer"),
+        {0: w.int(3), 1: w.int(0x1406), 2: w.int(0), 3: w.opaque(0x7FFD00001000)},
+    )
+    w.call("glClear", ("mask",), {0: w.int(0x4000)})
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path = tmp_path / "foreign.trace"
+    path.write_bytes(w.snappy())
+    r = run_retrace("replay", "-b", str(path))
+    assert r.returncode == 0 and rendered(r) == 1
+    err = r.stderr.decode()
+    assert "glEGLImageTargetTexture2DOES" in err and "glVertexPointer" in err
+    assert "glDebugMessageCallback" not in err  # simply not replayed, like glretrace

@@ -58,6 +58,8 @@ _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
 _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
+# handles into the traced process's window system: passing them on would crash the driver
+_FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
 _IMAGE_READBACKS = {
     "glGetTexImage",
@@ -348,8 +350,10 @@ class Compiler:
             self._single_buffer and name in ("glFlush", "glFinish")
         )
         plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
-        if (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES) or (
-            _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
+        if (
+            (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES)
+            or _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
+            or name.startswith("glDebugMessageCallback")  # a function of the traced process
         ):
             plan.skip = True
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
@@ -385,6 +389,11 @@ class Compiler:
         if nargs != len(command.params):
             return _unsupported(
                 f"the trace gives {nargs} arguments, the registry {len(command.params)}"
+            ), None
+        if any(p.base in _FOREIGN_HANDLES for p in command.params):
+            return _unsupported(
+                "takes an EGL image or VDPAU surface of the traced process, which the replay "
+                "cannot recreate"
             ), None
         simple = (
             all(
