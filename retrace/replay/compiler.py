@@ -594,7 +594,13 @@ class Compiler:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise Unsupported("memcpy without a destination address and data")
-        return (self.state.write_mapped, (int(dest), bytes(data)))
+        return (self._copy_to_mapping, (int(dest), bytes(data)))
+
+    def _copy_to_mapping(self, dest: int, data: bytes) -> None:
+        """apitrace's fake memcpy: bytes the program wrote into a mapped buffer."""
+        if not self.state.write_mapped(dest, data):
+            self.program.skipped["memcpy"] += 1
+            self.program.reasons.setdefault("memcpy", "its destination is in no mapped buffer")
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:
