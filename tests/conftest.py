@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,23 @@ def x_display():
     yield f":{number}"
     proc.terminate()
     proc.wait(timeout=10)
+
+
+def recorded_calls(path) -> Iterator[tuple[int, str, list, object]]:
+    """(call no, name, args, return value) of every call, decoded as the replay compiler does."""
+    from retrace.trace.model import NodeLists
+    from retrace.trace.reader import TraceReader
+
+    reader = TraceReader(path)
+    sigs = reader.signatures
+    for batch in reader.batches():
+        nodes = NodeLists(batch)
+        slots = batch.slots.tolist()
+        for call in batch.calls.tolist():
+            no, _, sig, _, _, start, _, first, nargs, ret, _, _ = call
+            args = [
+                nodes.value(start + s, sigs) if s >= 0 else None
+                for s in slots[first : first + nargs]
+            ]
+            value = nodes.value(start + ret, sigs) if ret >= 0 else None
+            yield no, sigs.functions[sig].name, args, value

@@ -31,18 +31,15 @@ import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import glad
 import pytest
-from conftest import TRACES, run_retrace
+from conftest import TRACES, recorded_calls, run_retrace
 from tracegen import TraceWriter, glx_context
 
 from retrace.backends.base import Boundary
 from retrace.backends.pipeline import METRICS, TARGETS
-from retrace.trace.model import NodeLists
-from retrace.trace.reader import TraceReader
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 # The issue's metrics, in the extension's order of query targets.
@@ -305,27 +302,6 @@ def test_a_metric_at_calls_covers_the_draws():
     assert sum(calls.column("Vertices Submitted")) == 5 * 36
     assert all(math.isnan(v) for v in draws.column("Vertices Submitted"))  # as in glretrace
     assert sum(draws.column("Primitives Submitted")) == 5 * 12
-
-
-def recorded_calls(path: Path) -> Iterator[tuple[int, str, list, object]]:
-    """(call no, name, args, return value) of every call, as the replayer reads them."""
-    reader = TraceReader(path)
-    for batch in reader.batches():
-        nodes = NodeLists(batch)
-        slots = batch.slots.tolist()
-        for call in batch.calls:
-            start, first, nargs = (
-                int(call["node_start"]),
-                int(call["slot_start"]),
-                int(call["nargs"]),
-            )
-            args = [
-                nodes.value(start + s, reader.signatures) if s >= 0 else None
-                for s in slots[first : first + nargs]
-            ]
-            ret = int(call["ret"])
-            value = nodes.value(start + ret, reader.signatures) if ret >= 0 else None
-            yield int(call["no"]), reader.signatures.functions[int(call["sig"])].name, args, value
 
 
 def expected_compute_invocations(path: Path) -> dict[int, int]:

@@ -20,15 +20,13 @@ import hashlib
 import struct
 
 import pytest
-from conftest import run_retrace
+from conftest import recorded_calls, run_retrace
 from PIL import Image
 from tracegen import TraceWriter
 
 from retrace.replay.ws import WsCompiler
 from retrace.replay.ws_cgl import cgl_pixel_format
 from retrace.replay.ws_wgl import pfd_format, wgl_attrib_format
-from retrace.trace.model import NodeLists
-from retrace.trace.reader import TraceReader
 
 W, H = 160, 120
 # Clear colours per frame and the triangle's, as floats and as the 8-bit pixels they give.
@@ -525,27 +523,6 @@ def test_wgl_impossible_context_fails_in_one_line(tmp_path):
 # --- what the readers make of recorded attribute lists (no driver needed) ------------------
 
 
-def recorded(path: str):
-    """(name, args, ret) of each call as the replay compiler reads them from the trace."""
-    reader = TraceReader(path)
-    for batch in reader.batches():
-        nodes = NodeLists(batch)
-        slots = batch.slots.tolist()
-        for call in batch.calls:
-            start, first, nargs = (
-                int(call["node_start"]),
-                int(call["slot_start"]),
-                int(call["nargs"]),
-            )
-            args = [
-                nodes.value(start + s, reader.signatures) if s >= 0 else None
-                for s in slots[first : first + nargs]
-            ]
-            ret = int(call["ret"])
-            value = nodes.value(start + ret, reader.signatures) if ret >= 0 else None
-            yield reader.signatures.functions[int(call["sig"])].name, args, value
-
-
 class RecordingWs:
     """Stands in for WindowSystem: each operation's name, for entries to name."""
 
@@ -557,7 +534,7 @@ def compiled(path: str) -> list[tuple[str, tuple]]:
     """The window-system entries of a trace, as (operation, arguments)."""
     compiler = WsCompiler(RecordingWs())  # type: ignore[arg-type]
     entries = []
-    for name, args, ret in recorded(path):
+    for _, name, args, ret in recorded_calls(path):
         entry = compiler.compile(name, args, ret, 0)
         if entry is not None:
             entries.append(entry)
