@@ -29,6 +29,7 @@ from models.harness import (
     expose_except,
     install,
     most_in_flight,
+    on_this_driver,
     profile,
     rect_trace,
 )
@@ -369,17 +370,7 @@ def test_without_the_extension_on_the_first_context_selections_read_dash(capsys)
 
 def test_this_machines_driver():
     """Where the driver has the extension, profile with it for real; else it says why not."""
-    profiler = Profiler(str(TRACES / "glxgears.trace"), {})
-    found = []
-    try:
-        profiler.until_first_context(
-            lambda: found.append(
-                (profiler.backends_now()[INTEL].support(), profiler.backends_now()[INTEL].metrics())
-            )
-        )
-    finally:
-        profiler.close()
-    (ok, why), metrics = found[0]
+    (ok, why), metrics = on_this_driver(INTEL)
     if not ok:
         assert why.startswith(f"{INTEL} not exposed by ")
         r = run_retrace("--pdrawcalls", f"{INTEL}: [1, 1]", str(TRACES / "glxgears.trace"))

@@ -94,6 +94,24 @@ def at_first_context(
     return result[0]
 
 
+def on_this_driver(name: str) -> tuple[tuple[bool, str], list]:
+    """A backend's support and metrics on the real driver (no model), at glxgears' first context."""
+    profiler = Profiler(str(TRACES / "glxgears.trace"), {})
+    found: list = []
+    try:
+        profiler.until_first_context(
+            lambda: found.append(
+                (
+                    profiler.backends_now()[name].support(),
+                    list(profiler.backends_now()[name].metrics()),
+                )
+            )
+        )
+    finally:
+        profiler.close()
+    return found[0]
+
+
 def rect_trace(path: Path, frames: int, draws: int) -> Path:
     """A GLX trace of `frames` frames of `draws` glRectf each, eight widths in turn."""
     w = TraceWriter()
