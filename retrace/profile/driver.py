@@ -4,13 +4,14 @@ At the first context the trace makes current (metrics depend on it, as in
 glretrace) the selections are resolved against the backends, every backend
 splits its metrics into passes, and pass 1 starts. Each pass replays the whole
 trace with one backend's pass active: frames are bracketed at SwapBuffers, calls
-and draw calls by wrapping their compiled entries (only in passes that measure
-them, so other passes run the bare loop). A glBegin..glEnd block is one draw,
+and draw calls by callbacks around their ops (only in passes that measure them,
+so other passes run the bare C loop). A glBegin..glEnd block is one draw,
 calls compiled into display lists are not events, as glretrace classifies them.
 
-Event metadata (call number, program, function, frame) is recorded in the
-first pass; every pass must see the same number of events at each boundary, or
-the run stops rather than print a shifted table. Values live in the mmap
+Event metadata (call number, function, frame) comes from the compiled program;
+the program in use is logged at each change in the first pass. Every pass must
+see the same number of events at each boundary, or the run stops rather than
+print a shifted table. Values live in the mmap
 store, so a failure in pass k leaves passes 1..k-1 on disk.
 """
 
@@ -30,7 +31,7 @@ from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
-from retrace.replay.compiler import Entry, Row
+from retrace.replay.compiler import Marks, Row
 from retrace.replay.replayer import Replayer, rendered
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import Table
@@ -85,7 +86,7 @@ class Profiler:
         self.selections = selections
         self.repeat, self.warmup, self.stats = repeat, warmup, stats
         self._run = 0  # which repetition of the current pass
-        self._counting_calls = True  # whether this run brackets (and so counts) calls
+        self._counting_calls = False  # whether this run brackets (and so counts) calls
         self.replayer = Replayer(trace)
         self.session = Session(self.replayer.state, self.replayer.dispatch)
         self.store = Store(store_dir, keep=keep_store)
@@ -101,7 +102,9 @@ class Profiler:
         self._expected: dict[Boundary, int] | None = None
         self._last_seconds = 0.0
         self._brackets: list = [None, False, False]
-        self._programs = self.store.column("events.program", np.int64)
+        # (op, traced program) at every change of the program in use, logged in the first run
+        self._program_log: list[tuple[int, int]] = []
+        self.replayer.state.on_program_change = self._log_program
         ws = self.replayer.ws
         ws.after_switch = self._after_switch
         ws.before_switch = self._before_switch
@@ -257,6 +260,8 @@ class Profiler:
                     self.profile.stats.setdefault((metric, boundary), []).append((derived, column))
 
     def _start_pass(self) -> None:
+        """At the pass's first current context: start the backend's pass and, if it measures
+        calls or draws, bracket them from here on."""
         self._brackets[:] = [None, False, False]
         if self._pass >= len(self.plan):
             self._active = None
@@ -270,6 +275,8 @@ class Profiler:
         plan.backend.begin_pass(plan.index, self._columns_for(plan))
         if Boundary.FRAME in plan.boundaries:
             plan.backend.begin_query(Boundary.FRAME, 0)
+        if self._brackets[1] or self._brackets[2]:
+            self._bracket_calls()
 
     def _frame_end(self, drawable) -> None:
         self.replayer.frame += 1
@@ -289,108 +296,99 @@ class Profiler:
         """Per-event metadata of the calls and draw-calls tables, recorded in pass 1."""
         return self.store.column(f"events.{boundary.name}.{what}", np.int64)
 
-    def _wrap(self, plan: PassPlan | None) -> Callable[[int, Entry], Entry]:
-        """Per pass: entries that are events get bracketed, the rest run bare.
+    def _log_program(self) -> None:
+        if self._pass == 0 and self._run == 0:
+            st = self.replayer.state
+            program = st.current.program if st.current is not None else 0
+            self._program_log.append((self.replayer.program.code.position, program))
 
-        The first pass learns its plan only at the first current context, after
-        its first entries were wrapped, so its brackets read the active plan
-        (`self._brackets`) when they run.
-        """
-        rows = self.replayer.program.rows
-        record = self._pass == 0 and self._run == 0
-        self._counting_calls = record or (
-            plan is not None and bool(plan.boundaries & {Boundary.CALL, Boundary.DRAWCALL})
-        )
-        if not self._counting_calls:
-            return lambda i, entry: entry
-        state = self.replayer.state
-        events = self._events
-        active = self._brackets  # [backend or None, calls measured, draws measured]
-        call_b, draw_b = Boundary.CALL, Boundary.DRAWCALL
-        programs = self._programs
-
-        def begin(i: int, draw: bool) -> None:
-            if record:  # the only event metadata known only at replay time
-                programs.append(state.current.program if state.current else 0)
-            backend, calls, draws = active
-            if calls:
-                backend.begin_query(call_b, events[2])
-            if draw and draws:
-                backend.begin_query(draw_b, events[0])
-
-        def end(draw: bool) -> None:
-            backend, calls, draws = active
-            if draw and draws:
-                backend.end_query(draw_b, events[0])
-            if calls:
-                backend.end_query(call_b, events[2])
-            events[2] += 1
-            if draw:
-                events[0] += 1
-
-        def call(i: int, fn, args, draw: bool) -> None:
-            begin(i, draw)
-            fn(*args)
-            end(draw)
-
-        def open_block(i: int, fn, args) -> None:
-            begin(i, True)
-            fn(*args)
-
-        def close_block(fn, args) -> None:
-            fn(*args)
-            end(True)
-
-        none, begin_row, end_row, draw_row = (
-            int(Row.NONE),
-            int(Row.BEGIN),
-            int(Row.END),
-            int(Row.DRAW),
+    def _event_counts(self, end: int | None = None) -> tuple[int, int]:
+        """(call events, draw events) among the ops before `end` (all when None)."""
+        rows = self.replayer.program.column("rows")[:end]
+        counts = np.bincount(rows, minlength=len(Row))
+        return (
+            int(counts[Row.CALL] + counts[Row.DRAW] + counts[Row.BEGIN]),
+            int(counts[Row.DRAW] + counts[Row.BEGIN]),
         )
 
-        def wrap(i: int, entry: Entry) -> Entry:
-            row = rows[i]  # a plain int: comparing enum members costs more than the call
-            if row == none:
-                return entry
-            if row == begin_row:
-                return (open_block, (i, *entry))
-            if row == end_row:
-                return (close_block, entry)
-            return (call, (i, entry[0], entry[1], row == draw_row))
-
-        return wrap
-
-    def _store_metadata(self) -> None:
-        """Call number, function and frame of every call and draw-call event, from the
-        compiled program (the same in every pass); the program in use was recorded."""
+    def _bracket_calls(self) -> None:
+        """Bracket the calls and draws from the op running now on with the backend's
+        queries; those before it (none, unless GL calls came before any context) are
+        counted as events without queries."""
         program = self.replayer.program
-        rows = np.frombuffer(bytes(program.rows), np.uint8)
-        is_call = np.isin(rows, (Row.CALL, Row.DRAW, Row.BEGIN))
-        is_draw = np.isin(rows, (Row.DRAW, Row.BEGIN))
-        entries = np.arange(len(rows))
-        call_nos = np.frombuffer(program.call_nos, np.int64)
-        frame_ends = np.asarray(program.frame_ends, np.int64)
-        name_ids = np.frombuffer(program.name_ids, np.uint32)[is_call]
+        events = self._events
+        events[Boundary.CALL], events[Boundary.DRAWCALL] = self._event_counts(program.code.position)
+        self._counting_calls = True
+        active = self._brackets  # [backend, calls measured, draws measured]
+        call_b, draw_b = Boundary.CALL, Boundary.DRAWCALL
+        call_row, begin_row, end_row = int(Row.CALL), int(Row.BEGIN), int(Row.END)
+
+        def before(i: int, row: int) -> None:
+            if row == end_row:  # glEnd closes the draw glBegin opened
+                return
+            backend, calls, draws = active
+            if calls:
+                backend.begin_query(call_b, events[call_b])
+            if draws and row != call_row:
+                backend.begin_query(draw_b, events[draw_b])
+
+        def after(i: int, row: int) -> None:
+            if row == begin_row:
+                return
+            backend, calls, draws = active
+            draw = row != call_row
+            if draws and draw:
+                backend.end_query(draw_b, events[draw_b])
+            if calls:
+                backend.end_query(call_b, events[call_b])
+            events[call_b] += 1
+            if draw:
+                events[draw_b] += 1
+
+        program.bracket(Marks.ROWS, before, after)
+
+    def _store_metadata(self, chunk: int = 1 << 20) -> None:
+        """Call number, function and frame of every call and draw-call event, from the
+        compiled program (the same in every pass); the program in use, from the changes
+        logged in the first run. Only for the tables asked for, a chunk of ops at a time
+        (so memory stays flat on long traces)."""
+        program = self.replayer.program
         self.profile.names = list(program.names)
-        programs = self._programs.view()
-        draw_of_call = is_draw[is_call]
-        for boundary, mask, ids, progs in (
-            (Boundary.CALL, is_call, name_ids, programs),
-            (Boundary.DRAWCALL, is_draw, name_ids[draw_of_call], programs[draw_of_call]),
-        ):
-            self._meta(boundary, "call_no").extend(call_nos[mask])
-            self._meta(boundary, "name").extend(ids)
-            self._meta(boundary, "program").extend(progs)
-            self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, entries[mask]))
+        wanted = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in self.profile.metrics]
+        if not wanted:
+            return
+        rows, call_nos, name_ids = (
+            program.column(name) for name in ("rows", "call_nos", "name_ids")
+        )
+        frame_ends = np.asarray(program.frame_ends, np.int64)
+        log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
+        events = {
+            Boundary.CALL: (Row.CALL, Row.DRAW, Row.BEGIN),
+            Boundary.DRAWCALL: (Row.DRAW, Row.BEGIN),
+        }
+        for start in range(0, len(rows), chunk):
+            ops = np.arange(start, min(start + chunk, len(rows)))
+            # an event's program is the one in use when it started: the last change in an
+            # op before it (a glUseProgram's own row shows the program it replaces)
+            last = np.searchsorted(log[:, 0], ops, side="left") - 1
+            programs = np.where(last >= 0, log[np.maximum(last, 0), 1], 0)
+            for boundary in wanted:
+                mask = np.isin(rows[ops], events[boundary])
+                self._meta(boundary, "call_no").extend(call_nos[ops][mask])
+                self._meta(boundary, "name").extend(name_ids[ops][mask])
+                self._meta(boundary, "program").extend(programs[mask])
+                self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, ops[mask]))
 
     def _run_pass(self) -> None:
         self._events[:] = [0, 0, 0]
         self._brackets[:] = [None, False, False]
         self.session.forget_contexts()
         self._ready = False
-        plan = self.plan[self._pass] if self._pass < len(self.plan) else None
+        self._counting_calls = False
         started = time.perf_counter()
-        self._last_seconds = self.replayer.run_pass(self._wrap(plan)).seconds
+        self._last_seconds = self.replayer.run_pass().seconds
+        if not self._counting_calls:
+            self._events[Boundary.CALL], self._events[Boundary.DRAWCALL] = self._event_counts()
         if self._active is not None:
             if Boundary.FRAME in self._active.boundaries:
                 self._active.backend.end_query(Boundary.FRAME, self._events[Boundary.FRAME])
@@ -419,8 +417,6 @@ class Profiler:
             self._store_metadata()
             return
         for boundary, count in self._expected.items():
-            if boundary != Boundary.FRAME and not self._counting_calls:
-                continue  # this run did not bracket calls
             if self._events[boundary] != count:
                 raise ProfileError(
                     f"pass {self._pass + 1} saw {self._events[boundary]} {boundary.name.lower()} "

@@ -74,7 +74,9 @@ def run_replay(
                 image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
 
         replayer.on_snapshot = on_snapshot
-        result = replayer.run_pass(replayer.error_checks() if verbose else None)
+        if verbose:
+            replayer.check_errors()
+        result = replayer.run_pass()
         if loop is not None:
             print(
                 "warning: --loop replays the last frame's calls again; state the frame "

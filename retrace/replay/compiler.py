@@ -1,12 +1,15 @@
-"""Compiling a trace into replay entries.
+"""Compiling a trace into replay ops.
 
-Every call of the trace becomes, once, an entry ``(function, args)`` that the
-replay loop runs as ``function(*args)``: for most GL calls a ctypes function
-typed from the registry with its arguments already converted (numbers as
-Python numbers, arrays as ctypes arrays, blobs and strings as bytes). What
-cannot be fixed at compile time -- the driver's names for the trace's objects,
-uniform locations, where a mapped buffer lives -- is looked up when the entry
-runs, through tables in `ReplayState` that every pass refills.
+Every call of the trace becomes, once, an op of a `_vm.Code`. GL calls that
+take nothing but numbers compile in C straight from the reader's flat records
+into direct calls of the driver's function (`_vm.c` says how). Every other
+call becomes a Python entry ``(function, args)`` that its op calls as
+``function(*args)``: a ctypes function typed from the registry with its
+arguments already converted (arrays as ctypes arrays, blobs and strings as
+bytes). What cannot be fixed at compile time -- the driver's names for the
+trace's objects, uniform locations, where a mapped buffer lives -- is looked
+up when the entry runs, through tables in `ReplayState` that every pass
+refills.
 
 Window-system calls go to `ws.WsCompiler`. Calls without side effects
 (glGet*, glIs*, glGetError, the program's own query readbacks) compile to
@@ -20,26 +23,29 @@ from __future__ import annotations
 import ctypes
 import enum
 import re
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from retrace.gl.registry import Command, Param, ctypes_type
+from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
+    CALL_DTYPE,
+    NODE_DTYPE,
     Blob,
     CallBatch,
     FunctionSig,
     NodeLists,
     Pointer,
     Signatures,
-    node_numbers,
 )
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -107,23 +113,42 @@ class Row(enum.IntEnum):
 
 # plain ints for the per-call path (enum comparisons are slow)
 _NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
+# calls that change how the calls after them are classified: compiled in Python
+_ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
+# direct-call parameter types, numbered as in _vm.c
+_I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F32, _F64 = range(10)
+_INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
+_NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
+assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
 
 
-@dataclass
+class Marks(enum.IntEnum):
+    """Which per-op flag selects the ops a pass brackets with callbacks (`Program.bracket`)."""
+
+    NONE = 0
+    ROWS = 1  # profiling rows: the mark is the op's Row
+    CHECKABLE = 2  # GL calls glGetError may follow: the mark is 1
+
+
 class Program:
-    """A compiled trace: what one replay pass runs, and what each entry is."""
+    """A compiled trace: the ops a replay pass runs, and what each one is.
 
-    entries: list[Entry] = field(default_factory=list)
-    # per entry, in compact arrays (a trace has millions of entries):
-    call_nos: array = field(default_factory=lambda: array("q"))  # trace call number
-    rows: bytearray = field(default_factory=bytearray)  # Row
-    checkable: bytearray = field(default_factory=bytearray)  # a GL call glGetError may follow
-    name_ids: array = field(default_factory=lambda: array("I"))  # index into `names`
-    names: list[str] = field(default_factory=list)  # function names
-    frame_ends: list[int] = field(default_factory=list)  # entry indices that end a frame
-    skipped: Counter[str] = field(default_factory=Counter)  # function -> calls not issued
-    reasons: dict[str, str] = field(default_factory=dict)  # function -> why
-    _name_index: dict[str, int] = field(default_factory=dict)
+    Per-op metadata (call number, function, Row, checkable) lives in the C
+    code object as flat arrays; only ops that are Python entries cost a Python
+    object.
+    """
+
+    def __init__(self) -> None:
+        self.code = _vm.Code()
+        self.entries: list[Entry] = []  # the Python entries of ops that are not direct calls
+        self.names: list[str] = []  # function names
+        self.frame_ends: list[int] = []  # op indices that end a frame
+        self.skipped: Counter[str] = Counter()  # function -> calls not issued
+        self.reasons: dict[str, str] = {}  # function -> why
+        self._name_index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.code)
 
     def name_id(self, name: str) -> int:
         """The index of a function name in `names` (added on first use)."""
@@ -136,11 +161,34 @@ class Program:
     def add(
         self, entry: Entry, call_no: int, name_id: int, row: int = 0, checkable: bool = False
     ) -> None:
+        """Append an op that calls a Python entry."""
+        self.code.add_py(len(self.entries), call_no, name_id, row, checkable)
         self.entries.append(entry)
-        self.call_nos.append(call_no)
-        self.rows.append(row)
-        self.checkable.append(checkable)
-        self.name_ids.append(name_id)
+
+    def run(self, start: int, end: int | None = None) -> int:
+        """Run ops [start, end); returns where it stopped."""
+        return self.code.run(start, len(self.code) if end is None else end, self.entries)
+
+    def bracket(
+        self,
+        marks: Marks = Marks.NONE,
+        before: Callable[[int, int], None] | None = None,
+        after: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """From the next op on, call `before(i, mark)` and `after(i, mark)` around every op
+        whose mark is not zero (`Marks.NONE`: no callbacks)."""
+        self.code.bracket(int(marks), before, after)
+
+    def where(self, i: int) -> str:
+        """'CALL_NO: FUNCTION' of op i, for messages."""
+        call_no, name_id, _, _ = self.code.meta(i)
+        return f"{call_no}: {self.names[name_id]}"
+
+    def column(self, name: str) -> np.ndarray:
+        """A copy of one per-op array: call_nos (int64), name_ids (uint32), rows or
+        checkable (uint8)."""
+        dtype = {"call_nos": np.int64, "name_ids": np.uint32}.get(name, np.uint8)
+        return np.frombuffer(self.code.column(name), dtype)
 
 
 @dataclass(slots=True)
@@ -152,7 +200,7 @@ class _Plan:
     ends_frame: bool
     skip: bool = False
     row: int = Row.NONE
-    fast: Callable[..., Any] | None = None  # numbers-only calls: the function to call
+    proto: int = -1  # the direct-call prototype (`Code.add_proto`), or -1
     name_id: int = 0  # the name's index in Program.names
     compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
 
@@ -244,85 +292,95 @@ class Compiler:
     # --- driving ----------------------------------------------------------------------------
 
     def add_batch(self, batch: CallBatch, sigs: Signatures) -> None:
-        slots = batch.slots.tolist()
-        program = self.program
-        plans = self._plans
-        nodes = numbers = None  # the batch's values, each form made when first needed
-        hook_calls = self._hook_calls
-        for (
-            no,
-            _,
-            sig_id,
-            thread,
-            _,
-            node_start,
-            _,
-            slot_start,
-            nargs,
-            ret,
-            _,
-            _,
-        ) in batch.calls.tolist():
-            plan = plans.get(sig_id)
+        """Compile a batch: runs of direct calls in C, every other call here."""
+        code = self.program.code
+        calls, slots, nodes = batch.calls, batch.slots, batch.nodes
+        # with a call subset or hooks every call is decided here, call by call
+        direct = self._only is None and self._hook_calls is None
+        values = None  # the batch's values as Python objects, made when first needed
+        i, count = 0, len(calls)
+        while i < count:
+            if direct:
+                thread = _NO_THREAD if self._thread is None else self._thread
+                i = code.compile(calls, slots, nodes, i, thread, self._in_list, self._in_begin)
+                if i == count:
+                    break
+            no, _, sig_id, thread, _, node_start, _, slot_start, nargs, ret, _, _ = calls[i].item()
+            i += 1
+            plan = self._plans.get(sig_id)
             if plan is None:
-                plan = plans[sig_id] = self._plan(sigs.functions[sig_id])
+                plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
+                code.set_sig(sig_id, self._direct(plan), plan.name_id, plan.row)
             if plan.skip:
                 continue
-            if (
-                self._only is not None
-                and plan.row != _NONE
-                and not self._only.contains(no, plan.flags)
-            ):
-                continue
-            if thread != self._thread:
-                if self._thread is not None:
-                    program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
-                self._thread = thread
-            entry = None
-            if plan.fast is not None:  # numbers only: straight from the batch's numbers
-                if numbers is None:
-                    numbers = node_numbers(batch)
-                fast = tuple(
-                    [
-                        numbers[node_start + s] if s >= 0 else 0
-                        for s in slots[slot_start : slot_start + nargs]
-                    ]
-                )
-                if None not in fast:
-                    entry = (plan.fast, fast)
-            if entry is None:
-                if nodes is None:
-                    nodes = NodeLists(batch)
-                value = nodes.value
-                args = [
-                    value(node_start + s, sigs) if s >= 0 else None
-                    for s in slots[slot_start : slot_start + nargs]
-                ]
-                result = value(node_start + ret, sigs) if ret >= 0 else None
-                try:
-                    entry = plan.compile(args, result, thread)
-                except Unsupported as e:
-                    program.skipped[plan.name] += 1
-                    program.reasons.setdefault(plan.name, str(e))
-                    continue
-            hooked = hook_calls is not None and hook_calls.contains(no, plan.flags)
-            # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
-            # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
-            swap = plan.ends_frame and plan.row == _NONE
-            if hooked and (swap or entry is None):
-                program.add((self._hook, (no,)), no, plan.name_id)
-            if entry is None:
-                continue
-            if swap:
-                program.frame_ends.append(len(program.entries))
-            row = self._row(plan)
-            checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
-            program.add(entry, no, plan.name_id, row, checkable)
-            if hooked and not swap:
-                program.add((self._hook, (no,)), no, plan.name_id)
-            if plan.ends_frame and not swap:
-                program.frame_ends.append(len(program.entries))
-                program.add((self.ws.ws.frame_terminator, ()), no, plan.name_id)
+            if values is None:
+                values = NodeLists(batch)
+            self._add_call(
+                plan,
+                no,
+                thread,
+                node_start,
+                slots[slot_start : slot_start + nargs],
+                ret,
+                values,
+                sigs,
+            )
+
+    def _direct(self, plan: _Plan) -> int:
+        """How C compiles the signature's calls: a direct-call prototype, skipped, or (-1)
+        handed to `_add_call`."""
+        if plan.skip:
+            return _vm.SIG_SKIP
+        if plan.ends_frame or plan.name in _ROW_STATE:
+            return _vm.SIG_SLOW
+        return plan.proto
+
+    def _add_call(
+        self,
+        plan: _Plan,
+        no: int,
+        thread: int,
+        node_start: int,
+        arg_slots: np.ndarray,
+        ret: int,
+        values: NodeLists,
+        sigs: Signatures,
+    ) -> None:
+        """Compile one call into a Python entry (with its thread switch, hooks and frame end)."""
+        program = self.program
+        if self._only is not None and plan.row != _NONE and not self._only.contains(no, plan.flags):
+            return
+        if thread != self._thread:
+            if self._thread is not None:
+                program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
+            self._thread = thread
+        value = values.value
+        args = [value(node_start + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
+        result = value(node_start + ret, sigs) if ret >= 0 else None
+        try:
+            entry = plan.compile(args, result, thread)
+        except Unsupported as e:
+            program.skipped[plan.name] += 1
+            program.reasons.setdefault(plan.name, str(e))
+            return
+        hooked = self._hook_calls is not None and self._hook_calls.contains(no, plan.flags)
+        # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
+        # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
+        swap = plan.ends_frame and plan.row == _NONE
+        if hooked and (swap or entry is None):
+            program.add((self._hook, (no,)), no, plan.name_id)
+        if entry is None:
+            return
+        if swap:
+            program.frame_ends.append(len(program))
+        row = self._row(plan)
+        checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
+        program.add(entry, no, plan.name_id, row, checkable)
+        if hooked and not swap:
+            program.add((self._hook, (no,)), no, plan.name_id)
+        if plan.ends_frame and not swap:
+            program.frame_ends.append(len(program))
+            program.add((self.ws.ws.frame_terminator, ()), no, plan.name_id)
 
     def _row(self, plan: _Plan) -> Row:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
@@ -361,7 +419,7 @@ class Compiler:
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
-            plan.compile, plan.fast = self._gl_plan(name, len(sig.arg_names))
+            plan.compile, plan.proto = self._gl_plan(name, len(sig.arg_names))
             plan.row = (
                 Row.BEGIN
                 if name == "glBegin"
@@ -375,26 +433,24 @@ class Compiler:
             plan.compile = _unsupported(f"{name} is not an OpenGL function")
         return plan
 
-    def _gl_plan(
-        self, name: str, nargs: int
-    ) -> tuple[Callable[[list[Any], Any, int], Entry], Callable[..., Any] | None]:
-        """How a GL function's calls compile, and the function itself when its calls need
-        nothing but numbers (the fast path of add_batch)."""
+    def _gl_plan(self, name: str, nargs: int) -> tuple[Callable[[list[Any], Any, int], Entry], int]:
+        """How a GL function's calls compile, and its direct-call prototype when its calls
+        need nothing but numbers (-1 otherwise)."""
         command = self.dispatch.command(name)
         if command is None:
-            return _unsupported("not in the Khronos registry"), None
+            return _unsupported("not in the Khronos registry"), -1
         fn = self.dispatch.function(name)
         if fn is None:
-            return _unsupported("the driver does not provide it"), None
+            return _unsupported("the driver does not provide it"), -1
         if nargs != len(command.params):
             return _unsupported(
                 f"the trace gives {nargs} arguments, the registry {len(command.params)}"
-            ), None
+            ), -1
         if any(p.base in _FOREIGN_HANDLES for p in command.params):
             return _unsupported(
                 "takes an EGL image or VDPAU surface of the traced process, which the replay "
                 "cannot recreate"
-            ), None
+            ), -1
         simple = (
             all(
                 p.pointer_depth == 0
@@ -410,8 +466,13 @@ class Compiler:
             and not _UNMAP_BUFFER.match(name)
         )
         if simple:  # numbers only, nothing to look up at replay time
-            return (lambda args, ret, thread: (fn, tuple(map(_number, args)))), fn
-        return (lambda args, ret, thread: self._gl_call(command, fn, args, ret)), None
+            types = [_arg_type(ctypes_type(p)) for p in command.params]
+            proto = -1
+            if None not in types:
+                address = ctypes.cast(fn, ctypes.c_void_p).value or 0
+                proto = self.program.code.add_proto(address, bytes(types))
+            return (lambda args, ret, thread: (fn, tuple(map(_number, args)))), proto
+        return (lambda args, ret, thread: self._gl_call(command, fn, args, ret)), -1
 
     # --- GL calls ---------------------------------------------------------------------------
 
@@ -601,6 +662,20 @@ class Compiler:
         if not self.state.write_mapped(dest, data):
             self.program.skipped["memcpy"] += 1
             self.program.reasons.setdefault("memcpy", "its destination is in no mapped buffer")
+
+
+def _arg_type(ctype: type | None) -> int | None:
+    """A numeric parameter's type as `_vm.Code.add_proto` numbers it; None for others."""
+    if ctype is ctypes.c_float:
+        return _F32
+    if ctype is ctypes.c_double:
+        return _F64
+    code = getattr(ctype, "_type_", None)
+    if code not in _INTEGER_CODES:
+        return None
+    size, signed = ctypes.sizeof(ctype), code.islower()
+    codes = {1: (_U8, _I8), 2: (_U16, _I16), 4: (_U32, _I32), 8: (_U64, _I64)}
+    return codes[size][signed]
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:

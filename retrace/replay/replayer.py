@@ -1,10 +1,11 @@
 """The replay loop: compile a trace once, then run it pass after pass.
 
 The first pass parses, compiles and runs the trace batch by batch; later
-passes run the compiled entries only. The loop itself is
-``for fn, args in entries: fn(*args)``: everything per-call was decided when
-the entry was compiled. Frame ends call the frame hook (snapshots, profiling)
-before the swap, as glretrace does.
+passes run the compiled ops only. The loop itself is C (`_vm.c`): everything
+per call was decided when the op was compiled, and Python runs only for ops
+that are Python entries and for the callbacks a pass brackets ops with
+(`Program.bracket`: the profiler's queries, -v's error checks). Frame ends
+call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retrace.errors import RetraceError, TraceError
-from retrace.replay.compiler import Compiler, Entry, Program
+from retrace.replay.compiler import Compiler, Marks, Program
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
 from retrace.replay.snapshot import Image, OwnGL, read_current
@@ -24,8 +25,6 @@ from retrace.replay.state import Drawable, ReplayState
 from retrace.replay.ws import WindowSystem, WsCompiler
 from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
-
-Wrap = Callable[[int, Entry], Entry]
 
 
 def rendered(frames: int, seconds: float) -> str:
@@ -94,53 +93,38 @@ class Replayer:
         size = (drawable.width, drawable.height) if drawable is not None else (0, 0)
         self.on_snapshot(call_no, read_current(self.gl, size, st.current.request.api == "gles"))
 
-    def run_pass(self, wrap: Wrap | None = None) -> PassResult:
+    def run_pass(self) -> PassResult:
         """Replay the whole trace once, compiling it first if this is the first pass.
 
-        `wrap(index, entry)` may replace entries for this pass (the profiler brackets
-        calls with its queries); it is applied once per entry, before the loop.
+        Callbacks set with `program.bracket` run around their ops; they are
+        cleared when the pass ends.
         """
         self.state.reset()
         self.frame = 0
         start = time.perf_counter()
         try:
             if self._compiled:
-                self._run(0, wrap)
+                self.program.run(0)
             else:
-                self._compile_and_run(wrap)
+                self._compile_and_run()
         except StopReplay:
             pass  # (a first pass stopped early has compiled only what it ran)
+        finally:
+            self.program.bracket()
         if self.state.current is not None:
             self.gl.Finish()
         seconds = time.perf_counter() - start
-        return PassResult(self.frame, seconds, len(self.program.entries))
+        return PassResult(self.frame, seconds, len(self.program))
 
-    def _run(self, start: int, wrap: Wrap | None) -> int:
-        """Run the entries from `start` on; returns where it stopped.
-
-        Wrapped entries are made as they run rather than kept in a second list:
-        a trace's entries are the largest thing the replay holds in memory.
-        """
-        entries = self.program.entries
-        end = len(entries)
-        if wrap is None:
-            for fn, args in entries[start:] if start else entries:
-                fn(*args)
-        else:
-            for i in range(start, end):
-                fn, args = wrap(i, entries[i])
-                fn(*args)
-        return end
-
-    def _compile_and_run(self, wrap: Wrap | None) -> None:
+    def _compile_and_run(self) -> None:
         done = 0
         try:
             for batch in self.reader.batches():
                 self.compiler.add_batch(batch, self.reader.signatures)
-                done = self._run(done, wrap)
+                done = self.program.run(done)
         except TraceError as e:
             self.trace_error = e
-            self._run(done, wrap)
+            self.program.run(done)
         self._compiled = True
 
     def loop_last_frame(self, times: int) -> PassResult:
@@ -149,38 +133,29 @@ class Replayer:
         ends = self.program.frame_ends
         if not ends:
             raise RetraceError("--loop: the trace has no complete frame to loop over")
-        first = ends[-2] + 1 if len(ends) > 1 else 0
-        frame = self.program.entries[first : ends[-1] + 1]
+        first, end = (ends[-2] + 1 if len(ends) > 1 else 0), ends[-1] + 1
         start, count = time.perf_counter(), 0
         self.frame = 0
         while times < 0 or count < times:
-            for fn, args in frame:
-                fn(*args)
+            self.program.run(first, end)
             count += 1
         if self.state.current is not None:
             self.gl.Finish()
-        return PassResult(self.frame, time.perf_counter() - start, len(frame) * count)
+        return PassResult(self.frame, time.perf_counter() - start, (end - first) * count)
 
-    def error_checks(self) -> Wrap:
-        """A wrap that reports GL errors after every call where glGetError is allowed."""
+    def check_errors(self) -> None:
+        """For the next pass: report GL errors after every call where glGetError is allowed."""
         get_error = self.dispatch.raw("glGetError", ctypes.c_uint)
         program, names = self.program, self.dispatch.registry.enum_names
 
-        def checked(i: int, fn, args) -> None:
-            fn(*args)
+        def check(i: int, mark: int) -> None:
             error = get_error()
             while error:
                 name = next((n for n in names.get(error, ()) if n.startswith("GL_")), hex(error))
-                print(
-                    f"{program.call_nos[i]}: {program.names[program.name_ids[i]]}: {name}",
-                    file=sys.stderr,
-                )
+                print(f"{program.where(i)}: {name}", file=sys.stderr)
                 error = get_error()
 
-        def wrap(i: int, entry: Entry) -> Entry:
-            return (checked, (i, *entry)) if program.checkable[i] else entry
-
-        return wrap
+        program.bracket(Marks.CHECKABLE, after=check)
 
     def finish(self) -> None:
         """After the output: report what was skipped, then raise the trace's damage if any."""

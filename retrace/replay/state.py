@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
@@ -76,6 +77,8 @@ class ReplayState:
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
         self.thread = 0
+        # called when the program in use may have changed: glUseProgram, a context switch
+        self.on_program_change: Callable[[], None] = lambda: None
 
     def reset(self) -> None:
         """Forget everything the last pass created (its contexts are destroyed)."""
@@ -121,6 +124,7 @@ class ReplayState:
     def use_program(self, traced: int) -> None:
         if self.current is not None:
             self.current.program = traced
+            self.on_program_change()
 
     def record_location(self, program: int, traced: int, real: int) -> None:
         if traced < 0:

@@ -293,6 +293,8 @@ class WindowSystem:
                 self._new_surface(drawable, context)
             st.display.make_current(context.real, drawable.surface if drawable else None)
         st.current, st.current_drawable = context, drawable
+        if switching:
+            st.on_program_change()
         if switching and context is not None:
             self.after_switch()
 

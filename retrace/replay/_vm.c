@@ -1,0 +1,555 @@
+/*
+ * _vm: the compiled form of a trace and the loop that replays it.
+ *
+ * A trace compiles to one op per replayed call.  Most GL calls take nothing
+ * but numbers (glEnable, glUniform4f, glDrawArrays...): the compiler writes
+ * their arguments, already converted to the parameter types, into a flat
+ * argument pool, and the loop calls the driver's function directly.  Every
+ * other call (window-system calls, calls whose object names are remapped at
+ * replay time, arrays, blobs) was compiled in Python to an entry
+ * `(function, args)`, and its op only says which entry to call.
+ *
+ * Why not ctypes or libffi for the direct calls: a ctypes call costs about
+ * 0.2 us of argument conversion, which on call-bound traces is more than the
+ * driver's own work, and one Python tuple per call made the compiled trace
+ * the largest thing in memory.  libffi's headers are not on every machine
+ * that can build this module.  Instead, a function of at most six integer-
+ * class and eight floating-point arguments is called through one fixed
+ * prototype that loads all six general and eight vector argument registers;
+ * on the x86-64 System V and AArch64 calling conventions this is exactly how
+ * the real prototype receives its arguments (a float is read from the low 32
+ * bits of its register, so a float's bits are passed in the low half of a
+ * double).  Elsewhere, or for longer prototypes, add_proto() refuses and
+ * those calls stay Python entries.
+ *
+ * Per op the program also keeps the trace call number, the function name id,
+ * the profiling row kind and whether glGetError may follow it, in flat arrays
+ * the profiler reads in bulk.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../trace/records.h"
+
+#if (defined(__x86_64__) && !defined(_WIN32)) || defined(__aarch64__)
+#define NATIVE_CALLS 1
+#else
+#define NATIVE_CALLS 0
+#endif
+
+#define INT_REGS 6
+#define FLOAT_REGS 8
+#define MAX_ARGS (INT_REGS + FLOAT_REGS)
+#define PY_OP UINT32_MAX
+/* Code.set_sig() kinds besides a proto id */
+#define SIG_UNKNOWN (-3) /* not planned yet: Python plans it */
+#define SIG_SKIP (-2)    /* compiles to nothing */
+#define SIG_SLOW (-1)    /* compiled in Python */
+#define CHECK_SIGNALS_EVERY 65536
+
+/* Parameter types of direct calls, as add_proto() receives them. */
+enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_COUNT };
+
+/* Profiling rows (retrace.replay.compiler.Row) the compiler must know. */
+enum { ROW_NONE = 0, ROW_BEGIN = 3 };
+
+typedef struct {
+    void *fn;
+    uint8_t nargs;
+    uint8_t type[MAX_ARGS];
+} Proto;
+
+typedef struct {
+    int32_t proto; /* a proto id or one of SIG_* */
+    uint32_t name_id;
+    uint8_t row;
+} Sig;
+
+typedef struct {
+    uint32_t proto; /* a proto id, or PY_OP */
+    uint32_t arg;   /* into the argument pool, or the Python entry's index */
+} Op;
+
+typedef void (*Trampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double,
+                           double, double, double, double, double, double, double);
+
+typedef struct {
+    void *data;
+    size_t len, cap; /* in items */
+} Vec;
+
+static int vec_grow(Vec *v, size_t item, size_t extra) {
+    if (v->len + extra <= v->cap)
+        return 0;
+    size_t cap = v->cap ? v->cap : 4096;
+    while (cap < v->len + extra)
+        cap *= 2;
+    void *d = realloc(v->data, cap * item);
+    if (!d) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->data = d;
+    v->cap = cap;
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    Vec protos, sigs;
+    Vec ops, args;
+    Vec call_nos, name_ids, rows, checkable; /* per op */
+    Py_ssize_t position;                      /* the op running now, for callbacks */
+    int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
+    PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
+} Code;
+
+#define AT(vec, type) ((type *)(vec).data)
+
+static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check) {
+    if (vec_grow(&c->ops, sizeof(Op), 1) || vec_grow(&c->call_nos, 8, 1) ||
+        vec_grow(&c->name_ids, 4, 1) || vec_grow(&c->rows, 1, 1) || vec_grow(&c->checkable, 1, 1))
+        return -1;
+    AT(c->call_nos, int64_t)[c->call_nos.len++] = (int64_t)call_no;
+    AT(c->name_ids, uint32_t)[c->name_ids.len++] = name_id;
+    AT(c->rows, uint8_t)[c->rows.len++] = row;
+    AT(c->checkable, uint8_t)[c->checkable.len++] = check;
+    return 0;
+}
+
+static int Code_traverse(Code *c, visitproc visit, void *arg) {
+    Py_VISIT(c->before);
+    Py_VISIT(c->after);
+    return 0;
+}
+
+static int Code_clear(Code *c) {
+    Py_CLEAR(c->before);
+    Py_CLEAR(c->after);
+    return 0;
+}
+
+static void Code_dealloc(Code *c) {
+    PyObject_GC_UnTrack(c);
+    Code_clear(c);
+    Vec *vecs[] = {&c->protos, &c->sigs, &c->ops, &c->args,
+                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
+        free(vecs[i]->data);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static Py_ssize_t Code_len(Code *c) { return (Py_ssize_t)c->ops.len; }
+
+static PyObject *Code_add_proto(Code *c, PyObject *args) {
+    unsigned long long address;
+    Py_buffer types;
+    if (!PyArg_ParseTuple(args, "Ky*", &address, &types))
+        return NULL;
+    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}};
+    int ints = 0, floats = 0, ok = NATIVE_CALLS && address && types.len <= MAX_ARGS;
+    for (Py_ssize_t i = 0; ok && i < types.len; i++) {
+        uint8_t t = ((uint8_t *)types.buf)[i];
+        ok = t < A_COUNT;
+        p.type[i] = t;
+        if (t == A_F32 || t == A_F64)
+            floats++;
+        else
+            ints++;
+    }
+    PyBuffer_Release(&types);
+    if (!ok || ints > INT_REGS || floats > FLOAT_REGS)
+        return PyLong_FromLong(-1);
+    if (vec_grow(&c->protos, sizeof(Proto), 1))
+        return NULL;
+    AT(c->protos, Proto)[c->protos.len] = p;
+    return PyLong_FromSize_t(c->protos.len++);
+}
+
+static PyObject *Code_set_sig(Code *c, PyObject *args) {
+    unsigned int sig, name_id, row;
+    int proto;
+    if (!PyArg_ParseTuple(args, "IiII", &sig, &proto, &name_id, &row))
+        return NULL;
+    if (proto >= (int)c->protos.len || proto < SIG_SKIP) {
+        PyErr_SetString(PyExc_ValueError, "no such proto");
+        return NULL;
+    }
+    if (sig >= c->sigs.len) {
+        if (vec_grow(&c->sigs, sizeof(Sig), sig + 1 - c->sigs.len))
+            return NULL;
+        for (size_t i = c->sigs.len; i <= sig; i++)
+            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0};
+        c->sigs.len = sig + 1;
+    }
+    AT(c->sigs, Sig)[sig] = (Sig){proto, name_id, (uint8_t)row};
+    Py_RETURN_NONE;
+}
+
+/* A trace value as the register image of a parameter type; 0 when it is no number. */
+static int convert(const Node *n, uint8_t type, uint64_t *out) {
+    int real = 0, is_signed = 0;
+    double d = 0;
+    uint64_t u = 0;
+    switch (n->tag) {
+    case T_NULL:
+    case T_FALSE:
+        break;
+    case T_TRUE:
+        u = 1;
+        break;
+    case T_SINT:
+        u = n->v.u;
+        is_signed = 1;
+        break;
+    case T_UINT:
+    case T_ENUM:
+    case T_BITMASK:
+    case T_OPAQUE:
+        u = n->v.u;
+        break;
+    case T_FLOAT:
+    case T_DOUBLE:
+        d = n->v.d;
+        real = 1;
+        break;
+    default:
+        return 0;
+    }
+    if (type == A_F32 || type == A_F64) {
+        if (!real)
+            d = is_signed ? (double)(int64_t)u : (double)u;
+        if (type == A_F64) {
+            memcpy(out, &d, 8);
+        } else {
+            float f = (float)d;
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            *out = bits;
+        }
+        return 1;
+    }
+    if (real) /* a float where an integer is declared: truncate, as C would */
+        u = (d >= -9.2e18 && d <= 9.2e18) ? (uint64_t)(int64_t)d : 0;
+    switch (type) { /* extend to the register as the callee expects */
+    case A_I8: u = (uint64_t)(int64_t)(int8_t)u; break;
+    case A_U8: u = (uint8_t)u; break;
+    case A_I16: u = (uint64_t)(int64_t)(int16_t)u; break;
+    case A_U16: u = (uint16_t)u; break;
+    case A_I32: u = (uint64_t)(int64_t)(int32_t)u; break;
+    case A_U32: u = (uint32_t)u; break;
+    default: break;
+    }
+    *out = u;
+    return 1;
+}
+
+/*
+ * compile(calls, slots, nodes, start, thread, in_list, in_begin) -> stop
+ *
+ * Compiles the batch's calls from `start` on for as long as each one is a
+ * direct call or skipped, of the given thread, and all its arguments are
+ * numbers; returns the index of the first call Python must handle (or the
+ * batch length).  `in_list`/`in_begin`: whether a display list is being
+ * compiled or a glBegin block is open, which decide the profiling row.
+ */
+static PyObject *Code_compile(Code *c, PyObject *args) {
+    Py_buffer calls, slots, nodes;
+    Py_ssize_t start;
+    unsigned int thread;
+    int in_list, in_begin;
+    if (!PyArg_ParseTuple(args, "y*y*y*nIpp", &calls, &slots, &nodes, &start, &thread, &in_list,
+                          &in_begin))
+        return NULL;
+    const CallRec *rec = calls.buf;
+    const int32_t *slot = slots.buf;
+    const Node *node = nodes.buf;
+    Py_ssize_t count = calls.len / (Py_ssize_t)sizeof(CallRec), i = start;
+    const Sig *sigs = c->sigs.data;
+    const Proto *protos = c->protos.data;
+    int failed = 0;
+    for (; i < count; i++) {
+        const CallRec *r = &rec[i];
+        if (r->sig >= c->sigs.len)
+            break;
+        Sig s = sigs[r->sig];
+        if (s.proto == SIG_SKIP)
+            continue;
+        if (s.proto < 0 || r->thread != thread)
+            break;
+        const Proto *p = &protos[s.proto];
+        if (r->nargs != p->nargs)
+            break;
+        if (vec_grow(&c->args, 8, p->nargs)) {
+            failed = 1;
+            break;
+        }
+        uint64_t *a = AT(c->args, uint64_t) + c->args.len;
+        int ok = 1;
+        for (uint32_t k = 0; ok && k < r->nargs; k++) {
+            int32_t at = slot[r->slot_start + k];
+            if (at < 0)
+                a[k] = 0; /* the trace holds no value: pass zero */
+            else
+                ok = convert(&node[r->node_start + (uint32_t)at], p->type[k], &a[k]);
+        }
+        if (!ok)
+            break;
+        uint8_t row = (in_list || in_begin) ? ROW_NONE : s.row;
+        if (push_meta(c, r->no, s.name_id, row, s.row != ROW_NONE && !in_begin)) {
+            failed = 1;
+            break;
+        }
+        AT(c->ops, Op)[c->ops.len++] = (Op){(uint32_t)s.proto, (uint32_t)c->args.len};
+        c->args.len += r->nargs;
+    }
+    PyBuffer_Release(&calls);
+    PyBuffer_Release(&slots);
+    PyBuffer_Release(&nodes);
+    if (failed)
+        return NULL;
+    if (c->args.len > UINT32_MAX - MAX_ARGS) {
+        PyErr_SetString(PyExc_MemoryError, "the compiled trace has too many arguments");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+static PyObject *Code_add_py(Code *c, PyObject *args) {
+    unsigned int index, name_id, row;
+    unsigned long long call_no;
+    int check;
+    if (!PyArg_ParseTuple(args, "IKIIp", &index, &call_no, &name_id, &row, &check))
+        return NULL;
+    if (push_meta(c, call_no, name_id, (uint8_t)row, (uint8_t)check))
+        return NULL;
+    AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, index};
+    Py_RETURN_NONE;
+}
+
+static inline void call_direct(const Proto *p, const uint64_t *a) {
+#if NATIVE_CALLS
+    uint64_t r[INT_REGS] = {0};
+    double f[FLOAT_REGS] = {0};
+    int ni = 0, nf = 0;
+    for (int k = 0; k < p->nargs; k++) {
+        if (p->type[k] == A_F32 || p->type[k] == A_F64)
+            memcpy(&f[nf++], &a[k], 8);
+        else
+            r[ni++] = a[k];
+    }
+    ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4], f[5],
+                        f[6], f[7]);
+#else
+    (void)p;
+    (void)a;
+#endif
+}
+
+static int call_entry(PyObject *entries, uint32_t index) {
+    if ((Py_ssize_t)index >= PyList_GET_SIZE(entries)) {
+        PyErr_SetString(PyExc_IndexError, "no compiled entry for this op");
+        return -1;
+    }
+    PyObject *entry = PyList_GET_ITEM(entries, index);
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a compiled entry is a (function, args) tuple");
+        return -1;
+    }
+    PyObject *res = PyObject_Call(PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1), NULL);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/*
+ * bracket(marks, before, after): from the next op on, call before(i, mark)
+ * and after(i, mark) around every op whose mark is not zero; marks 1 selects
+ * the profiling rows, 2 the checkable flags, 0 no op.  Either callback may be
+ * None.  Callbacks may change the brackets while a pass runs.
+ */
+static PyObject *Code_bracket(Code *c, PyObject *args) {
+    int marks;
+    PyObject *before, *after;
+    if (!PyArg_ParseTuple(args, "iOO", &marks, &before, &after))
+        return NULL;
+    if (marks < 0 || marks > 2) {
+        PyErr_SetString(PyExc_ValueError, "marks is 0, 1 or 2");
+        return NULL;
+    }
+    c->marks = marks;
+    Py_XSETREF(c->before, before == Py_None ? NULL : Py_NewRef(before));
+    Py_XSETREF(c->after, after == Py_None ? NULL : Py_NewRef(after));
+    Py_RETURN_NONE;
+}
+
+static int call_mark(PyObject *fn, Py_ssize_t i, uint8_t mark) {
+    if (!fn)
+        return 0;
+    Py_INCREF(fn); /* the callback may replace itself */
+    PyObject *res = PyObject_CallFunction(fn, "nI", i, (unsigned int)mark);
+    Py_DECREF(fn);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/*
+ * run(start, end, entries) -> end
+ *
+ * Runs ops [start, end) with the current brackets; an exception from a
+ * callback or an entry stops the loop and propagates.
+ */
+static PyObject *Code_run(Code *c, PyObject *args) {
+    Py_ssize_t start, end;
+    PyObject *entries;
+    if (!PyArg_ParseTuple(args, "nnO!", &start, &end, &PyList_Type, &entries))
+        return NULL;
+    if (start < 0 || end > (Py_ssize_t)c->ops.len || start > end) {
+        PyErr_SetString(PyExc_IndexError, "op range out of bounds");
+        return NULL;
+    }
+    Py_INCREF(entries);
+    PyObject *result = NULL;
+    for (Py_ssize_t i = start; i < end; i++) {
+        /* read through c each time: callbacks may change the brackets */
+        const Op op = AT(c->ops, Op)[i];
+        uint8_t mark = c->marks == 1   ? AT(c->rows, uint8_t)[i]
+                       : c->marks == 2 ? AT(c->checkable, uint8_t)[i]
+                                       : 0;
+        c->position = i;
+        if (mark && call_mark(c->before, i, mark))
+            goto done;
+        if (op.proto == PY_OP) {
+            if (call_entry(entries, op.arg))
+                goto done;
+        } else {
+            call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg);
+        }
+        if (mark && call_mark(c->after, i, mark))
+            goto done;
+        if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0 && PyErr_CheckSignals())
+            goto done;
+    }
+    result = PyLong_FromSsize_t(end);
+done:
+    Py_DECREF(entries);
+    return result;
+}
+
+/* column(name) -> bytes: a copy of one per-op array (call_nos int64, name_ids uint32,
+   rows and checkable uint8) */
+static PyObject *Code_column(Code *c, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    const Vec *v = NULL;
+    size_t item = 0;
+    if (!strcmp(name, "call_nos"))
+        v = &c->call_nos, item = 8;
+    else if (!strcmp(name, "name_ids"))
+        v = &c->name_ids, item = 4;
+    else if (!strcmp(name, "rows"))
+        v = &c->rows, item = 1;
+    else if (!strcmp(name, "checkable"))
+        v = &c->checkable, item = 1;
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "no column %s", name);
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(v->data, (Py_ssize_t)(v->len * item));
+}
+
+/* meta(i) -> (call_no, name_id, row, checkable) of one op */
+static PyObject *Code_meta(Code *c, PyObject *arg) {
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || i >= (Py_ssize_t)c->ops.len) {
+        PyErr_SetString(PyExc_IndexError, "op index out of range");
+        return NULL;
+    }
+    return Py_BuildValue("(LIBB)", (long long)AT(c->call_nos, int64_t)[i],
+                         AT(c->name_ids, uint32_t)[i], AT(c->rows, uint8_t)[i],
+                         AT(c->checkable, uint8_t)[i]);
+}
+
+static PyObject *Code_is_direct(Code *c, PyObject *arg) {
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || i >= (Py_ssize_t)c->ops.len) {
+        PyErr_SetString(PyExc_IndexError, "op index out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(AT(c->ops, Op)[i].proto != PY_OP);
+}
+
+static PyObject *Code_get_position(Code *c, void *closure) {
+    (void)closure;
+    return PyLong_FromSsize_t(c->position);
+}
+
+static PyMethodDef Code_methods[] = {
+    {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
+     "add_proto(address, types) -> id, or -1 when it cannot be called directly"},
+    {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
+     "set_sig(sig, proto, name_id, row): how calls of a trace signature compile"},
+    {"compile", (PyCFunction)Code_compile, METH_VARARGS,
+     "compile(calls, slots, nodes, start, thread, in_list, in_begin) -> stop index"},
+    {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
+     "add_py(entry_index, call_no, name_id, row, checkable): an op calling a Python entry"},
+    {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
+    {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
+     "bracket(marks, before, after): callbacks around marked ops"},
+    {"column", (PyCFunction)Code_column, METH_O, "column(name) -> bytes"},
+    {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
+    {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Code_getset[] = {
+    {"position", (getter)Code_get_position, NULL, "the op running now", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Code_as_sequence = {.sq_length = (lenfunc)Code_len};
+
+static PyTypeObject CodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "retrace.replay._vm.Code",
+    .tp_basicsize = sizeof(Code),
+    .tp_dealloc = (destructor)Code_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Code_traverse,
+    .tp_clear = (inquiry)Code_clear,
+    .tp_doc = "A compiled trace: ops, their argument pool and per-op metadata.",
+    .tp_methods = Code_methods,
+    .tp_getset = Code_getset,
+    .tp_as_sequence = &Code_as_sequence,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef vm_module = {
+    PyModuleDef_HEAD_INIT, "_vm", "The compiled trace and its replay loop.", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__vm(void) {
+    if (PyType_Ready(&CodeType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&vm_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&CodeType);
+    if (PyModule_AddObject(m, "Code", (PyObject *)&CodeType) < 0 ||
+        PyModule_AddIntConstant(m, "NATIVE_CALLS", NATIVE_CALLS) < 0 ||
+        PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
+        PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0 ||
+        PyModule_AddIntConstant(m, "SIG_SKIP", SIG_SKIP) < 0 ||
+        PyModule_AddIntConstant(m, "SIG_SLOW", SIG_SLOW) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
