@@ -83,11 +83,10 @@ static int64_t table_get(Table *t, uint64_t id) {
     return id < t->size ? t->count[id] : -1;
 }
 
+/* Signature ids are small, dense numbers; a larger one is damage. */
+#define MAX_SIG_ID (1u << 24)
+
 static int table_set(Table *t, uint64_t id, int64_t value) {
-    if (id >= (1u << 24)) {
-        PyErr_SetString(PyExc_ValueError, "signature id too large");
-        return -1;
-    }
     if (id >= t->size) {
         size_t size = t->size ? t->size : 64;
         while (size <= id)
@@ -218,6 +217,10 @@ static int rd_sint(Scanner *s, int64_t *value) {
 static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *def) {
     if (!def)
         return FAIL;
+    if (id >= MAX_SIG_ID) {
+        Py_DECREF(def);
+        return bad(s, "signature id %llu is too large", (unsigned long long)id);
+    }
     int rc = PyList_Append(s->defs, def);
     Py_DECREF(def);
     if (rc < 0 || table_set(&s->tables[kind], id, count) < 0)
