@@ -304,7 +304,7 @@ class Profiler:
 
     def _event_counts(self, end: int | None = None) -> tuple[int, int]:
         """(call events, draw events) among the ops before `end` (all when None)."""
-        rows = self.replayer.program.column("rows")[:end]
+        rows = self.replayer.program.column("rows", 0, end)
         counts = np.bincount(rows, minlength=len(Row))
         return (
             int(counts[Row.CALL] + counts[Row.DRAW] + counts[Row.BEGIN]),
@@ -347,7 +347,7 @@ class Profiler:
 
         program.bracket(Marks.ROWS, before, after)
 
-    def _store_metadata(self, chunk: int = 1 << 20) -> None:
+    def _store_metadata(self, chunk: int = 1 << 16) -> None:
         """Call number, function and frame of every call and draw-call event, from the
         compiled program (the same in every pass); the program in use, from the changes
         logged in the first run. Only for the tables asked for, a chunk of ops at a time
@@ -355,27 +355,26 @@ class Profiler:
         program = self.replayer.program
         self.profile.names = list(program.names)
         wanted = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in self.profile.metrics]
-        if not wanted:
-            return
-        rows, call_nos, name_ids = (
-            program.column(name) for name in ("rows", "call_nos", "name_ids")
-        )
         frame_ends = np.asarray(program.frame_ends, np.int64)
         log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
         events = {
             Boundary.CALL: (Row.CALL, Row.DRAW, Row.BEGIN),
             Boundary.DRAWCALL: (Row.DRAW, Row.BEGIN),
         }
-        for start in range(0, len(rows), chunk):
-            ops = np.arange(start, min(start + chunk, len(rows)))
+        for start in range(0, len(program) if wanted else 0, chunk):
+            stop = min(start + chunk, len(program))
+            ops = np.arange(start, stop)
+            rows = program.column("rows", start, stop)
+            call_nos = program.column("call_nos", start, stop)
+            name_ids = program.column("name_ids", start, stop)
             # an event's program is the one in use when it started: the last change in an
             # op before it (a glUseProgram's own row shows the program it replaces)
             last = np.searchsorted(log[:, 0], ops, side="left") - 1
             programs = np.where(last >= 0, log[np.maximum(last, 0), 1], 0)
             for boundary in wanted:
-                mask = np.isin(rows[ops], events[boundary])
-                self._meta(boundary, "call_no").extend(call_nos[ops][mask])
-                self._meta(boundary, "name").extend(name_ids[ops][mask])
+                mask = np.isin(rows, events[boundary])
+                self._meta(boundary, "call_no").extend(call_nos[mask])
+                self._meta(boundary, "name").extend(name_ids[mask])
                 self._meta(boundary, "program").extend(programs[mask])
                 self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, ops[mask]))
 

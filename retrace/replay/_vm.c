@@ -22,6 +22,11 @@
  * double).  Elsewhere, or for longer prototypes, add_proto() refuses and
  * those calls stay Python entries.
  *
+ * A direct call may also name objects (glBindTexture, glCallList): such an
+ * argument is looked up at replay time in the replay's name table for its
+ * class, a dict that every pass refills in place, and passed unchanged when
+ * the table lacks it (a name the program invented without glGen*).
+ *
  * Per op the program also keeps the trace call number, the function name id,
  * the profiling row kind and whether glGetError may follow it, in flat arrays
  * the profiler reads in bulk.
@@ -61,6 +66,8 @@ typedef struct {
     void *fn;
     uint8_t nargs;
     uint8_t type[MAX_ARGS];
+    uint16_t lookups;           /* bit k: argument k is an object name to remap */
+    PyObject *table[MAX_ARGS];  /* per remapped argument: traced name -> driver name (dict) */
 } Proto;
 
 typedef struct {
@@ -124,12 +131,18 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
 static int Code_traverse(Code *c, visitproc visit, void *arg) {
     Py_VISIT(c->before);
     Py_VISIT(c->after);
+    for (size_t i = 0; i < c->protos.len; i++)
+        for (int k = 0; k < MAX_ARGS; k++)
+            Py_VISIT(AT(c->protos, Proto)[i].table[k]);
     return 0;
 }
 
 static int Code_clear(Code *c) {
     Py_CLEAR(c->before);
     Py_CLEAR(c->after);
+    for (size_t i = 0; i < c->protos.len; i++)
+        for (int k = 0; k < MAX_ARGS; k++)
+            Py_CLEAR(AT(c->protos, Proto)[i].table[k]);
     return 0;
 }
 
@@ -145,27 +158,43 @@ static void Code_dealloc(Code *c) {
 
 static Py_ssize_t Code_len(Code *c) { return (Py_ssize_t)c->ops.len; }
 
+/*
+ * add_proto(address, types, tables) -> id, or -1
+ *
+ * `types`: one A_* code per parameter; `tables`: per parameter None, or the
+ * dict its object names are remapped through.  -1 when the function cannot
+ * be called directly here.
+ */
 static PyObject *Code_add_proto(Code *c, PyObject *args) {
     unsigned long long address;
     Py_buffer types;
-    if (!PyArg_ParseTuple(args, "Ky*", &address, &types))
+    PyObject *tables;
+    if (!PyArg_ParseTuple(args, "Ky*O!", &address, &types, &PyTuple_Type, &tables))
         return NULL;
-    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}};
-    int ints = 0, floats = 0, ok = NATIVE_CALLS && address && types.len <= MAX_ARGS;
+    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}, 0, {NULL}};
+    int ints = 0, floats = 0, ok = NATIVE_CALLS && address && types.len <= MAX_ARGS &&
+                                   PyTuple_GET_SIZE(tables) == types.len;
     for (Py_ssize_t i = 0; ok && i < types.len; i++) {
         uint8_t t = ((uint8_t *)types.buf)[i];
-        ok = t < A_COUNT;
+        PyObject *table = PyTuple_GET_ITEM(tables, i);
+        ok = t < A_COUNT && (table == Py_None || (PyDict_Check(table) && t != A_F32 && t != A_F64));
         p.type[i] = t;
         if (t == A_F32 || t == A_F64)
             floats++;
         else
             ints++;
+        if (ok && table != Py_None) {
+            p.lookups |= (uint16_t)(1u << i);
+            p.table[i] = table;
+        }
     }
     PyBuffer_Release(&types);
     if (!ok || ints > INT_REGS || floats > FLOAT_REGS)
         return PyLong_FromLong(-1);
     if (vec_grow(&c->protos, sizeof(Proto), 1))
         return NULL;
+    for (int k = 0; k < MAX_ARGS; k++)
+        Py_XINCREF(p.table[k]);
     AT(c->protos, Proto)[c->protos.len] = p;
     return PyLong_FromSize_t(c->protos.len++);
 }
@@ -190,9 +219,26 @@ static PyObject *Code_set_sig(Code *c, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static int is_signed(uint8_t type) {
+    return type == A_I8 || type == A_I16 || type == A_I32 || type == A_I64;
+}
+
+/* An integer as the register image of a parameter type, extended as the callee expects. */
+static uint64_t narrow(uint64_t u, uint8_t type) {
+    switch (type) {
+    case A_I8: return (uint64_t)(int64_t)(int8_t)u;
+    case A_U8: return (uint8_t)u;
+    case A_I16: return (uint64_t)(int64_t)(int16_t)u;
+    case A_U16: return (uint16_t)u;
+    case A_I32: return (uint64_t)(int64_t)(int32_t)u;
+    case A_U32: return (uint32_t)u;
+    default: return u;
+    }
+}
+
 /* A trace value as the register image of a parameter type; 0 when it is no number. */
 static int convert(const Node *n, uint8_t type, uint64_t *out) {
-    int real = 0, is_signed = 0;
+    int real = 0, negative_ok = 0;
     double d = 0;
     uint64_t u = 0;
     switch (n->tag) {
@@ -204,7 +250,7 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
         break;
     case T_SINT:
         u = n->v.u;
-        is_signed = 1;
+        negative_ok = 1;
         break;
     case T_UINT:
     case T_ENUM:
@@ -222,7 +268,7 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
     }
     if (type == A_F32 || type == A_F64) {
         if (!real)
-            d = is_signed ? (double)(int64_t)u : (double)u;
+            d = negative_ok ? (double)(int64_t)u : (double)u;
         if (type == A_F64) {
             memcpy(out, &d, 8);
         } else {
@@ -235,16 +281,7 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
     }
     if (real) /* a float where an integer is declared: truncate, as C would */
         u = (d >= -9.2e18 && d <= 9.2e18) ? (uint64_t)(int64_t)d : 0;
-    switch (type) { /* extend to the register as the callee expects */
-    case A_I8: u = (uint64_t)(int64_t)(int8_t)u; break;
-    case A_U8: u = (uint8_t)u; break;
-    case A_I16: u = (uint64_t)(int64_t)(int16_t)u; break;
-    case A_U16: u = (uint16_t)u; break;
-    case A_I32: u = (uint64_t)(int64_t)(int32_t)u; break;
-    case A_U32: u = (uint32_t)u; break;
-    default: break;
-    }
-    *out = u;
+    *out = narrow(u, type);
     return 1;
 }
 
@@ -331,16 +368,37 @@ static PyObject *Code_add_py(Code *c, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static inline void call_direct(const Proto *p, const uint64_t *a) {
+/* The driver's name for a traced one, through a name table; unchanged when absent. */
+static int remap(PyObject *table, uint8_t type, uint64_t *v) {
+    PyObject *key = is_signed(type) ? PyLong_FromLongLong((long long)*v)
+                                    : PyLong_FromUnsignedLongLong(*v);
+    if (!key)
+        return -1;
+    PyObject *real = PyDict_GetItemWithError(table, key);
+    Py_DECREF(key);
+    if (!real)
+        return PyErr_Occurred() ? -1 : 0;
+    unsigned long long r = PyLong_AsUnsignedLongLongMask(real);
+    if (r == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *v = narrow(r, type);
+    return 0;
+}
+
+static inline int call_direct(const Proto *p, const uint64_t *a) {
 #if NATIVE_CALLS
     uint64_t r[INT_REGS] = {0};
     double f[FLOAT_REGS] = {0};
     int ni = 0, nf = 0;
     for (int k = 0; k < p->nargs; k++) {
-        if (p->type[k] == A_F32 || p->type[k] == A_F64)
+        if (p->type[k] == A_F32 || p->type[k] == A_F64) {
             memcpy(&f[nf++], &a[k], 8);
-        else
-            r[ni++] = a[k];
+        } else {
+            r[ni] = a[k];
+            if ((p->lookups >> k) & 1 && remap(p->table[k], p->type[k], &r[ni]))
+                return -1;
+            ni++;
+        }
     }
     ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4], f[5],
                         f[6], f[7]);
@@ -348,6 +406,7 @@ static inline void call_direct(const Proto *p, const uint64_t *a) {
     (void)p;
     (void)a;
 #endif
+    return 0;
 }
 
 static int call_entry(PyObject *entries, uint32_t index) {
@@ -425,8 +484,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         if (op.proto == PY_OP) {
             if (call_entry(entries, op.arg))
                 goto done;
-        } else {
-            call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg);
+        } else if (call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg)) {
+            goto done;
         }
         if (mark && call_mark(c->after, i, mark))
             goto done;
@@ -439,11 +498,12 @@ done:
     return result;
 }
 
-/* column(name) -> bytes: a copy of one per-op array (call_nos int64, name_ids uint32,
-   rows and checkable uint8) */
-static PyObject *Code_column(Code *c, PyObject *arg) {
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (!name)
+/* column(name, start, stop) -> bytes: a copy of ops [start, stop) of one per-op array
+   (call_nos int64, name_ids uint32, rows and checkable uint8) */
+static PyObject *Code_column(Code *c, PyObject *args) {
+    const char *name;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "snn", &name, &start, &stop))
         return NULL;
     const Vec *v = NULL;
     size_t item = 0;
@@ -459,7 +519,14 @@ static PyObject *Code_column(Code *c, PyObject *arg) {
         PyErr_Format(PyExc_KeyError, "no column %s", name);
         return NULL;
     }
-    return PyBytes_FromStringAndSize(v->data, (Py_ssize_t)(v->len * item));
+    if (stop > (Py_ssize_t)v->len)
+        stop = (Py_ssize_t)v->len;
+    if (start < 0 || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "op range out of bounds");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
+                                     (Py_ssize_t)((size_t)(stop - start) * item));
 }
 
 /* meta(i) -> (call_no, name_id, row, checkable) of one op */
@@ -494,7 +561,7 @@ static PyObject *Code_get_position(Code *c, void *closure) {
 
 static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
-     "add_proto(address, types) -> id, or -1 when it cannot be called directly"},
+     "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
      "set_sig(sig, proto, name_id, row): how calls of a trace signature compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
@@ -504,7 +571,7 @@ static PyMethodDef Code_methods[] = {
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
-    {"column", (PyCFunction)Code_column, METH_O, "column(name) -> bytes"},
+    {"column", (PyCFunction)Code_column, METH_VARARGS, "column(name, start, stop) -> bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
     {NULL, NULL, 0, NULL},

@@ -184,11 +184,12 @@ class Program:
         call_no, name_id, _, _ = self.code.meta(i)
         return f"{call_no}: {self.names[name_id]}"
 
-    def column(self, name: str) -> np.ndarray:
-        """A copy of one per-op array: call_nos (int64), name_ids (uint32), rows or
-        checkable (uint8)."""
+    def column(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """A copy of ops [start, stop) of one per-op array: call_nos (int64), name_ids
+        (uint32), rows or checkable (uint8)."""
         dtype = {"call_nos": np.int64, "name_ids": np.uint32}.get(name, np.uint8)
-        return np.frombuffer(self.code.column(name), dtype)
+        stop = len(self.code) if stop is None else stop
+        return np.frombuffer(self.code.column(name, start, stop), dtype)
 
 
 @dataclass(slots=True)
@@ -277,6 +278,7 @@ class Compiler:
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._hook: Callable[[int], None] = lambda call_no: None
+        self._lookups: dict[str, Callable[[int], int]] = {}
 
     def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
         """Replay only `calls` (window-system calls always run, so contexts exist); with
@@ -451,10 +453,9 @@ class Compiler:
                 "takes an EGL image or VDPAU surface of the traced process, which the replay "
                 "cannot recreate"
             ), -1
-        simple = (
+        numbers = (
             all(
                 p.pointer_depth == 0
-                and p.object_class is None
                 and p.base not in _HANDLE_TYPES
                 and not (p.name == "location" and name.startswith(_UNIFORM_PREFIXES))
                 for p in command.params
@@ -465,14 +466,27 @@ class Compiler:
             and not _MAP_BUFFER.match(name)
             and not _UNMAP_BUFFER.match(name)
         )
-        if simple:  # numbers only, nothing to look up at replay time
-            types = [_arg_type(ctypes_type(p)) for p in command.params]
-            proto = -1
-            if None not in types:
-                address = ctypes.cast(fn, ctypes.c_void_p).value or 0
-                proto = self.program.code.add_proto(address, bytes(types))
-            return (lambda args, ret, thread: (fn, tuple(map(_number, args)))), proto
-        return (lambda args, ret, thread: self._gl_call(command, fn, args, ret)), -1
+        if numbers and all(p.object_class is None for p in command.params):
+
+            def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
+                return (fn, tuple(map(_number, args)))  # nothing to look up at replay time
+
+        else:
+
+            def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
+                return self._gl_call(command, fn, args, ret)
+
+        if not numbers or any(p.object_class in CONTAINER_CLASSES for p in command.params):
+            return compile_, -1  # (a per-context name table is found through the context)
+        types = [_arg_type(ctypes_type(p)) for p in command.params]
+        if None in types:
+            return compile_, -1
+        tables = tuple(
+            self.state.name_table(p.object_class) if p.object_class else None
+            for p in command.params
+        )
+        address = ctypes.cast(fn, ctypes.c_void_p).value or 0
+        return compile_, self.program.code.add_proto(address, bytes(types), tables)
 
     # --- GL calls ---------------------------------------------------------------------------
 
@@ -487,8 +501,7 @@ class Compiler:
             cls = param.object_class or ("handle" if param.base == "GLhandleARB" else None)
             if param.pointer_depth == 0 or param.base == "GLsync":
                 if cls is not None:
-                    table = self._table(cls)
-                    before.append((index, table if callable(table) else _lookup(table)))
+                    before.append((index, self._lookup(cls)))
                     template.append(int(value or 0))
                 elif param.name == "location" and name.startswith(
                     ("glUniform", "glProgramUniform")
@@ -544,6 +557,14 @@ class Compiler:
             return lambda v: st.container_table(cls).get(v, v)
         return self.state.name_table(cls)
 
+    def _lookup(self, cls: str) -> Callable[[int], int]:
+        """Traced name -> driver name for a class (one function per class, shared)."""
+        lookup = self._lookups.get(cls)
+        if lookup is None:
+            table = self._table(cls)
+            lookup = self._lookups[cls] = table if callable(table) else _lookup(table)
+        return lookup
+
     def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:
         st = self.state
         if program_index is not None:
@@ -572,7 +593,7 @@ class Compiler:
         if cls is not None:
             traced = [int(v or 0) for v in _flatten(value)]
             table = self._table(cls)
-            lookup = table if callable(table) else _lookup(table)
+            lookup = self._lookup(cls)
             if param.output:
                 out = (ctypes.c_uint * len(traced))()
 

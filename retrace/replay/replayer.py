@@ -11,6 +11,7 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +34,22 @@ def rendered(frames: int, seconds: float) -> str:
     return f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps"
 
 
+def _keep_batches_out_of_heap() -> None:
+    """Have glibc always map large blocks (the reader's batches, a few MB each) rather
+    than move its threshold up to them: batches then go back to the system when freed
+    instead of leaving a heap that only grows (about 20 MB on a 400k-call trace)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
 class StopReplay(Exception):
     """Raised by a hook to end the pass early (--frames, a closed window)."""
 
@@ -50,6 +67,7 @@ class Replayer:
     def __init__(
         self, path: str, display: EglDisplay | None = None, snapshots: CallSet | None = None
     ) -> None:
+        _keep_batches_out_of_heap()
         self.reader = TraceReader(path)
         self.display = display or EglDisplay.open()
         self.state = ReplayState(self.display)
