@@ -1,0 +1,204 @@
+"""The C compiler and replay loop (`retrace/replay/_vm.c`), against real C functions.
+
+The functions called directly are ctypes callbacks: real C entry points with
+real prototypes, so these tests check the register trampoline's calling
+convention for every parameter type, not a model of it. Replays through real
+GL drivers are checked against glretrace in test_replay.py and
+test_profile.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import pytest
+from tracegen import TraceWriter
+
+from retrace.replay import _vm
+from retrace.replay.compiler import _arg_type
+from retrace.trace.reader import TraceReader
+
+pytestmark = pytest.mark.skipif(not _vm.NATIVE_CALLS, reason="no direct calls on this ABI")
+
+I8, U8, I16, U16, I32, U32, I64, U64, F32, F64 = range(10)
+CTYPES = {
+    I8: ctypes.c_int8,
+    U8: ctypes.c_uint8,
+    I16: ctypes.c_int16,
+    U16: ctypes.c_uint16,
+    I32: ctypes.c_int32,
+    U32: ctypes.c_uint32,
+    I64: ctypes.c_int64,
+    U64: ctypes.c_uint64,
+    F32: ctypes.c_float,
+    F64: ctypes.c_double,
+}
+
+
+class Recorder:
+    """A C function of the given parameter types that records its arguments."""
+
+    def __init__(self, types: list[int]) -> None:
+        self.calls: list[tuple] = []
+        self.fn = ctypes.CFUNCTYPE(None, *(CTYPES[t] for t in types))(
+            lambda *args: self.calls.append(args)
+        )
+        self.address = ctypes.cast(self.fn, ctypes.c_void_p).value
+        self.types = bytes(types)
+
+
+def batch_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
+    """One batch holding `calls` (name, argument values, thread), and its signature ids."""
+    w = TraceWriter()
+    for name, values, thread in calls:
+        names = tuple(f"a{i}" for i in range(len(values)))
+        w.call(name, names, dict(enumerate(values)), thread=thread)
+    path = tmp_path / "t.trace"
+    path.write_bytes(w.snappy())
+    reader = TraceReader(str(path))
+    (batch,) = list(reader.batches())
+    sig_ids = {reader.signatures.functions[s].name: s for s in set(batch.calls["sig"].tolist())}
+    return batch, sig_ids
+
+
+def compile_all(code, batch, start=0, thread=0, in_list=False, in_begin=False) -> int:
+    return code.compile(batch.calls, batch.slots, batch.nodes, start, thread, in_list, in_begin)
+
+
+def test_every_parameter_type_reaches_the_function_as_declared(tmp_path):
+    types = [I8, F32, U16, F64, I32, U64, F32, I16, U8, F64]
+    f = Recorder(types)
+    w = TraceWriter
+    values = (
+        w.int(-5),  # int8 -5
+        w.float(1.5),
+        w.int(70_000),  # uint16 wraps, as a C cast does
+        w.double(math.pi),
+        w.int(-2_000_000_000),
+        w.int(2**64 - 1),
+        w.int(3),  # an integer where a float is declared
+        w.float(-7.9),  # a float where an integer is declared: truncated
+        w.int(300),  # uint8 wraps
+        w.double(-0.0),
+    )
+    batch, sigs = batch_of(tmp_path, [("f", values, 0)])
+    code = _vm.Code()
+    proto = code.add_proto(f.address, f.types, (None,) * len(types))
+    assert proto >= 0
+    code.set_sig(sigs["f"], proto, 0, 1)
+    assert compile_all(code, batch) == 1 and len(code) == 1 and code.is_direct(0)
+    code.run(0, 1, [])
+    (args,) = f.calls
+    assert args[:6] == (-5, 1.5, 70_000 % 65536, math.pi, -2_000_000_000, 2**64 - 1)
+    assert args[6:9] == (3.0, -7, 44)
+    assert args[9] == 0.0 and math.copysign(1, args[9]) == -1
+
+
+def test_at_most_six_integer_and_eight_float_arguments_are_called_directly():
+    code = _vm.Code()
+    address = Recorder([I32]).address
+    assert code.add_proto(address, bytes([I32] * 6 + [F32] * 8), (None,) * 14) >= 0
+    assert code.add_proto(address, bytes([I32] * 7), (None,) * 7) == -1
+    assert code.add_proto(address, bytes([F64] * 9), (None,) * 9) == -1
+    assert code.add_proto(address, bytes([F32]), ({},)) == -1  # a float is no object name
+    assert code.add_proto(0, bytes([I32]), (None,)) == -1
+
+
+def test_object_names_are_remapped_through_the_live_table(tmp_path):
+    f = Recorder([U32, U32])
+    batch, sigs = batch_of(tmp_path, [("bind", (TraceWriter.int(7), TraceWriter.int(3)), 0)])
+    table: dict[int, int] = {3: 1003}
+    code = _vm.Code()
+    code.set_sig(sigs["bind"], code.add_proto(f.address, f.types, (None, table)), 0, 1)
+    compile_all(code, batch)
+    code.run(0, 1, [])
+    table[3] = 2003  # a later pass refills the same table
+    code.run(0, 1, [])
+    table.clear()  # a name the program never generated passes through
+    code.run(0, 1, [])
+    assert f.calls == [(7, 1003), (7, 2003), (7, 3)]
+
+
+def test_compilation_stops_where_python_must_take_over(tmp_path):
+    w = TraceWriter
+    batch, sigs = batch_of(
+        tmp_path,
+        [
+            ("f", (w.int(1),), 0),
+            ("skipped", (w.int(2),), 0),
+            ("f", (w.string("not a number"),), 0),  # 2: not a number
+            ("f", (w.int(4),), 1),  # 3: another thread
+            ("g", (w.int(5),), 1),  # 4: a signature not planned yet
+            ("slow", (w.int(6),), 1),  # 5: compiled in Python
+        ],
+    )
+    f = Recorder([I32])
+    code = _vm.Code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+    code.set_sig(sigs["skipped"], _vm.SIG_SKIP, 0, 1)
+    code.set_sig(sigs["slow"], _vm.SIG_SLOW, 0, 1)
+    assert compile_all(code, batch) == 2
+    assert compile_all(code, batch, start=3) == 3
+    assert compile_all(code, batch, start=3, thread=1) == 4
+    assert compile_all(code, batch, start=5, thread=1) == 5
+    code.run(0, len(code), [])
+    assert f.calls == [(1,), (4,)]
+    assert [code.meta(i)[0] for i in range(len(code))] == [0, 3]
+
+
+def test_rows_inside_display_lists_and_begin_blocks(tmp_path):
+    batch, sigs = batch_of(tmp_path, [("f", (TraceWriter.int(1),), 0)])
+    f = Recorder([I32])
+    code = _vm.Code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 9, 2)
+    compile_all(code, batch)
+    compile_all(code, batch, in_list=True)
+    compile_all(code, batch, in_begin=True)
+    # (call no, name id, row, checkable): no profiling row while a list compiles or a
+    # glBegin block is open; no glGetError inside glBegin/glEnd
+    assert [code.meta(i) for i in range(3)] == [(0, 9, 2, 1), (0, 9, 0, 1), (0, 9, 0, 0)]
+
+
+def test_python_entries_brackets_and_errors():
+    code = _vm.Code()
+    seen: list[object] = []
+    entries = [(seen.append, ("a",)), (seen.append, ("b",)), (seen.append, ("c",))]
+    code.add_py(0, 10, 0, 1, True)
+    code.add_py(1, 11, 0, 0, False)
+    code.add_py(2, 12, 0, 4, True)
+    code.bracket(
+        1, lambda i, m: seen.append(("before", i, m)), lambda i, m: seen.append(("after", i, m))
+    )
+    assert code.run(0, 3, entries) == 3
+    assert seen == [
+        ("before", 0, 1),
+        "a",
+        ("after", 0, 1),
+        "b",
+        ("before", 2, 4),
+        "c",
+        ("after", 2, 4),
+    ]
+    seen.clear()
+    code.bracket(2, None, lambda i, m: seen.append(i))  # the checkable ops
+    code.run(0, 3, entries)
+    assert seen == ["a", 0, "b", "c", 2]
+
+    def fail():
+        raise KeyError("stop here")
+
+    code.bracket(0, None, None)
+    code.add_py(3, 13, 0, 0, False)
+    with pytest.raises(KeyError, match="stop here"):
+        code.run(0, 4, [*entries, (fail, ())])
+    assert code.position == 3
+    with pytest.raises(IndexError):
+        code.run(0, 5, entries)
+
+
+def test_registry_types_map_to_the_declared_widths():
+    assert _arg_type(ctypes.c_uint) == U32 and _arg_type(ctypes.c_ubyte) == U8
+    assert _arg_type(ctypes.c_short) == I16 and _arg_type(ctypes.c_ssize_t) == I64
+    assert _arg_type(ctypes.c_float) == F32 and _arg_type(ctypes.c_double) == F64
+    assert _arg_type(ctypes.c_void_p) is None and _arg_type(ctypes.c_char) is None
