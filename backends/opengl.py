@@ -37,7 +37,6 @@ GL_SAMPLES_PASSED = 0x8914
 GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_GPU_DISJOINT_EXT = 0x8FBB
-GL_LIST_INDEX = 0x0B33
 
 NAME = "opengl"
 
@@ -168,6 +167,8 @@ class _GL:
         self.GetQueryObjectui64v = dispatch.raw(
             "glGetQueryObjectui64v" + suffix, None, u, u, ctypes.POINTER(ctypes.c_uint64)
         )
+        self._result = ctypes.c_uint64()  # one result at a time, read into the same place
+        self._result_ref = ctypes.byref(self._result)
         self.GetIntegerv = dispatch.raw("glGetIntegerv", None, u, ctypes.POINTER(ctypes.c_int))
         self.GetInteger64v = dispatch.raw(
             "glGetInteger64v" + ("" if suffix == "" else "EXT"),
@@ -177,9 +178,8 @@ class _GL:
         )
 
     def result(self, query: int) -> int:
-        value = ctypes.c_uint64()
-        self.GetQueryObjectui64v(query, GL_QUERY_RESULT, ctypes.byref(value))
-        return value.value
+        self.GetQueryObjectui64v(query, GL_QUERY_RESULT, self._result_ref)
+        return self._result.value
 
     def available(self, query: int) -> bool:
         value = ctypes.c_uint64()
@@ -205,14 +205,8 @@ class _Pool:
     """Query objects of one context: handed out once per pass, read back in batches."""
 
     gl: _GL
-    has_lists: bool  # a compatibility context, where glNewList can be compiling
     free: list[int] = field(default_factory=list)
     used: list[int] = field(default_factory=list)
-
-    def compiling_list(self) -> bool:
-        """Between glNewList and glEndList a query would be compiled into the list rather
-        than run (the driver brackets glEndList while the list is still open)."""
-        return self.has_lists and self.gl.get_integer(GL_LIST_INDEX) != 0
 
     def take(self) -> int:
         if not self.free:
@@ -257,7 +251,7 @@ class OpenGLBackend(MetricBackend):
         self._pass: dict[Boundary, set[Metric]] = {}
         self._set: dict[Boundary, dict] = {}
         self._open: dict[Boundary, _Open] = {}
-        self._pools: dict[int, _Pool] = {}
+        self._current: _Pool | None = None  # the current context's (pause_pass ends it)
         self._pending: list[tuple] = []  # queries of finished events, not read yet
         self._older: list[tuple] = []  # ...of events finished before the last frame end
         self._statm = None
@@ -350,9 +344,6 @@ class OpenGLBackend(MetricBackend):
 
     def end_pass(self) -> None:
         self.pause_pass()
-        for pool in self._pools.values():
-            pool.free.clear()  # their context is gone with the pass
-        self._pools.clear()
         if self._statm is not None:
             os.close(self._statm)
             self._statm = None
@@ -374,7 +365,7 @@ class OpenGLBackend(MetricBackend):
         self._older.clear()
         self._pending.clear()
         pool.delete()
-        del self._pools[self.session.context_key]
+        self._current = None
 
     def continue_pass(self) -> None:
         if not self._needs_gpu or self.session.context is None:
@@ -386,14 +377,13 @@ class OpenGLBackend(MetricBackend):
                 pool.gl.BeginQuery(GL_SAMPLES_PASSED, open_.pixel_query)
 
     def _pool(self, create: bool = False) -> _Pool | None:
-        key = self.session.context_key
-        pool = self._pools.get(key)
-        if pool is None and create and key:
+        """The current context's query pool. There is one at a time: the driver pauses the
+        pass before every context switch, and pause_pass reads and deletes the pool."""
+        if self._current is None and create and self.session.context_key:
             context = self.session.context
             suffix = "EXT" if context is not None and context.api == "gles" else ""
-            has_lists = context is not None and context.api == "gl" and context.profile != "core"
-            pool = self._pools[key] = _Pool(_GL(self.session.dispatch, suffix), has_lists)
-        return pool
+            self._current = _Pool(_GL(self.session.dispatch, suffix))
+        return self._current
 
     def _base(self, pool: _Pool) -> int:
         if self._gpu_base is None:
@@ -414,7 +404,8 @@ class OpenGLBackend(MetricBackend):
         open_ = self._open[boundary] = _Open(event)
         if self._needs_gpu:
             pool = self._pool(create=True)
-            if pool is not None and not (boundary != Boundary.FRAME and pool.compiling_list()):
+            # (frames never begin inside a list; of calls, only glEndList can)
+            if pool is not None and not (boundary != Boundary.FRAME and self.session.closing_list):
                 if GPU_START in metrics or GPU_DURATION in metrics:
                     self._base(pool)
                     open_.gpu_start = pool.take()

@@ -35,9 +35,10 @@ Where queries cannot go. The driver never brackets events inside glBegin/glEnd
 glBeginQuery/glEndQuery are errors, nor calls compiled into display lists. But
 it does bracket glEndList, which starts while the list is still being
 compiled, and there Mesa compiles glBeginQuery into the list instead of running
-it (a stray query in every later glCallList). So outside core profiles the
-backend asks GL_LIST_INDEX before beginning queries and leaves an event that
-starts during compilation unmeasured: its cells read '-'. A trace running
+it (a stray query in every later glCallList). So the driver flags glEndList
+events (`Session.closing_list`), for frames and context switches outside core
+profiles the backend asks GL_LIST_INDEX, and an event that starts during
+compilation is left unmeasured: its cells read '-'. A trace running
 pipeline statistics queries of its own would collide with these (one active
 query per target); none of the sample traces does.
 """
@@ -384,7 +385,9 @@ class PipelineBackend(MetricBackend):
     def _start(self, open_: _Open, pool: _Pool) -> None:
         # glBeginQuery would be compiled into the list, not run. Draw calls are never events
         # while a list is compiled; glEndList (a call) and a frame or a context switch may be.
-        if open_.boundary != Boundary.DRAWCALL and pool.has_lists and pool.gl.compiling_list():
+        if open_.boundary == Boundary.CALL and self.session.closing_list:
+            return
+        if open_.boundary == Boundary.FRAME and pool.has_lists and pool.gl.compiling_list():
             return
         queries, take, begin = open_.queries, pool.take, pool.gl.BeginQuery
         for metric, target in pool.targets[open_.boundary]:

@@ -307,7 +307,7 @@ class Profiler:
         rows = self.replayer.program.column("rows", 0, end)
         counts = np.bincount(rows, minlength=len(Row))
         return (
-            int(counts[Row.CALL] + counts[Row.DRAW] + counts[Row.BEGIN]),
+            int(counts[Row.CALL] + counts[Row.LIST_END] + counts[Row.DRAW] + counts[Row.BEGIN]),
             int(counts[Row.DRAW] + counts[Row.BEGIN]),
         )
 
@@ -321,22 +321,26 @@ class Profiler:
         self._counting_calls = True
         active = self._brackets  # [backend, calls measured, draws measured]
         call_b, draw_b = Boundary.CALL, Boundary.DRAWCALL
-        call_row, begin_row, end_row = int(Row.CALL), int(Row.BEGIN), int(Row.END)
+        session = self.session
+        begin_row, end_row = int(Row.BEGIN), int(Row.END)
+        draw_rows = (int(Row.DRAW), begin_row, end_row)
+        list_end_row = int(Row.LIST_END)
 
         def before(i: int, row: int) -> None:
             if row == end_row:  # glEnd closes the draw glBegin opened
                 return
+            session.closing_list = row == list_end_row
             backend, calls, draws = active
             if calls:
                 backend.begin_query(call_b, events[call_b])
-            if draws and row != call_row:
+            if draws and row in draw_rows:
                 backend.begin_query(draw_b, events[draw_b])
 
         def after(i: int, row: int) -> None:
             if row == begin_row:
                 return
             backend, calls, draws = active
-            draw = row != call_row
+            draw = row in draw_rows
             if draws and draw:
                 backend.end_query(draw_b, events[draw_b])
             if calls:
@@ -358,7 +362,7 @@ class Profiler:
         frame_ends = np.asarray(program.frame_ends, np.int64)
         log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
         events = {
-            Boundary.CALL: (Row.CALL, Row.DRAW, Row.BEGIN),
+            Boundary.CALL: (Row.CALL, Row.LIST_END, Row.DRAW, Row.BEGIN),
             Boundary.DRAWCALL: (Row.DRAW, Row.BEGIN),
         }
         for start in range(0, len(program) if wanted else 0, chunk):

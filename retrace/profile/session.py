@@ -52,6 +52,9 @@ class Session:
         self._state = state
         self.dispatch = dispatch
         self._infos: dict[int, ContextInfo] = {}
+        # the call event about to begin is glEndList: GL is still compiling the display
+        # list, so a query begun now would be compiled into it instead of run
+        self.closing_list = False
 
     @property
     def context(self) -> ContextInfo | None:

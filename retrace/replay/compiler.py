@@ -109,6 +109,7 @@ class Row(enum.IntEnum):
     DRAW = 2  # a call row that is also a draw-call row
     BEGIN = 3  # glBegin: opens a draw row that glEnd closes
     END = 4  # glEnd
+    LIST_END = 5  # glEndList: a call row, run while GL still compiles the list it closes
 
 
 # plain ints for the per-call path (enum comparisons are slow)
@@ -427,6 +428,8 @@ class Compiler:
                 if name == "glBegin"
                 else Row.END
                 if name == "glEnd"
+                else Row.LIST_END
+                if name == "glEndList"
                 else Row.DRAW
                 if is_profiled_draw(name)
                 else Row.CALL
