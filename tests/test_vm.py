@@ -22,7 +22,11 @@ from retrace.trace.reader import TraceReader
 pytestmark = pytest.mark.skipif(not _vm.NATIVE_CALLS, reason="no direct calls on this ABI")
 
 I8, U8, I16, U16, I32, U32, I64, U64, F32, F64 = range(10)
+PTR, PTR_OF = 10, 16
 CTYPES = {
+    PTR: ctypes.c_void_p,
+    PTR_OF + F32: ctypes.c_void_p,
+    PTR_OF + U16: ctypes.c_void_p,
     I8: ctypes.c_int8,
     U8: ctypes.c_uint8,
     I16: ctypes.c_int16,
@@ -48,8 +52,8 @@ class Recorder:
         self.types = bytes(types)
 
 
-def batch_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
-    """One batch holding `calls` (name, argument values, thread), and its signature ids."""
+def batches_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
+    """The batches holding `calls` (name, argument values, thread), and signature ids."""
     w = TraceWriter()
     for name, values, thread in calls:
         names = tuple(f"a{i}" for i in range(len(values)))
@@ -57,13 +61,21 @@ def batch_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
     path = tmp_path / "t.trace"
     path.write_bytes(w.snappy())
     reader = TraceReader(str(path))
-    (batch,) = list(reader.batches())
-    sig_ids = {reader.signatures.functions[s].name: s for s in set(batch.calls["sig"].tolist())}
+    batches = list(reader.batches())
+    sig_ids = {sig.name: sig.id for sig in reader.signatures.functions.values()}
+    return batches, sig_ids
+
+
+def batch_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
+    """One batch holding `calls`, and signature ids."""
+    (batch,), sig_ids = batches_of(tmp_path, calls)
     return batch, sig_ids
 
 
 def compile_all(code, batch, start=0, thread=0, in_list=False, in_begin=False) -> int:
-    return code.compile(batch.calls, batch.slots, batch.nodes, start, thread, in_list, in_begin)
+    return code.compile(
+        batch.calls, batch.slots, batch.nodes, batch.pool, start, thread, in_list, in_begin
+    )
 
 
 def test_every_parameter_type_reaches_the_function_as_declared(tmp_path):
@@ -118,6 +130,84 @@ def test_object_names_are_remapped_through_the_live_table(tmp_path):
     table.clear()  # a name the program never generated passes through
     code.run(0, 1, [])
     assert f.calls == [(7, 1003), (7, 2003), (7, 3)]
+
+
+def test_input_pointers_pass_offsets_and_data_that_stays_put(tmp_path):
+    w = TraceWriter
+    calls = [
+        ("f", (w.blob(b"\x01\x02\x03"),), 0),
+        ("f", (w.string("name"),), 0),
+        ("f", (w.opaque(64),), 0),  # an offset into a bound buffer
+        ("f", (b"\x00",), 0),  # NULL
+        ("floats", (w.array(w.float(0.5), w.int(2), w.double(-1.25)),), 0),
+        ("shorts", (w.array(w.int(65535), w.int(7)),), 0),
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    f, floats, shorts = Recorder([PTR]), Recorder([PTR_OF + F32]), Recorder([PTR_OF + U16])
+    code = _vm.Code()
+    for name, r in (("f", f), ("floats", floats), ("shorts", shorts)):
+        code.set_sig(sigs[name], code.add_proto(r.address, r.types, (None,)), 0, 1)
+    assert compile_all(code, batch) == len(calls)
+    code.run(0, len(code), [])
+    blob, string, offset, null = (args[0] for args in f.calls)
+    assert ctypes.string_at(blob, 3) == b"\x01\x02\x03"
+    assert ctypes.string_at(string) == b"name"  # NUL-terminated
+    assert (offset, null) == (64, None)
+    assert list((ctypes.c_float * 3).from_address(floats.calls[0][0])) == [0.5, 2.0, -1.25]
+    assert list((ctypes.c_uint16 * 2).from_address(shorts.calls[0][0])) == [65535, 7]
+    # the driver may keep a client pointer until a later draw: more compiled data
+    # (megabytes of it) never moves what was kept
+    big, _ = batches_of(tmp_path, [("f", (w.blob(bytes(3 << 20)),), 0)] * 2)
+    code.set_sig(0, code.add_proto(f.address, f.types, (None,)), 0, 1)
+    for batch in big:
+        assert compile_all(code, batch) == len(batch)
+    f.calls.clear()
+    code.run(0, 1, [])
+    assert f.calls[0][0] == blob and ctypes.string_at(blob, 3) == b"\x01\x02\x03"
+
+
+def test_pointers_python_must_pass(tmp_path):
+    w = TraceWriter
+    batch, sigs = batch_of(
+        tmp_path,
+        [
+            ("f", (w.opaque(1 << 40),), 0),  # an address in the traced process
+            ("floats", (w.array(w.array(w.float(1))),), 0),  # nested
+            ("f", (w.array(w.int(1)),), 0),  # an array where any data may be meant
+            ("floats", (w.array(w.string("x")),), 0),
+        ],
+    )
+    f, floats = Recorder([PTR]), Recorder([PTR_OF + F32])
+    code = _vm.Code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+    code.set_sig(sigs["floats"], code.add_proto(floats.address, floats.types, (None,)), 0, 1)
+    assert [compile_all(code, batch, start=i) for i in range(4)] == [0, 1, 2, 3]
+    assert len(code) == 0
+
+
+def test_lookup_functions_remap_through_replay_state(tmp_path):
+    f = Recorder([I32])
+    batch, sigs = batch_of(tmp_path, [("uniform", (TraceWriter.int(-1),), 0)])
+    seen = []
+
+    def location(traced: int) -> int:
+        seen.append(traced)
+        return traced + 100 if traced >= 0 else traced
+
+    code = _vm.Code()
+    code.set_sig(sigs["uniform"], code.add_proto(f.address, f.types, (location,)), 0, 1)
+    compile_all(code, batch)
+    code.run(0, 1, [])
+    assert seen == [-1] and f.calls == [(-1,)]  # signed: -1 stays -1
+
+    def broken(traced: int) -> int:
+        raise LookupError("no program")
+
+    code2 = _vm.Code()
+    code2.set_sig(sigs["uniform"], code2.add_proto(f.address, f.types, (broken,)), 0, 1)
+    compile_all(code2, batch)
+    with pytest.raises(LookupError):
+        code2.run(0, 1, [])
 
 
 def test_compilation_stops_where_python_must_take_over(tmp_path):

@@ -25,7 +25,15 @@
  * A direct call may also name objects (glBindTexture, glCallList): such an
  * argument is looked up at replay time in the replay's name table for its
  * class, a dict that every pass refills in place, and passed unchanged when
- * the table lacks it (a name the program invented without glGen*).
+ * the table lacks it (a name the program invented without glGen*).  Where
+ * the table depends on replay state (names per context, uniform locations per
+ * program) the lookup is a Python function of the traced value instead.
+ *
+ * Input pointers are direct too when the trace holds what they point to as
+ * data: a blob, a string, or an array of numbers, which the compiler converts
+ * to the element type once and keeps in a data pool; or an offset into a
+ * bound buffer object (an opaque value below 2^40; above, it is an address in
+ * the traced process and Python refuses the call).
  *
  * Per op the program also keeps the trace call number, the function name id,
  * the profiling row kind and whether glGetError may follow it, in flat arrays
@@ -56,8 +64,17 @@
 #define SIG_SLOW (-1)    /* compiled in Python */
 #define CHECK_SIGNALS_EVERY 65536
 
-/* Parameter types of direct calls, as add_proto() receives them. */
-enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_COUNT };
+/* Parameter types of direct calls, as add_proto() receives them: numbers, an input
+   pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that type). */
+enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUMBERS };
+#define A_PTR 10
+#define A_PTR_OF 16
+#define A_COUNT (A_PTR_OF + A_NUMBERS)
+#define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
+#define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
+#define DATA_CHUNK (1u << 20)
+#define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
+static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
 /* Profiling rows (retrace.replay.compiler.Row) the compiler must know. */
 enum { ROW_NONE = 0, ROW_BEGIN = 3 };
@@ -109,6 +126,8 @@ typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
     Vec ops, args;
+    Vec chunks;                               /* what input pointers point to (char *) */
+    size_t chunk_used, chunk_size;            /* of the last chunk; chunks never move */
     Vec call_nos, name_ids, rows, checkable; /* per op */
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
@@ -149,7 +168,9 @@ static int Code_clear(Code *c) {
 static void Code_dealloc(Code *c) {
     PyObject_GC_UnTrack(c);
     Code_clear(c);
-    Vec *vecs[] = {&c->protos, &c->sigs, &c->ops, &c->args,
+    for (size_t i = 0; i < c->chunks.len; i++)
+        free(AT(c->chunks, char *)[i]);
+    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,     &c->chunks,
                    &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
@@ -162,8 +183,8 @@ static Py_ssize_t Code_len(Code *c) { return (Py_ssize_t)c->ops.len; }
  * add_proto(address, types, tables) -> id, or -1
  *
  * `types`: one A_* code per parameter; `tables`: per parameter None, or the
- * dict its object names are remapped through.  -1 when the function cannot
- * be called directly here.
+ * dict its object names are remapped through, or a function that remaps
+ * them.  -1 when the function cannot be called directly here.
  */
 static PyObject *Code_add_proto(Code *c, PyObject *args) {
     unsigned long long address;
@@ -177,9 +198,11 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
     for (Py_ssize_t i = 0; ok && i < types.len; i++) {
         uint8_t t = ((uint8_t *)types.buf)[i];
         PyObject *table = PyTuple_GET_ITEM(tables, i);
-        ok = t < A_COUNT && (table == Py_None || (PyDict_Check(table) && t != A_F32 && t != A_F64));
+        ok = t < A_COUNT && (t < A_NUMBERS || IS_POINTER(t)) &&
+             (table == Py_None || (t < A_NUMBERS && !IS_FLOAT(t) &&
+                                   (PyDict_Check(table) || PyCallable_Check(table))));
         p.type[i] = t;
-        if (t == A_F32 || t == A_F64)
+        if (IS_FLOAT(t))
             floats++;
         else
             ints++;
@@ -236,6 +259,87 @@ static uint64_t narrow(uint64_t u, uint8_t type) {
     }
 }
 
+static int convert(const Node *n, uint8_t type, uint64_t *out);
+
+/*
+ * `len` bytes of the data pool, 8-aligned, that stay where they are for the
+ * life of the program: the driver may keep a pointer it was given
+ * (glVertexPointer on client memory) and read it at a later draw.
+ */
+static char *data_alloc(Code *c, size_t len) {
+    size_t padded = ((len ? len : 1) + 7) & ~(size_t)7;
+    if (c->chunks.len == 0 || c->chunk_used + padded > c->chunk_size) {
+        size_t size = padded > DATA_CHUNK ? padded : DATA_CHUNK;
+        char *chunk = malloc(size);
+        if (!chunk || vec_grow(&c->chunks, sizeof(char *), 1)) {
+            free(chunk);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        AT(c->chunks, char *)[c->chunks.len++] = chunk;
+        c->chunk_used = 0;
+        c->chunk_size = size;
+    }
+    char *at = AT(c->chunks, char *)[c->chunks.len - 1] + c->chunk_used;
+    c->chunk_used += padded;
+    return at;
+}
+
+static int number_tag(uint8_t tag) {
+    return tag <= T_DOUBLE || tag == T_ENUM || tag == T_BITMASK || tag == T_OPAQUE;
+}
+
+/*
+ * An input pointer's argument: NULL, a buffer offset, or data kept in the pool
+ * (a blob or string as it is, an array of numbers converted to `elem`).  0 when
+ * Python must decide (an address, a nested array, an array where any data may
+ * be meant), -1 on error.
+ */
+static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *pool,
+                           Py_ssize_t pool_len, uint64_t *out) {
+    switch (n->tag) {
+    case T_NULL:
+        *out = 0;
+        return 1;
+    case T_OPAQUE:
+        *out = n->v.u;
+        return n->v.u < MAX_OFFSET;
+    case T_BLOB:
+    case T_STRING: {
+        if ((Py_ssize_t)(n->v.u + n->aux) > pool_len)
+            return 0;
+        char *dst = data_alloc(c, (size_t)n->aux + 1);
+        if (!dst)
+            return -1;
+        memcpy(dst, pool + n->v.u, n->aux);
+        dst[n->aux] = 0; /* a string's terminating NUL */
+        *out = (uint64_t)(uintptr_t)dst;
+        return 1;
+    }
+    case T_ARRAY: {
+        if (type < A_PTR_OF || n->v.u != n->aux) /* untyped, or nested */
+            return 0;
+        uint8_t elem = type - A_PTR_OF;
+        size_t size = SIZE_OF[elem], count = n->aux;
+        for (size_t k = 0; k < count; k++)
+            if (!number_tag(n[1 + k].tag))
+                return 0;
+        char *dst = data_alloc(c, count * size);
+        if (!dst)
+            return -1;
+        for (size_t k = 0; k < count; k++) {
+            uint64_t v;
+            convert(&n[1 + k], elem, &v);
+            memcpy(dst + k * size, &v, size); /* little-endian: the low bytes */
+        }
+        *out = (uint64_t)(uintptr_t)dst;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 /* A trace value as the register image of a parameter type; 0 when it is no number. */
 static int convert(const Node *n, uint8_t type, uint64_t *out) {
     int real = 0, negative_ok = 0;
@@ -286,21 +390,22 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
 }
 
 /*
- * compile(calls, slots, nodes, start, thread, in_list, in_begin) -> stop
+ * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin) -> stop
  *
  * Compiles the batch's calls from `start` on for as long as each one is a
  * direct call or skipped, of the given thread, and all its arguments are
- * numbers; returns the index of the first call Python must handle (or the
+ * numbers or data it can keep; returns the index of the first call Python
+ * must handle (or the
  * batch length).  `in_list`/`in_begin`: whether a display list is being
  * compiled or a glBegin block is open, which decide the profiling row.
  */
 static PyObject *Code_compile(Code *c, PyObject *args) {
-    Py_buffer calls, slots, nodes;
+    Py_buffer calls, slots, nodes, pool;
     Py_ssize_t start;
     unsigned int thread;
     int in_list, in_begin;
-    if (!PyArg_ParseTuple(args, "y*y*y*nIpp", &calls, &slots, &nodes, &start, &thread, &in_list,
-                          &in_begin))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp", &calls, &slots, &nodes, &pool, &start, &thread,
+                          &in_list, &in_begin))
         return NULL;
     const CallRec *rec = calls.buf;
     const int32_t *slot = slots.buf;
@@ -325,17 +430,25 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             failed = 1;
             break;
         }
-        uint64_t *a = AT(c->args, uint64_t) + c->args.len;
+        size_t chunks = c->chunks.len, used = c->chunk_used;
         int ok = 1;
-        for (uint32_t k = 0; ok && k < r->nargs; k++) {
+        for (uint32_t k = 0; ok == 1 && k < r->nargs; k++) {
             int32_t at = slot[r->slot_start + k];
+            uint64_t *a = AT(c->args, uint64_t) + c->args.len + k;
+            const Node *n = &node[r->node_start + (uint32_t)(at < 0 ? 0 : at)];
             if (at < 0)
-                a[k] = 0; /* the trace holds no value: pass zero */
+                *a = 0; /* the trace holds no value: pass zero */
+            else if (IS_POINTER(p->type[k]))
+                ok = convert_pointer(c, n, p->type[k], pool.buf, pool.len, a);
             else
-                ok = convert(&node[r->node_start + (uint32_t)at], p->type[k], &a[k]);
+                ok = convert(n, p->type[k], a);
         }
-        if (!ok)
+        if (ok != 1) {
+            if (c->chunks.len == chunks) /* give back data kept for earlier arguments */
+                c->chunk_used = used;
+            failed = ok < 0;
             break;
+        }
         uint8_t row = (in_list || in_begin) ? ROW_NONE : s.row;
         if (push_meta(c, r->no, s.name_id, row, s.row != ROW_NONE && !in_begin)) {
             failed = 1;
@@ -347,6 +460,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
     PyBuffer_Release(&calls);
     PyBuffer_Release(&slots);
     PyBuffer_Release(&nodes);
+    PyBuffer_Release(&pool);
     if (failed)
         return NULL;
     if (c->args.len > UINT32_MAX - MAX_ARGS) {
@@ -374,7 +488,19 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
                                     : PyLong_FromUnsignedLongLong(*v);
     if (!key)
         return -1;
-    PyObject *real = PyDict_GetItemWithError(table, key);
+    if (!PyDict_Check(table)) { /* a lookup function */
+        PyObject *real = PyObject_CallOneArg(table, key);
+        Py_DECREF(key);
+        if (!real)
+            return -1;
+        unsigned long long r = PyLong_AsUnsignedLongLongMask(real);
+        Py_DECREF(real);
+        if (r == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        *v = narrow(r, type);
+        return 0;
+    }
+    PyObject *real = PyDict_GetItemWithError(table, key); /* borrowed */
     Py_DECREF(key);
     if (!real)
         return PyErr_Occurred() ? -1 : 0;
@@ -391,7 +517,7 @@ static inline int call_direct(const Proto *p, const uint64_t *a) {
     double f[FLOAT_REGS] = {0};
     int ni = 0, nf = 0;
     for (int k = 0; k < p->nargs; k++) {
-        if (p->type[k] == A_F32 || p->type[k] == A_F64) {
+        if (IS_FLOAT(p->type[k])) {
             memcpy(&f[nf++], &a[k], 8);
         } else {
             r[ni] = a[k];
@@ -565,7 +691,7 @@ static PyMethodDef Code_methods[] = {
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
      "set_sig(sig, proto, name_id, row): how calls of a trace signature compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
-     "compile(calls, slots, nodes, start, thread, in_list, in_begin) -> stop index"},
+     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin) -> stop index"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
      "add_py(entry_index, call_no, name_id, row, checkable): an op calling a Python entry"},
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},

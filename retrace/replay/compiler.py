@@ -116,8 +116,10 @@ class Row(enum.IntEnum):
 _NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
 # calls that change how the calls after them are classified: compiled in Python
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
-# direct-call parameter types, numbered as in _vm.c
+# direct-call parameter types, numbered as in _vm.c: numbers, then input pointers
 _I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F32, _F64 = range(10)
+_PTR, _PTR_OF = 10, 16  # to anything; to numbers of one type (_PTR_OF + its code)
+_UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blobs, offsets
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
 assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
@@ -280,6 +282,7 @@ class Compiler:
         self._hook_calls: CallSet | None = None
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
+        self._current_location = self._location([], None)  # glUniform*: the program in use
 
     def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
         """Replay only `calls` (window-system calls always run, so contexts exist); with
@@ -305,7 +308,9 @@ class Compiler:
         while i < count:
             if direct:
                 thread = _NO_THREAD if self._thread is None else self._thread
-                i = code.compile(calls, slots, nodes, i, thread, self._in_list, self._in_begin)
+                i = code.compile(
+                    calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin
+                )
                 if i == count:
                     break
             no, _, sig_id, thread, _, node_start, _, slot_start, nargs, ret, _, _ = calls[i].item()
@@ -456,20 +461,19 @@ class Compiler:
                 "takes an EGL image or VDPAU surface of the traced process, which the replay "
                 "cannot recreate"
             ), -1
-        numbers = (
-            all(
-                p.pointer_depth == 0
-                and p.base not in _HANDLE_TYPES
-                and not (p.name == "location" and name.startswith(_UNIFORM_PREFIXES))
-                for p in command.params
-            )
-            and command.return_class is None
-            and command.return_ctype not in _HANDLE_TYPES
-            and name not in _SPECIAL
-            and not _MAP_BUFFER.match(name)
-            and not _UNMAP_BUFFER.match(name)
-        )
-        if numbers and all(p.object_class is None for p in command.params):
+        if all(
+            p.pointer_depth == 0
+            and p.object_class is None
+            and p.base not in _HANDLE_TYPES
+            and not (p.name == "location" and name.startswith(_UNIFORM_PREFIXES))
+            for p in command.params
+        ) and not (
+            command.return_class is not None
+            or command.return_ctype in _HANDLE_TYPES
+            or name in _SPECIAL
+            or _MAP_BUFFER.match(name)
+            or _UNMAP_BUFFER.match(name)
+        ):
 
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
                 return (fn, tuple(map(_number, args)))  # nothing to look up at replay time
@@ -479,17 +483,47 @@ class Compiler:
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
                 return self._gl_call(command, fn, args, ret)
 
-        if not numbers or any(p.object_class in CONTAINER_CLASSES for p in command.params):
-            return compile_, -1  # (a per-context name table is found through the context)
-        types = [_arg_type(ctypes_type(p)) for p in command.params]
-        if None in types:
-            return compile_, -1
-        tables = tuple(
-            self.state.name_table(p.object_class) if p.object_class else None
-            for p in command.params
-        )
+        direct = [self._direct_param(name, p) for p in command.params]
+        if (
+            None in direct
+            or command.return_class is not None
+            or command.return_ctype in _HANDLE_TYPES
+            or name in _SPECIAL
+            or _MAP_BUFFER.match(name)
+            or _UNMAP_BUFFER.match(name)
+        ):
+            return compile_, -1  # its calls need Python: after-effects, outputs, handles
+        types = bytes(code for code, _ in direct)
+        tables = tuple(table for _, table in direct)
         address = ctypes.cast(fn, ctypes.c_void_p).value or 0
-        return compile_, self.program.code.add_proto(address, bytes(types), tables)
+        return compile_, self.program.code.add_proto(address, types, tables)
+
+    def _direct_param(self, function: str, p: Param) -> tuple[int, Any] | None:
+        """How a direct call passes one parameter: its `_vm` type code and how the traced
+        value is remapped (None, a name table, or a function); None when only Python can
+        pass it."""
+        if p.pointer_depth == 0:
+            code = _arg_type(ctypes_type(p)) if p.base not in _HANDLE_TYPES else None
+            if code is None:
+                return None
+            if p.name == "location" and function.startswith(_UNIFORM_PREFIXES):
+                if function.startswith("glProgramUniform"):
+                    return None  # the program is another argument of the call
+                return code, self._current_location
+            if p.object_class is None:
+                return code, None
+            if p.object_class in CONTAINER_CLASSES:
+                return code, self._lookup(p.object_class)  # through the current context
+            return code, self.state.name_table(p.object_class)
+        if p.pointer_depth != 1 or p.output or p.object_class is not None:
+            return None
+        if p.base in _UNTYPED:
+            return _PTR, None
+        try:
+            elem = _arg_type(ctypes_type(p.base))
+        except ValueError:  # a type ctypes has no mapping for (a struct)
+            return None
+        return (_PTR_OF + elem, None) if elem is not None else None
 
     # --- GL calls ---------------------------------------------------------------------------
 
