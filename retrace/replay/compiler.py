@@ -488,7 +488,7 @@ class Compiler:
             None in direct
             or command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
-            or name in _SPECIAL
+            or (name in _SPECIAL and name not in _USE_PROGRAM)
             or _MAP_BUFFER.match(name)
             or _UNMAP_BUFFER.match(name)
         ):
@@ -512,6 +512,8 @@ class Compiler:
                 return code, self._current_location
             if p.object_class is None:
                 return code, None
+            if function in _USE_PROGRAM:
+                return code, self._use_program
             if p.object_class in CONTAINER_CLASSES:
                 return code, self._lookup(p.object_class)  # through the current context
             return code, self.state.name_table(p.object_class)
@@ -601,6 +603,12 @@ class Compiler:
             table = self._table(cls)
             lookup = self._lookups[cls] = table if callable(table) else _lookup(table)
         return lookup
+
+    def _use_program(self, traced: int) -> int:
+        """glUseProgram's lookup in a direct call: the driver's name, and the traced program
+        recorded as the one in use (uniform locations are looked up through it)."""
+        self.state.use_program(traced)
+        return self.state.name_table("program").get(traced, traced)
 
     def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:
         st = self.state
