@@ -47,6 +47,9 @@ class OwnGL:
         self.ReadBuffer = dispatch.raw("glReadBuffer", None, u)
         self.Finish = dispatch.raw("glFinish", None)
         self.Flush = dispatch.raw("glFlush", None)
+        self.FenceSync = dispatch.raw("glFenceSync", p, u, u)
+        self.ClientWaitSync = dispatch.raw("glClientWaitSync", u, p, u, ctypes.c_uint64)
+        self.DeleteSync = dispatch.raw("glDeleteSync", None, p)
         ip = ctypes.POINTER(ctypes.c_int)
         self.GetFramebufferAttachmentParameteriv = dispatch.raw(
             "glGetFramebufferAttachmentParameteriv", None, u, u, u, ip

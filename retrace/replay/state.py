@@ -49,6 +49,8 @@ class TracedContext:
     real: Context | None = None
     containers: dict[str, dict[int, int]] = field(default_factory=dict)
     program: int = 0  # the traced name of the program in use, for uniform locations
+    # the fence of its last frame and the real context it belongs to (swap throttling)
+    frame_fence: tuple[Context, int] | None = None
 
 
 @dataclass(eq=False)
