@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import os
 import pickle
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+import zlib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -289,7 +289,8 @@ def _cache_key(path: Path) -> tuple[int, str, int, int]:
 
 
 def _cache_file(path: Path, api: str) -> Path:
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    # a short name per registry file; a clash only costs a reparse (the key is checked)
+    digest = f"{zlib.crc32(str(path).encode()):08x}"
     return _cache_dir() / f"registry-{api}-{digest}.pickle"
 
 

@@ -9,7 +9,6 @@ read state it changes is restored afterwards.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +115,8 @@ class Image:
     pixels: bytes  # rows top to bottom
 
     def md5(self) -> str:
+        import hashlib  # only here: it loads OpenSSL (3 MB) that no other path needs
+
         return hashlib.md5(self.pixels).hexdigest().upper()
 
     def save_png(self, path: Path) -> None:
