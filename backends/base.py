@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from retrace.profile.session import Session
     from retrace.writer.store import Column
 
@@ -172,6 +174,18 @@ class MetricBackend(ABC):
     @abstractmethod
     def end_query(self, boundary: Boundary, event: int) -> None:
         """Event number `event` at `boundary` ends."""
+
+    def clock_only(self, boundary: Boundary) -> bool:
+        """Whether the current pass measures nothing at `boundary` (calls or draw calls)
+        but the CPU clock at each event's start and end. The replay loop then reads the
+        clock itself, with no begin_query/end_query per event, and hands the readings
+        to `clock_times`."""
+        return False
+
+    def clock_times(self, boundary: Boundary, first_event: int, times: np.ndarray) -> None:
+        """The clock readings of events `first_event`.. at `boundary` in a clock-only
+        pass: int64 rows of (start, end) in ns of `time.perf_counter_ns`'s clock."""
+        raise NotImplementedError(f"{self.name} measures more than the clock")
 
     def pass_boundaries(self, index: int) -> frozenset[Boundary]:
         """The boundaries pass `index` measures (the driver brackets only those)."""

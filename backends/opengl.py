@@ -22,6 +22,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from retrace.backends.base import (
     Boundary,
     Kind,
@@ -136,6 +138,7 @@ RSS_DURATION = _m(
     Kind.GENERIC,
     "bytes",
 )
+CPU_TIMES = frozenset({CPU_START, CPU_DURATION})
 METRICS = (
     CPU_START,
     CPU_DURATION,
@@ -329,6 +332,7 @@ class OpenGLBackend(MetricBackend):
         self._pass = {b: ms for b, ms in self.plan[index].items() if ms}
         # per boundary: metric -> the column's setter, looked up once per pass
         self._set = {b: {m: columns[m, b].set for m in ms} for b, ms in self._pass.items()}
+        self._columns = columns
         self._open.clear()
         self._pending.clear()
         self._older.clear()
@@ -341,6 +345,21 @@ class OpenGLBackend(MetricBackend):
         if self._needs_memory:
             self._statm = os.open("/proc/self/statm", os.O_RDONLY)
         self.continue_pass()
+
+    def clock_only(self, boundary: Boundary) -> bool:
+        metrics = self._pass.get(boundary)
+        return bool(metrics) and metrics <= CPU_TIMES
+
+    def clock_times(self, boundary: Boundary, first_event: int, times: np.ndarray) -> None:
+        for metric, values in (
+            (CPU_START, times[:, 0] - self._cpu_base),
+            (CPU_DURATION, times[:, 1] - times[:, 0]),
+        ):
+            if metric in self._pass[boundary]:
+                column = self._columns[metric, boundary]
+                if first_event > len(column):  # events before the pass began: no reading
+                    column.set(first_event - 1, column.missing)
+                column.extend(values)
 
     def end_pass(self) -> None:
         self.pause_pass()

@@ -20,6 +20,7 @@ import pytest
 from conftest import TRACES, reference_tool, run_retrace
 from tracegen import TraceWriter, glx_context
 
+from retrace.backends.base import Boundary
 from retrace.writer.tsv_reader import read_tables
 
 GL_TRACES = [
@@ -320,3 +321,25 @@ def test_a_trace_without_a_context_is_one_clear_error(tmp_path):
     r = run_retrace("--pframes", "opengl: CPU Duration", "--quiet", str(path))
     assert r.returncode == 1 and r.stderr.count(b"\n") == 1
     assert b"never makes a GL context current" in r.stderr
+
+
+@pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL])
+def test_clock_only_passes_time_the_same_events_in_c(boundary):
+    """CPU Start/Duration alone are read by the replay loop itself; the rows are those of
+    a pass that brackets every event in Python (RSS Start forces one), and every event
+    starts after the one before it ended. dlist-beginend has glBegin..glEnd blocks inside
+    and outside display lists."""
+    import math
+
+    trace = TRACES / "piglit-dlist-beginend.trace"
+    option = "--pcalls" if boundary == Boundary.CALL else "--pdrawcalls"
+    fast = tables(retrace([f"{option}=opengl: CPU Start, CPU Duration"], trace))[boundary]
+    slow = tables(retrace([f"{option}=opengl: CPU Start, CPU Duration, RSS Start"], trace))
+    assert [r[:4] for r in fast.rows()] == [r[:4] for r in slow[boundary].rows()]
+    starts, durations = list(fast.column("CPU Start")), list(fast.column("CPU Duration"))
+    # the trace ends inside a glBegin block: that event never ends
+    assert math.isnan(starts.pop()) and math.isnan(durations.pop())
+    assert len(starts) > 10 and starts[0] >= 0 and all(d > 0 for d in durations)
+    assert all(
+        s + d <= after for s, d, after in zip(starts[:-1], durations[:-1], starts[1:], strict=True)
+    )

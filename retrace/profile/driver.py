@@ -102,6 +102,10 @@ class Profiler:
         self._expected: dict[Boundary, int] | None = None
         self._last_seconds = 0.0
         self._brackets: list = [None, False, False]
+        # clock-only passes: per boundary, the number of the next event whose clock reading
+        # goes to the backend, and the boundaries measured
+        self._clocked: dict[Boundary, int] = {}
+        self._clock_for: list[Boundary] = []
         # (op, traced program) at every change of the program in use, logged in the first run
         self._program_log: list[tuple[int, int]] = []
         self.replayer.state.on_program_change = self._log_program
@@ -275,11 +279,15 @@ class Profiler:
         plan.backend.begin_pass(plan.index, self._columns_for(plan))
         if Boundary.FRAME in plan.boundaries:
             plan.backend.begin_query(Boundary.FRAME, 0)
-        if self._brackets[1] or self._brackets[2]:
+        measured = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in plan.boundaries]
+        if measured and all(plan.backend.clock_only(b) for b in measured):
+            self._clock_calls(measured)
+        elif measured:
             self._bracket_calls()
 
     def _frame_end(self, drawable) -> None:
         self.replayer.frame += 1
+        self._collect_clock()
         self._record_frame_end()
         plan = self._active
         if plan is not None and Boundary.FRAME in plan.boundaries:
@@ -310,6 +318,26 @@ class Profiler:
             int(counts[Row.CALL] + counts[Row.LIST_END] + counts[Row.DRAW] + counts[Row.BEGIN]),
             int(counts[Row.DRAW] + counts[Row.BEGIN]),
         )
+
+    def _clock_calls(self, measured: list[Boundary]) -> None:
+        """Have the replay loop read the clock around calls and draws from the op running
+        now on (a clock-only pass: no Python per event); `_collect_clock` hands the
+        readings to the backend."""
+        program = self.replayer.program
+        calls, draws = self._event_counts(program.code.position)
+        self._clocked = {Boundary.CALL: calls, Boundary.DRAWCALL: draws}
+        self._clock_for = measured
+        program.clock(True)
+
+    def _collect_clock(self) -> None:
+        """Pass the clock readings taken since the last collection to the backend."""
+        if not self._clocked or self._active is None:
+            return
+        calls, draws = self.replayer.program.take_times()
+        for boundary, times in ((Boundary.CALL, calls), (Boundary.DRAWCALL, draws)):
+            if boundary in self._clock_for and len(times):
+                self._active.backend.clock_times(boundary, self._clocked[boundary], times)
+            self._clocked[boundary] += len(times)
 
     def _bracket_calls(self) -> None:
         """Bracket the calls and draws from the op running now on with the backend's
@@ -388,8 +416,10 @@ class Profiler:
         self.session.forget_contexts()
         self._ready = False
         self._counting_calls = False
+        self._clocked = {}
         started = time.perf_counter()
         self._last_seconds = self.replayer.run_pass().seconds
+        self._collect_clock()
         if not self._counting_calls:
             self._events[Boundary.CALL], self._events[Boundary.DRAWCALL] = self._event_counts()
         if self._active is not None:

@@ -45,6 +45,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "../trace/records.h"
 
@@ -76,8 +77,8 @@ enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUM
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
-/* Profiling rows (retrace.replay.compiler.Row) the compiler must know. */
-enum { ROW_NONE = 0, ROW_BEGIN = 3 };
+/* Profiling rows (retrace.replay.compiler.Row). */
+enum { ROW_NONE = 0, ROW_CALL, ROW_DRAW, ROW_BEGIN, ROW_END, ROW_LIST_END };
 
 typedef struct {
     void *fn;
@@ -132,6 +133,9 @@ typedef struct {
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
+    int clock;                                /* read the clock around events (clock()) */
+    int64_t call_start, draw_start;           /* of the events open now */
+    Vec call_times, draw_times;               /* (start, end) ns per event, not yet taken */
 } Code;
 
 #define AT(vec, type) ((type *)(vec).data)
@@ -170,8 +174,9 @@ static void Code_dealloc(Code *c) {
     Code_clear(c);
     for (size_t i = 0; i < c->chunks.len; i++)
         free(AT(c->chunks, char *)[i]);
-    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,     &c->chunks,
-                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->chunks,
+                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->call_times,
+                   &c->draw_times};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -581,6 +586,47 @@ static int call_mark(PyObject *fn, Py_ssize_t i, uint8_t mark) {
     return res ? 0 : -1;
 }
 
+/* CLOCK_MONOTONIC in ns: Python's time.perf_counter_ns() on Linux. */
+static inline int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int push_times(Vec *v, const int64_t times[2]) {
+    if (vec_grow(v, 2 * sizeof(int64_t), 1))
+        return -1;
+    memcpy(AT(*v, int64_t) + 2 * v->len++, times, 2 * sizeof(int64_t));
+    return 0;
+}
+
+/*
+ * clock(on): read the clock at the start and end of every call and draw-call
+ * event from the next op on (events as the profiler counts them: a glBegin..
+ * glEnd block is one of each), so a pass that measures only CPU time needs
+ * no Python per event.  take_times() collects the readings.
+ */
+static PyObject *Code_clock(Code *c, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    c->clock = on;
+    Py_RETURN_NONE;
+}
+
+/* take_times() -> (call_times, draw_times): bytes of int64 (start, end) pairs in event
+   order, for the events that ended since the last take */
+static PyObject *Code_take_times(Code *c, PyObject *Py_UNUSED(ignored)) {
+    PyObject *out = Py_BuildValue(
+        "(NN)",
+        PyBytes_FromStringAndSize(c->call_times.len ? c->call_times.data : "",
+                                  (Py_ssize_t)(c->call_times.len * 16)),
+        PyBytes_FromStringAndSize(c->draw_times.len ? c->draw_times.data : "",
+                                  (Py_ssize_t)(c->draw_times.len * 16)));
+    c->call_times.len = c->draw_times.len = 0;
+    return out;
+}
+
 /*
  * run(start, end, entries) -> end
  *
@@ -605,6 +651,13 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                        : c->marks == 2 ? AT(c->checkable, uint8_t)[i]
                                        : 0;
         c->position = i;
+        uint8_t row = c->clock ? AT(c->rows, uint8_t)[i] : ROW_NONE;
+        if (row != ROW_NONE && row != ROW_END) { /* an event starts */
+            int64_t now = now_ns();
+            c->call_start = now;
+            if (row == ROW_DRAW || row == ROW_BEGIN)
+                c->draw_start = now;
+        }
         if (mark && call_mark(c->before, i, mark))
             goto done;
         if (op.proto == PY_OP) {
@@ -612,6 +665,16 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                 goto done;
         } else if (call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg)) {
             goto done;
+        }
+        if (row != ROW_NONE && row != ROW_BEGIN) { /* an event ends */
+            int64_t times[2] = {c->call_start, now_ns()};
+            if (push_times(&c->call_times, times))
+                goto done;
+            if (row == ROW_DRAW || row == ROW_END) {
+                times[0] = c->draw_start;
+                if (push_times(&c->draw_times, times))
+                    goto done;
+            }
         }
         if (mark && call_mark(c->after, i, mark))
             goto done;
@@ -697,6 +760,9 @@ static PyMethodDef Code_methods[] = {
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
+    {"clock", (PyCFunction)Code_clock, METH_O, "clock(on): read the clock around events"},
+    {"take_times", (PyCFunction)Code_take_times, METH_NOARGS,
+     "take_times() -> (call_times, draw_times) since the last take"},
     {"column", (PyCFunction)Code_column, METH_VARARGS, "column(name, start, stop) -> bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},

@@ -182,6 +182,20 @@ class Program:
         whose mark is not zero (`Marks.NONE`: no callbacks)."""
         self.code.bracket(int(marks), before, after)
 
+    def clock(self, on: bool) -> None:
+        """From the next op on, read the clock at the start and end of every call and
+        draw-call event (in C: no Python per event); `take_times` collects them."""
+        self.code.clock(on)
+
+    def take_times(self) -> tuple[np.ndarray, np.ndarray]:
+        """(call events, draw events) that ended since the last take: int64 rows of
+        (start, end) in ns of `time.perf_counter_ns`'s clock, in event order."""
+        calls, draws = self.code.take_times()
+        return (
+            np.frombuffer(calls, np.int64).reshape(-1, 2),
+            np.frombuffer(draws, np.int64).reshape(-1, 2),
+        )
+
     def where(self, i: int) -> str:
         """'CALL_NO: FUNCTION' of op i, for messages."""
         call_no, name_id, _, _ = self.code.meta(i)

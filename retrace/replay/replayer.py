@@ -129,6 +129,7 @@ class Replayer:
             pass  # (a first pass stopped early has compiled only what it ran)
         finally:
             self.program.bracket()
+            self.program.clock(False)
         if self.state.current is not None:
             self.gl.Finish()
         seconds = time.perf_counter() - start
