@@ -107,11 +107,30 @@ def test_every_parameter_type_reaches_the_function_as_declared(tmp_path):
     assert args[9] == 0.0 and math.copysign(1, args[9]) == -1
 
 
-def test_at_most_six_integer_and_eight_float_arguments_are_called_directly():
+def test_arguments_past_the_registers_go_on_the_stack(tmp_path):
+    # glTexSubImage3D's shape: eleven integer-class arguments, so five past the registers,
+    # with floats between them
+    types = [U32, I32, I16, I32, I8, F32, I32, U64, I32, F64, U32, U16, I64]
+    f = Recorder(types)
+    w = TraceWriter
+    ints = [7, -1, -300, 4, -5, None, 6, 2**40 + 9, -8, None, 9, 65535, -(2**40)]
+    values = tuple(
+        w.float(2.5) if t == F32 else w.double(0.125) if t == F64 else w.int(v)
+        for t, v in zip(types, ints, strict=True)
+    )
+    batch, sigs = batch_of(tmp_path, [("f", values, 0)])
+    code = _vm.Code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,) * len(types)), 0, 1)
+    assert compile_all(code, batch) == 1 and code.is_direct(0)
+    code.run(0, 1, [])
+    assert f.calls == [(7, -1, -300, 4, -5, 2.5, 6, 2**40 + 9, -8, 0.125, 9, 65535, -(2**40))]
+
+
+def test_longest_prototypes_called_directly():
     code = _vm.Code()
     address = Recorder([I32]).address
-    assert code.add_proto(address, bytes([I32] * 6 + [F32] * 8), (None,) * 14) >= 0
-    assert code.add_proto(address, bytes([I32] * 7), (None,) * 7) == -1
+    assert code.add_proto(address, bytes([I32] * 8 + [F32] * 8), (None,) * 16) >= 0
+    assert code.add_proto(address, bytes([I32] * 17), (None,) * 17) == -1
     assert code.add_proto(address, bytes([F64] * 9), (None,) * 9) == -1
     assert code.add_proto(address, bytes([F32]), ({},)) == -1  # a float is no object name
     assert code.add_proto(0, bytes([I32]), (None,)) == -1

@@ -13,14 +13,17 @@
  * 0.2 us of argument conversion, which on call-bound traces is more than the
  * driver's own work, and one Python tuple per call made the compiled trace
  * the largest thing in memory.  libffi's headers are not on every machine
- * that can build this module.  Instead, a function of at most six integer-
- * class and eight floating-point arguments is called through one fixed
- * prototype that loads all six general and eight vector argument registers;
- * on the x86-64 System V and AArch64 calling conventions this is exactly how
- * the real prototype receives its arguments (a float is read from the low 32
- * bits of its register, so a float's bits are passed in the low half of a
- * double).  Elsewhere, or for longer prototypes, add_proto() refuses and
- * those calls stay Python entries.
+ * that can build this module.  Instead, a function of at most eight
+ * floating-point arguments is called through a fixed prototype of six
+ * integers, eight doubles and (for longer calls) ten more integers.  On the
+ * x86-64 System V and AArch64 calling conventions integer and floating-point
+ * arguments are assigned independently, so the k-th integer argument of the
+ * fixed prototype lands where the real prototype expects its k-th integer
+ * argument: in a register, then in an 8-byte stack slot (Apple's AArch64
+ * packs stack arguments, so there only the registers are used).  A float is
+ * read from the low 32 bits of its register, so a float's bits are passed in
+ * the low half of a double.  Elsewhere, or for longer prototypes, add_proto()
+ * refuses and those calls stay Python entries.
  *
  * A direct call may also name objects (glBindTexture, glCallList): such an
  * argument is looked up at replay time in the replay's name table for its
@@ -55,9 +58,14 @@
 #define NATIVE_CALLS 0
 #endif
 
-#define INT_REGS 6
+#define INT_REGS 6 /* in registers on both conventions (AArch64 has two more) */
 #define FLOAT_REGS 8
-#define MAX_ARGS (INT_REGS + FLOAT_REGS)
+#if defined(__APPLE__) && defined(__aarch64__)
+#define MORE_INTS 2 /* x6 and x7 */
+#else
+#define MORE_INTS 10 /* x6, x7 on AArch64, then 8-byte stack slots in order */
+#endif
+#define MAX_ARGS 16
 #define PY_OP UINT32_MAX
 /* Code.set_sig() kinds besides a proto id */
 #define SIG_UNKNOWN (-3) /* not planned yet: Python plans it */
@@ -101,6 +109,10 @@ typedef struct {
 
 typedef void (*Trampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double,
                            double, double, double, double, double, double, double);
+typedef void (*LongTrampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double,
+                               double, double, double, double, double, double, double, uint64_t,
+                               uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                               uint64_t, uint64_t, uint64_t);
 
 typedef struct {
     void *data;
@@ -217,7 +229,7 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
         }
     }
     PyBuffer_Release(&types);
-    if (!ok || ints > INT_REGS || floats > FLOAT_REGS)
+    if (!ok || ints > INT_REGS + MORE_INTS || floats > FLOAT_REGS)
         return PyLong_FromLong(-1);
     if (vec_grow(&c->protos, sizeof(Proto), 1))
         return NULL;
@@ -518,7 +530,7 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
 
 static inline int call_direct(const Proto *p, const uint64_t *a) {
 #if NATIVE_CALLS
-    uint64_t r[INT_REGS] = {0};
+    uint64_t r[INT_REGS + 10] = {0};
     double f[FLOAT_REGS] = {0};
     int ni = 0, nf = 0;
     for (int k = 0; k < p->nargs; k++) {
@@ -531,8 +543,13 @@ static inline int call_direct(const Proto *p, const uint64_t *a) {
             ni++;
         }
     }
-    ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4], f[5],
-                        f[6], f[7]);
+    if (ni <= INT_REGS)
+        ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4],
+                            f[5], f[6], f[7]);
+    else
+        ((LongTrampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4],
+                                f[5], f[6], f[7], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+                                r[13], r[14], r[15]);
 #else
     (void)p;
     (void)a;
