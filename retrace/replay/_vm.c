@@ -65,6 +65,7 @@
 #else
 #define MORE_INTS 10 /* x6, x7 on AArch64, then 8-byte stack slots in order */
 #endif
+#define LONG_INTS 16 /* the integers LongTrampoline takes */
 #define MAX_ARGS 16
 #define PY_OP UINT32_MAX
 /* Code.set_sig() kinds besides a proto id */
@@ -505,23 +506,18 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
                                     : PyLong_FromUnsignedLongLong(*v);
     if (!key)
         return -1;
-    if (!PyDict_Check(table)) { /* a lookup function */
-        PyObject *real = PyObject_CallOneArg(table, key);
-        Py_DECREF(key);
-        if (!real)
-            return -1;
-        unsigned long long r = PyLong_AsUnsignedLongLongMask(real);
-        Py_DECREF(real);
-        if (r == (unsigned long long)-1 && PyErr_Occurred())
-            return -1;
-        *v = narrow(r, type);
-        return 0;
+    PyObject *real;
+    if (PyDict_Check(table)) {
+        real = PyDict_GetItemWithError(table, key);
+        Py_XINCREF(real);
+    } else {
+        real = PyObject_CallOneArg(table, key); /* a lookup function */
     }
-    PyObject *real = PyDict_GetItemWithError(table, key); /* borrowed */
     Py_DECREF(key);
-    if (!real)
+    if (!real) /* not in the table: passed unchanged */
         return PyErr_Occurred() ? -1 : 0;
     unsigned long long r = PyLong_AsUnsignedLongLongMask(real);
+    Py_DECREF(real);
     if (r == (unsigned long long)-1 && PyErr_Occurred())
         return -1;
     *v = narrow(r, type);
@@ -530,7 +526,7 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
 
 static inline int call_direct(const Proto *p, const uint64_t *a) {
 #if NATIVE_CALLS
-    uint64_t r[INT_REGS + 10] = {0};
+    uint64_t r[LONG_INTS] = {0};
     double f[FLOAT_REGS] = {0};
     int ni = 0, nf = 0;
     for (int k = 0; k < p->nargs; k++) {
