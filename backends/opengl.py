@@ -155,6 +155,7 @@ GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
 MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 POOL_GROWTH = 512
+READ_EVERY = 1024  # events: read results this late when frames are not measured
 
 
 class _GL:
@@ -205,30 +206,29 @@ class _GL:
 
 @dataclass
 class _Pool:
-    """Query objects of one context: handed out once per pass, read back in batches."""
+    """Query objects of one context: one per event, read back in batches a frame late and
+    then free again, so a pass holds about two frames' worth however long the trace."""
 
     gl: _GL
     free: list[int] = field(default_factory=list)
-    used: list[int] = field(default_factory=list)
+    every: list[int] = field(default_factory=list)  # ever made (deleted with the pool)
 
     def take(self) -> int:
         if not self.free:
             ids = (ctypes.c_uint * POOL_GROWTH)()
             self.gl.GenQueries(POOL_GROWTH, ids)
+            self.every.extend(ids)
             self.free.extend(reversed(ids))
-        query = self.free.pop()
-        self.used.append(query)
-        return query
+        return self.free.pop()
 
     def delete(self) -> None:
-        every = self.free + self.used
-        if every:
-            self.gl.DeleteQueries(len(every), (ctypes.c_uint * len(every))(*every))
+        if self.every:
+            self.gl.DeleteQueries(len(self.every), (ctypes.c_uint * len(self.every))(*self.every))
         self.free.clear()
-        self.used.clear()
+        self.every.clear()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     """An event between begin_query and end_query."""
 
@@ -469,20 +469,25 @@ class OpenGLBackend(MetricBackend):
             pool.gl.EndQuery(GL_SAMPLES_PASSED)
         if end_query is not None or open_.pixel_query is not None or open_.pixels:
             self._pending.append((boundary, event, open_, end_query))
-        if boundary == Boundary.FRAME:
-            # read what finished before the previous frame end: the GPU is done with it by now
+        if boundary == Boundary.FRAME or len(self._pending) >= READ_EVERY:
+            # read what finished before the previous frame end (or batch of events, for
+            # passes that measure no frames): the GPU is done with it by now
             self._read(self._older, pool)
             self._older, self._pending = self._pending, []
 
     def _read(self, finished: list[tuple], pool: _Pool) -> None:
+        """Write the results of finished events; their queries go back to the pool."""
+        result, release = pool.gl.result, pool.free.append
         for boundary, event, open_, end_query in finished:
             setters = self._set[boundary]
             if end_query is not None:
                 base = self._base(pool)
                 start = open_.gpu_start
                 if not open_.gpu_start_read:
-                    start = pool.gl.result(open_.gpu_start) - base
-                end = pool.gl.result(end_query) - base
+                    start = result(open_.gpu_start) - base
+                    release(open_.gpu_start)
+                end = result(end_query) - base
+                release(end_query)
                 if GPU_START in setters:
                     setters[GPU_START](event, start)
                 if GPU_DURATION in setters:
@@ -490,5 +495,6 @@ class OpenGLBackend(MetricBackend):
             if PIXELS in setters:
                 pixels = open_.pixels
                 if open_.pixel_query is not None:
-                    pixels += pool.gl.result(open_.pixel_query)
+                    pixels += result(open_.pixel_query)
+                    release(open_.pixel_query)
                 setters[PIXELS](event, pixels)

@@ -12,7 +12,6 @@ cannot be compared, only checked for sense. Known differences, asserted:
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 
@@ -214,36 +213,37 @@ def big_trace(path, calls: int) -> None:
     path.write_bytes(w.snappy())
 
 
-def test_store_keeps_memory_bounded_on_a_million_calls(tmp_path):
+def test_memory_stays_bounded_on_a_million_calls(tmp_path):
+    """Values and metadata go to the store's files; GL queries are read and recycled as the
+    pass goes, even when no frames are measured (a query per call kept to the end of the
+    pass took 1.2 GB here)."""
     trace = tmp_path / "million.trace"
     big_trace(trace, 1_000_000)
-    out = tmp_path / "calls.tsv"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "retrace",
-            "--pcalls",
-            "opengl: CPU Duration",
-            "--quiet",
-            "-o",
-            str(out),
-            "--store-dir",
-            str(tmp_path),
-            str(trace),
-        ],
-        capture_output=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    rows = sum(1 for line in out.open() if line.startswith("call\t"))
-    assert rows == 1_000_000
-    assert peak_kib >= before
-    # values and metadata (5 int64 columns = 40 MB) are in files, not resident
-    assert peak_kib < 1_200_000, f"peak RSS {peak_kib} KiB"
-    assert not any(p.name.startswith("retrace-store-") for p in tmp_path.iterdir())
+    for metric in ("CPU Duration", "Pixels Drawn"):
+        out = tmp_path / "calls.tsv"
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "retrace",
+                "--pcalls",
+                f"opengl: {metric}",
+                "--quiet",
+                "-o",
+                str(out),
+                "--store-dir",
+                str(tmp_path),
+                str(trace),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        assert status == 0, child.stderr.read()
+        rows = sum(1 for line in out.open() if line.startswith("call\t"))
+        assert rows == 1_000_000
+        # the compiled trace is about 30 MB; the rest is Python, numpy and Mesa
+        assert usage.ru_maxrss < 400_000, f"{metric}: peak RSS {usage.ru_maxrss} KiB"
+        assert not any(p.name.startswith("retrace-store-") for p in tmp_path.iterdir())
 
 
 def test_repeat_takes_the_median_and_stats_add_columns():
