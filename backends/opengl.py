@@ -207,24 +207,31 @@ class _GL:
 @dataclass
 class _Pool:
     """Query objects of one context: one per event, read back in batches a frame late and
-    then free again, so a pass holds about two frames' worth however long the trace."""
+    then free again, so a pass holds about two frames' worth however long the trace.
+
+    A query object keeps the target it was first used with (using it with another is
+    GL_INVALID_OPERATION), so timestamp and samples-passed queries are recycled apart.
+    """
 
     gl: _GL
-    free: list[int] = field(default_factory=list)
+    timestamps: list[int] = field(default_factory=list)  # free, by target
+    samples: list[int] = field(default_factory=list)
     every: list[int] = field(default_factory=list)  # ever made (deleted with the pool)
 
-    def take(self) -> int:
-        if not self.free:
+    def take(self, free: list[int]) -> int:
+        """A query from `free` (`timestamps` or `samples`), made if there is none."""
+        if not free:
             ids = (ctypes.c_uint * POOL_GROWTH)()
             self.gl.GenQueries(POOL_GROWTH, ids)
             self.every.extend(ids)
-            self.free.extend(reversed(ids))
-        return self.free.pop()
+            free.extend(reversed(ids))
+        return free.pop()
 
     def delete(self) -> None:
         if self.every:
             self.gl.DeleteQueries(len(self.every), (ctypes.c_uint * len(self.every))(*self.every))
-        self.free.clear()
+        self.timestamps.clear()
+        self.samples.clear()
         self.every.clear()
 
 
@@ -392,7 +399,7 @@ class OpenGLBackend(MetricBackend):
         pool = self._pool(create=True)
         for boundary, open_ in self._open.items():
             if PIXELS in self._pass.get(boundary, ()):
-                open_.pixel_query = pool.take()
+                open_.pixel_query = pool.take(pool.samples)
                 pool.gl.BeginQuery(GL_SAMPLES_PASSED, open_.pixel_query)
 
     def _pool(self, create: bool = False) -> _Pool | None:
@@ -427,10 +434,10 @@ class OpenGLBackend(MetricBackend):
             if pool is not None and not (boundary != Boundary.FRAME and self.session.closing_list):
                 if GPU_START in metrics or GPU_DURATION in metrics:
                     self._base(pool)
-                    open_.gpu_start = pool.take()
+                    open_.gpu_start = pool.take(pool.timestamps)
                     pool.gl.QueryCounter(open_.gpu_start, GL_TIMESTAMP)
                 if PIXELS in metrics:
-                    open_.pixel_query = pool.take()
+                    open_.pixel_query = pool.take(pool.samples)
                     pool.gl.BeginQuery(GL_SAMPLES_PASSED, open_.pixel_query)
         if self._needs_memory:
             open_.vsize, open_.rss = self._memory()
@@ -461,7 +468,7 @@ class OpenGLBackend(MetricBackend):
             return
         end_query = None
         if open_.gpu_start is not None:
-            end_query = pool.take()
+            end_query = pool.take(pool.timestamps)
             pool.gl.QueryCounter(end_query, GL_TIMESTAMP)
         if GPU_DISJOINT in setters:  # the flag covers everything since it was last read
             setters[GPU_DISJOINT](event, pool.gl.disjoint())
@@ -477,7 +484,11 @@ class OpenGLBackend(MetricBackend):
 
     def _read(self, finished: list[tuple], pool: _Pool) -> None:
         """Write the results of finished events; their queries go back to the pool."""
-        result, release = pool.gl.result, pool.free.append
+        result, timestamp_done, samples_done = (
+            pool.gl.result,
+            pool.timestamps.append,
+            pool.samples.append,
+        )
         for boundary, event, open_, end_query in finished:
             setters = self._set[boundary]
             if end_query is not None:
@@ -485,9 +496,9 @@ class OpenGLBackend(MetricBackend):
                 start = open_.gpu_start
                 if not open_.gpu_start_read:
                     start = result(open_.gpu_start) - base
-                    release(open_.gpu_start)
+                    timestamp_done(open_.gpu_start)
                 end = result(end_query) - base
-                release(end_query)
+                timestamp_done(end_query)
                 if GPU_START in setters:
                     setters[GPU_START](event, start)
                 if GPU_DURATION in setters:
@@ -496,5 +507,5 @@ class OpenGLBackend(MetricBackend):
                 pixels = open_.pixels
                 if open_.pixel_query is not None:
                     pixels += result(open_.pixel_query)
-                    release(open_.pixel_query)
+                    samples_done(open_.pixel_query)
                 setters[PIXELS](event, pixels)
