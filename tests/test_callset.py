@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -357,3 +358,23 @@ def test_steps_and_frequencies_match_model(items: list, flags: int) -> None:
 
     for n in range(0, 65):
         assert callset.contains(n, flags) == model(n), n
+
+
+@given(
+    spec=st.sampled_from(
+        ["*", "1-100", "5,7,9-20/3", "*/frame", "10-/draw", "3 12frame 40-50/2", "0-5/fbo,100-"]
+    ),
+    calls=st.lists(
+        st.tuples(
+            st.one_of(st.integers(0, 300), st.just(2**64 - 1)),
+            st.sampled_from([0, 1, 2, 4, 8, 16, 32, 0xFFFF]),
+        ),
+        max_size=50,
+    ),
+)
+def test_contains_many_answers_as_contains(spec, calls):
+    callset = CallSet.parse(spec)
+    nos = np.array([n for n, _ in calls], np.uint64)
+    flags = np.array([f for _, f in calls], np.uint32)
+    expected = [callset.contains(n, f) for n, f in calls]
+    assert callset.contains_many(nos, flags).tolist() == expected

@@ -408,7 +408,7 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
 }
 
 /*
- * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin) -> stop
+ * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> stop
  *
  * Compiles the batch's calls from `start` on for as long as each one is a
  * direct call or skipped, of the given thread, and all its arguments are
@@ -416,15 +416,18 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
  * must handle (or the
  * batch length).  `in_list`/`in_begin`: whether a display list is being
  * compiled or a glBegin block is open, which decide the profiling row.
+ * `stops`: one byte per call of the batch, non-zero where Python must decide
+ * (a snapshot after the call, a call outside --calls).
  */
 static PyObject *Code_compile(Code *c, PyObject *args) {
-    Py_buffer calls, slots, nodes, pool;
+    Py_buffer calls, slots, nodes, pool, stops = {0};
     Py_ssize_t start;
     unsigned int thread;
     int in_list, in_begin;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp", &calls, &slots, &nodes, &pool, &start, &thread,
-                          &in_list, &in_begin))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*", &calls, &slots, &nodes, &pool, &start, &thread,
+                          &in_list, &in_begin, &stops))
         return NULL;
+    const uint8_t *stop = stops.buf;
     const CallRec *rec = calls.buf;
     const int32_t *slot = slots.buf;
     const Node *node = nodes.buf;
@@ -439,7 +442,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         Sig s = sigs[r->sig];
         if (s.proto == SIG_SKIP)
             continue;
-        if (s.proto < 0 || r->thread != thread)
+        if (s.proto < 0 || r->thread != thread || (stop && i < stops.len && stop[i]))
             break;
         const Proto *p = &protos[s.proto];
         if (r->nargs != p->nargs)
@@ -479,6 +482,8 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
     PyBuffer_Release(&slots);
     PyBuffer_Release(&nodes);
     PyBuffer_Release(&pool);
+    if (stop)
+        PyBuffer_Release(&stops);
     if (failed)
         return NULL;
     if (c->args.len > UINT32_MAX - MAX_ARGS) {
@@ -767,7 +772,8 @@ static PyMethodDef Code_methods[] = {
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
      "set_sig(sig, proto, name_id, row): how calls of a trace signature compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
-     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin) -> stop index"},
+     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> "
+     "stop index"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
      "add_py(entry_index, call_no, name_id, row, checkable): an op calling a Python entry"},
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},

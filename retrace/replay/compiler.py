@@ -315,18 +315,16 @@ class Compiler:
         """Compile a batch: runs of direct calls in C, every other call here."""
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
-        # with a call subset or hooks every call is decided here, call by call
-        direct = self._only is None and self._hook_calls is None
+        stops = self._stops(batch, sigs)
         values = None  # the batch's values as Python objects, made when first needed
         i, count = 0, len(calls)
         while i < count:
-            if direct:
-                thread = _NO_THREAD if self._thread is None else self._thread
-                i = code.compile(
-                    calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin
-                )
-                if i == count:
-                    break
+            thread = _NO_THREAD if self._thread is None else self._thread
+            i = code.compile(
+                calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin, stops
+            )
+            if i == count:
+                break
             no, _, sig_id, thread, _, node_start, _, slot_start, nargs, ret, _, _ = calls[i].item()
             i += 1
             plan = self._plans.get(sig_id)
@@ -347,6 +345,23 @@ class Compiler:
                 values,
                 sigs,
             )
+
+    def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
+        """Per call of the batch, whether it must come here rather than compile in C: a
+        call the hooks want, or one outside the call subset (which may be dropped)."""
+        if self._only is None and self._hook_calls is None:
+            return None
+        sig_ids = batch.calls["sig"]
+        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
+        for sig_id in np.unique(sig_ids).tolist():
+            flags[sig_id] = int(sigs.functions[sig_id].flags)
+        nos, call_flags = batch.calls["no"], flags[sig_ids]
+        stops = np.zeros(len(nos), bool)
+        if self._hook_calls is not None:
+            stops |= self._hook_calls.contains_many(nos, call_flags)
+        if self._only is not None:
+            stops |= ~self._only.contains_many(nos, call_flags)
+        return stops.view(np.uint8).tobytes()
 
     def _direct(self, plan: _Plan) -> int:
         """How C compiles the signature's calls: a direct-call prototype, skipped, or (-1)

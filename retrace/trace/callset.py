@@ -28,6 +28,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import NoReturn
 
+import numpy as np
+
 from retrace.errors import UsageError
 from retrace.trace.flags import CallFlag
 
@@ -249,6 +251,25 @@ class CallSet:
             if candidate.contains(call_no, flags):
                 return True
         return False
+
+    def contains_many(self, call_nos: np.ndarray, flags: np.ndarray) -> np.ndarray:
+        """`contains` for arrays of call numbers and their CallFlag bits, in one go."""
+        nos = np.asarray(call_nos, np.uint64)
+        out = np.zeros(len(nos), bool)
+        if self._starts:
+            index = np.searchsorted(np.asarray(self._starts, np.uint64), nos, side="right") - 1
+            inside = index >= 0
+            out[inside] = nos[inside] <= np.asarray(self._stops, np.uint64)[index[inside]]
+        bits = np.asarray(flags, np.uint64)
+        for r in self._filtered:
+            start = np.uint64(r.start)
+            match = (nos >= start) & (nos <= np.uint64(r.stop))
+            if r.step != 1:  # (where nos < start the difference wraps, but match is false)
+                match &= (nos - start) % np.uint64(r.step) == 0
+            if r.freq is not None:
+                match &= (bits & np.uint64(r.freq)) != 0
+            out |= match
+        return out
 
     @property
     def first(self) -> int:
