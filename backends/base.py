@@ -96,6 +96,15 @@ def nesting_plan(
     return [wanted] if any(wanted.values()) else []
 
 
+@dataclass(frozen=True)
+class NativeEvents:
+    """GL queries the replay loop issues around every event of a boundary, besides reading
+    the clock (`MetricBackend.native_events`)."""
+
+    gpu_times: bool = False  # GL_TIMESTAMP at the start and the end
+    pixels: bool = False  # GL_SAMPLES_PASSED
+
+
 class MetricError(Exception):
     """A metric cannot be enabled (unsupported, or not at that boundary); the message says why."""
 
@@ -175,17 +184,18 @@ class MetricBackend(ABC):
     def end_query(self, boundary: Boundary, event: int) -> None:
         """Event number `event` at `boundary` ends."""
 
-    def clock_only(self, boundary: Boundary) -> bool:
-        """Whether the current pass measures nothing at `boundary` (calls or draw calls)
-        but the CPU clock at each event's start and end. The replay loop then reads the
-        clock itself, with no begin_query/end_query per event, and hands the readings
-        to `clock_times`."""
-        return False
+    def native_events(self, boundary: Boundary) -> NativeEvents | None:
+        """What the replay loop can measure itself around every event at `boundary` (calls
+        or draw calls) in the current pass, or None when this backend needs begin_query
+        and end_query per event. With NativeEvents the loop reads the clock and issues the
+        GL queries in C, and `native_results` gets what it measured."""
+        return None
 
-    def clock_times(self, boundary: Boundary, first_event: int, times: np.ndarray) -> None:
-        """The clock readings of events `first_event`.. at `boundary` in a clock-only
-        pass: int64 rows of (start, end) in ns of `time.perf_counter_ns`'s clock."""
-        raise NotImplementedError(f"{self.name} measures more than the clock")
+    def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
+        """What the loop measured for events `first_event`.. at `boundary`, in order: rows of
+        `retrace.replay.compiler.EVENT_DTYPE` (ns of `time.perf_counter_ns`'s clock, GL
+        timestamps, samples passed; `NOT_MEASURED` where nothing was)."""
+        raise NotImplementedError(f"{self.name} measures its events itself")
 
     def pass_boundaries(self, index: int) -> frozenset[Boundary]:
         """The boundaries pass `index` measures (the driver brackets only those)."""

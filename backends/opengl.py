@@ -30,9 +30,11 @@ from retrace.backends.base import (
     Metric,
     MetricBackend,
     MetricError,
+    NativeEvents,
     NumType,
     nesting_plan,
 )
+from retrace.replay.compiler import NOT_MEASURED
 
 GL_TIMESTAMP = 0x8E28
 GL_SAMPLES_PASSED = 0x8914
@@ -138,7 +140,8 @@ RSS_DURATION = _m(
     Kind.GENERIC,
     "bytes",
 )
-CPU_TIMES = frozenset({CPU_START, CPU_DURATION})
+# what the replay loop can measure itself (native_events)
+NATIVE = frozenset({CPU_START, CPU_DURATION, GPU_START, GPU_DURATION, PIXELS})
 METRICS = (
     CPU_START,
     CPU_DURATION,
@@ -353,20 +356,37 @@ class OpenGLBackend(MetricBackend):
             self._statm = os.open("/proc/self/statm", os.O_RDONLY)
         self.continue_pass()
 
-    def clock_only(self, boundary: Boundary) -> bool:
+    def native_events(self, boundary: Boundary) -> NativeEvents | None:
         metrics = self._pass.get(boundary)
-        return bool(metrics) and metrics <= CPU_TIMES
+        if not metrics or not metrics <= NATIVE:
+            return None
+        gpu_times = bool(metrics & {GPU_START, GPU_DURATION})
+        if gpu_times:  # GPU times count from the first query, as in begin_query
+            pool = self._pool(create=True)
+            if pool is None:
+                return None
+            self._base(pool)
+        return NativeEvents(gpu_times=gpu_times, pixels=PIXELS in metrics)
 
-    def clock_times(self, boundary: Boundary, first_event: int, times: np.ndarray) -> None:
-        for metric, values in (
-            (CPU_START, times[:, 0] - self._cpu_base),
-            (CPU_DURATION, times[:, 1] - times[:, 0]),
+    def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
+        cpu_start, cpu_end = events["cpu_start"], events["cpu_end"]
+        gpu_start, gpu_end, pixels = events["gpu_start"], events["gpu_end"], events["pixels"]
+        base = self._gpu_base or 0
+        for metric, values, missing in (
+            (CPU_START, cpu_start - self._cpu_base, None),
+            (CPU_DURATION, cpu_end - cpu_start, None),
+            (GPU_START, gpu_start - base, gpu_start == NOT_MEASURED),
+            (GPU_DURATION, gpu_end - gpu_start, gpu_start == NOT_MEASURED),
+            (PIXELS, pixels, pixels == NOT_MEASURED),
         ):
-            if metric in self._pass[boundary]:
-                column = self._columns[metric, boundary]
-                if first_event > len(column):  # events before the pass began: no reading
-                    column.set(first_event - 1, column.missing)
-                column.extend(values)
+            if metric not in self._pass[boundary]:
+                continue
+            column = self._columns[metric, boundary]
+            if missing is not None:
+                values = np.where(missing, column.missing, values)
+            if first_event > len(column):  # events before the pass began: not measured
+                column.set(first_event - 1, column.missing)
+            column.extend(values)
 
     def end_pass(self) -> None:
         self.pause_pass()

@@ -225,7 +225,7 @@ PEAK_RSS = (
 def test_memory_stays_bounded_on_a_million_calls(tmp_path):
     """Values and metadata go to the store's files; GL queries are read and recycled as the
     pass goes, even when no frames are measured (a query per call kept to the end of the
-    pass took 1.2 GB here)."""
+    pass took 1.2 GB here), and every call gets its value."""
     trace = tmp_path / "million.trace"
     big_trace(trace, 1_000_000)
     for metric in ("CPU Duration", "Pixels Drawn"):
@@ -252,8 +252,8 @@ def test_memory_stays_bounded_on_a_million_calls(tmp_path):
         )
         assert r.returncode == 0, r.stderr
         peak_kib = int(r.stdout.split()[-1])
-        rows = sum(1 for line in out.open() if line.startswith("call\t"))
-        assert rows == 1_000_000
+        rows = [line for line in out.open() if line.startswith("call\t")]
+        assert len(rows) == 1_000_000 and not any(line.endswith("\t-\n") for line in rows)
         # the compiled trace is about 30 MB; the rest is Python, numpy and Mesa
         assert peak_kib < 400_000, f"{metric}: peak RSS {peak_kib} KiB"
         assert not any(p.name.startswith("retrace-store-") for p in tmp_path.iterdir())
@@ -342,6 +342,53 @@ def test_a_trace_without_a_context_is_one_clear_error(tmp_path):
     r = run_retrace("--pframes", "opengl: CPU Duration", "--quiet", str(path))
     assert r.returncode == 1 and r.stderr.count(b"\n") == 1
     assert b"never makes a GL context current" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "metrics"),
+    [
+        # glBegin..glEnd blocks inside and outside display lists, glEndList events
+        ("piglit-dlist-beginend.trace", "Pixels Drawn"),
+        ("glxgears.trace", "GPU Start, GPU Duration, Pixels Drawn"),
+        # three contexts, switched within frames; two threads
+        ("piglit-glx-multithread.trace", "GPU Duration, Pixels Drawn"),
+        ("egl-two-threads.trace", "GPU Duration"),
+        ("piglit-client-arrays.trace", "CPU Duration, Pixels Drawn"),
+    ],
+)
+@pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL])
+def test_the_loop_measures_what_python_brackets_measure(name, metrics, boundary):
+    """GL queries and CPU clocks around calls and draws are issued by the replay loop
+    itself; the rows, and the pixel counts, are those of a pass that brackets every
+    event in Python (RSS Start forces one), with no GL error of its own (dlist-beginend
+    makes some on purpose) and no negative time."""
+    trace = TRACES / name
+    option = "--pcalls" if boundary == Boundary.CALL else "--pdrawcalls"
+    env = dict(os.environ, MESA_DEBUG="1")
+    runs, errors = {}, {}
+    for extra in ("", ", RSS Start"):
+        r = subprocess.run(
+            [sys.executable, "-m", "retrace", f"{option}=opengl: {metrics}{extra}", "--quiet"]
+            + [str(trace)],
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stderr.decode()[-500:]
+        runs[extra] = tables(r.stdout.decode())[boundary]
+        errors[extra] = [line for line in r.stderr.decode().splitlines() if "GL_INVALID" in line]
+    assert errors[""] == errors[", RSS Start"]
+    assert name == "piglit-dlist-beginend.trace" or not errors[""], errors[""]
+    native, python = runs[""], runs[", RSS Start"]
+    assert [r[:4] for r in native.rows()] == [r[:4] for r in python.rows()]
+    if "Pixels Drawn" in metrics:
+        assert list(native.column("Pixels Drawn")) == pytest.approx(
+            list(python.column("Pixels Drawn")), nan_ok=True
+        )
+    for metric in ("GPU Duration", "CPU Duration"):
+        if metric in metrics:
+            values = [v for v in native.column(metric) if v == v]
+            assert values and min(values) >= 0
 
 
 @pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL])

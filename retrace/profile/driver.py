@@ -26,7 +26,14 @@ from typing import IO
 
 import numpy as np
 
-from retrace.backends.base import Boundary, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import (
+    Boundary,
+    Metric,
+    MetricBackend,
+    MetricError,
+    NativeEvents,
+    NumType,
+)
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.selection import closest, parse_selection
@@ -102,10 +109,10 @@ class Profiler:
         self._expected: dict[Boundary, int] | None = None
         self._last_seconds = 0.0
         self._brackets: list = [None, False, False]
-        # clock-only passes: per boundary, the number of the next event whose clock reading
-        # goes to the backend, and the boundaries measured
-        self._clocked: dict[Boundary, int] = {}
-        self._clock_for: list[Boundary] = []
+        # passes the loop measures itself: what per boundary, and the number of the next
+        # event whose measurement goes to the backend
+        self._native: dict[Boundary, NativeEvents | None] = {}
+        self._next_event: dict[Boundary, int] = {}
         # (op, traced program) at every change of the program in use, logged in the first run
         self._program_log: list[tuple[int, int]] = []
         self.replayer.state.on_program_change = self._log_program
@@ -127,9 +134,14 @@ class Profiler:
             self._start_pass()
         elif self._active is not None:
             self._active.backend.continue_pass()
+            if self._native:
+                self._configure_events()  # the new context's query functions
 
     def _before_switch(self) -> None:
         if self._active is not None:
+            if self._native:  # read and delete the loop's queries while their context is current
+                self._collect_events(everything=True)
+                self.replayer.program.forget_queries()
             self._active.backend.pause_pass()
 
     def summary(self) -> str:
@@ -280,14 +292,15 @@ class Profiler:
         if Boundary.FRAME in plan.boundaries:
             plan.backend.begin_query(Boundary.FRAME, 0)
         measured = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in plan.boundaries]
-        if measured and all(plan.backend.clock_only(b) for b in measured):
-            self._clock_calls(measured)
+        native = {b: plan.backend.native_events(b) for b in measured}
+        if measured and None not in native.values():
+            self._measure_natively(native)
         elif measured:
             self._bracket_calls()
 
     def _frame_end(self, drawable) -> None:
         self.replayer.frame += 1
-        self._collect_clock()
+        self._collect_events()
         self._record_frame_end()
         plan = self._active
         if plan is not None and Boundary.FRAME in plan.boundaries:
@@ -319,25 +332,49 @@ class Profiler:
             int(counts[Row.DRAW] + counts[Row.BEGIN]),
         )
 
-    def _clock_calls(self, measured: list[Boundary]) -> None:
-        """Have the replay loop read the clock around calls and draws from the op running
-        now on (a clock-only pass: no Python per event); `_collect_clock` hands the
-        readings to the backend."""
+    def _measure_natively(self, native: dict[Boundary, NativeEvents | None]) -> None:
+        """Have the replay loop measure calls and draws itself from the op running now on
+        (no Python per event); `_collect_events` hands what it measured to the backend."""
         program = self.replayer.program
         calls, draws = self._event_counts(program.code.position)
-        self._clocked = {Boundary.CALL: calls, Boundary.DRAWCALL: draws}
-        self._clock_for = measured
-        program.clock(True)
+        self._next_event = {Boundary.CALL: calls, Boundary.DRAWCALL: draws}
+        self._native = native
+        self._configure_events()
 
-    def _collect_clock(self) -> None:
-        """Pass the clock readings taken since the last collection to the backend."""
-        if not self._clocked or self._active is None:
+    def _configure_events(self) -> None:
+        """Tell the loop what to measure, with the current context's query functions."""
+        none = NativeEvents()
+        call = self._native.get(Boundary.CALL) or none
+        draw = self._native.get(Boundary.DRAWCALL) or none
+        queries = None
+        if call != none or draw != none:
+            queries = self.session.query_functions()
+        self.replayer.program.measure_events(
+            (call.gpu_times, call.pixels),
+            (draw.gpu_times, draw.pixels),
+            queries,
+            self._collect_events,
+        )
+
+    def _collect_events(self, everything: bool = False) -> None:
+        """Pass what the loop measured to the backend: the events that had ended at the
+        last collection (a frame or 1,024 events ago: reading them does not stall the
+        GPU), or `everything`."""
+        if not self._native or self._active is None:
             return
-        calls, draws = self.replayer.program.take_times()
-        for boundary, times in ((Boundary.CALL, calls), (Boundary.DRAWCALL, draws)):
-            if boundary in self._clock_for and len(times):
-                self._active.backend.clock_times(boundary, self._clocked[boundary], times)
-            self._clocked[boundary] += len(times)
+        calls, draws = self.replayer.program.take_events(everything)
+        for boundary, events in ((Boundary.CALL, calls), (Boundary.DRAWCALL, draws)):
+            if boundary in self._native and len(events):
+                self._active.backend.native_results(boundary, self._next_event[boundary], events)
+            self._next_event[boundary] += len(events)
+
+    def _end_native(self) -> None:
+        """At the end of a pass: collect, and delete the loop's queries in their context."""
+        if self._native:
+            self._collect_events(everything=True)
+            self.replayer.program.forget_queries()
+            self.replayer.program.stop_events()
+            self._native = {}
 
     def _bracket_calls(self) -> None:
         """Bracket the calls and draws from the op running now on with the backend's
@@ -416,10 +453,13 @@ class Profiler:
         self.session.forget_contexts()
         self._ready = False
         self._counting_calls = False
-        self._clocked = {}
         started = time.perf_counter()
-        self._last_seconds = self.replayer.run_pass().seconds
-        self._collect_clock()
+        try:
+            self._last_seconds = self.replayer.run_pass().seconds
+            self._end_native()
+        finally:
+            self._native = {}
+            self.replayer.program.stop_events()
         if not self._counting_calls:
             self._events[Boundary.CALL], self._events[Boundary.DRAWCALL] = self._event_counts()
         if self._active is not None:

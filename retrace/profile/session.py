@@ -11,6 +11,14 @@ from functools import cached_property
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.state import ReplayState, TracedContext
 
+_QUERY_FUNCTIONS = (
+    "glGenQueries",
+    "glDeleteQueries",
+    "glQueryCounter",
+    "glBeginQuery",
+    "glEndQuery",
+    "glGetQueryObjectui64v",
+)
 GL_EXTENSIONS = 0x1F03
 GL_NUM_EXTENSIONS = 0x821D
 
@@ -73,6 +81,14 @@ class Session:
         """Identifies the current real context (GL objects such as queries belong to one)."""
         current = self._state.current
         return current.real.handle if current is not None and current.real is not None else 0
+
+    def query_functions(self) -> tuple[int, ...]:
+        """Addresses of glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery,
+        glEndQuery and glGetQueryObjectui64v for the current context (EXT on OpenGL ES),
+        for the replay loop to measure events with (`Program.measure_events`)."""
+        context = self.context
+        suffix = "EXT" if context is not None and context.api == "gles" else ""
+        return tuple(self.dispatch.address(name + suffix) for name in _QUERY_FUNCTIONS)
 
     def forget_contexts(self) -> None:
         """A new pass creates new contexts."""

@@ -136,6 +136,47 @@ static int vec_grow(Vec *v, size_t item, size_t extra) {
     return 0;
 }
 
+/* --- events: what the loop measures itself around calls and draw calls ----------------- */
+
+enum { EV_CALL, EV_DRAW, EV_KINDS };
+#define GL_TIMESTAMP 0x8E28
+#define GL_SAMPLES_PASSED 0x8914
+#define GL_QUERY_RESULT 0x8866
+#define QUERY_BATCH 512  /* query objects made at a time */
+#define READ_EVERY 1024  /* events ended since the last take when on_full is called */
+#define MISSING INT64_MIN
+
+/* The query functions of the current context, core or EXT, as Events.queries gives them. */
+typedef struct {
+    void (*gen)(int32_t, uint32_t *);
+    void (*del)(int32_t, const uint32_t *);
+    void (*counter)(uint32_t, uint32_t);
+    void (*begin)(uint32_t, uint32_t);
+    void (*end)(uint32_t);
+    void (*get)(uint32_t, uint32_t, uint64_t *);
+} GlQueries;
+
+typedef struct {
+    int64_t cpu_start, cpu_end;
+    uint32_t start_q, end_q, pixels_q, pad; /* query objects, 0 for none */
+} Event;
+
+/* One event as take_events() reports it; MISSING where nothing was measured. */
+typedef struct {
+    int64_t cpu_start, cpu_end, gpu_start, gpu_end, pixels;
+} EventResult;
+
+typedef struct {
+    int on;
+    uint8_t gpu[EV_KINDS], pixels[EV_KINDS]; /* what to query per kind of event */
+    GlQueries gl;
+    Event open[EV_KINDS];
+    Vec done[EV_KINDS];                       /* Event: ended, results not read */
+    size_t ready[EV_KINDS];                   /* of those, ended before the last take */
+    Vec timestamps, samples, every;           /* uint32: free query objects, and all made */
+    PyObject *on_full;                        /* called when READ_EVERY events wait */
+} Events;
+
 typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
@@ -146,9 +187,7 @@ typedef struct {
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
-    int clock;                                /* read the clock around events (clock()) */
-    int64_t call_start, draw_start;           /* of the events open now */
-    Vec call_times, draw_times;               /* (start, end) ns per event, not yet taken */
+    Events ev;                                /* what the loop measures around events */
 } Code;
 
 #define AT(vec, type) ((type *)(vec).data)
@@ -167,6 +206,7 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
 static int Code_traverse(Code *c, visitproc visit, void *arg) {
     Py_VISIT(c->before);
     Py_VISIT(c->after);
+    Py_VISIT(c->ev.on_full);
     for (size_t i = 0; i < c->protos.len; i++)
         for (int k = 0; k < MAX_ARGS; k++)
             Py_VISIT(AT(c->protos, Proto)[i].table[k]);
@@ -176,6 +216,7 @@ static int Code_traverse(Code *c, visitproc visit, void *arg) {
 static int Code_clear(Code *c) {
     Py_CLEAR(c->before);
     Py_CLEAR(c->after);
+    Py_CLEAR(c->ev.on_full);
     for (size_t i = 0; i < c->protos.len; i++)
         for (int k = 0; k < MAX_ARGS; k++)
             Py_CLEAR(AT(c->protos, Proto)[i].table[k]);
@@ -188,8 +229,8 @@ static void Code_dealloc(Code *c) {
     for (size_t i = 0; i < c->chunks.len; i++)
         free(AT(c->chunks, char *)[i]);
     Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->chunks,
-                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->call_times,
-                   &c->draw_times};
+                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->ev.done[EV_CALL],
+                   &c->ev.done[EV_DRAW], &c->ev.timestamps, &c->ev.samples, &c->ev.every};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -611,38 +652,182 @@ static inline int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static int push_times(Vec *v, const int64_t times[2]) {
-    if (vec_grow(v, 2 * sizeof(int64_t), 1))
-        return -1;
-    memcpy(AT(*v, int64_t) + 2 * v->len++, times, 2 * sizeof(int64_t));
+/* A free query object from `free`, made in a batch when there is none; 0 on error. */
+static uint32_t take_query(Events *ev, Vec *free) {
+    if (free->len == 0) {
+        if (vec_grow(free, 4, QUERY_BATCH) || vec_grow(&ev->every, 4, QUERY_BATCH))
+            return 0;
+        uint32_t *made = AT(ev->every, uint32_t) + ev->every.len;
+        ev->gl.gen(QUERY_BATCH, made);
+        ev->every.len += QUERY_BATCH;
+        for (int k = QUERY_BATCH - 1; k >= 0; k--)
+            AT(*free, uint32_t)[free->len++] = made[k];
+    }
+    return AT(*free, uint32_t)[--free->len];
+}
+
+/* Events starting at an op of this row: the call (unless it is glEnd, which closes one)
+   and the draw (glBegin and draws).  glEndList runs while GL still compiles its list,
+   where a query would be compiled rather than run: it gets no queries. */
+static int events_begin(Events *ev, uint8_t row) {
+    int draw = row == ROW_DRAW || row == ROW_BEGIN, queries = row != ROW_LIST_END;
+    for (int k = EV_CALL; k <= (draw ? EV_DRAW : EV_CALL); k++) {
+        Event *e = &ev->open[k];
+        e->start_q = e->end_q = e->pixels_q = 0;
+        if (queries && ev->gpu[k]) {
+            if (!(e->start_q = take_query(ev, &ev->timestamps)))
+                return -1;
+            ev->gl.counter(e->start_q, GL_TIMESTAMP);
+        }
+        if (queries && ev->pixels[k]) {
+            if (!(e->pixels_q = take_query(ev, &ev->samples)))
+                return -1;
+            ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
+        }
+    }
+    int64_t now = now_ns(); /* after the queries: the CPU time is the call's */
+    ev->open[EV_CALL].cpu_start = now;
+    if (draw)
+        ev->open[EV_DRAW].cpu_start = now;
     return 0;
 }
 
+/* Events ending at an op of this row: the draw first (the inner one), then the call. */
+static int events_end(Events *ev, uint8_t row) {
+    int64_t now = now_ns();
+    int draw = row == ROW_DRAW || row == ROW_END;
+    for (int k = draw ? EV_DRAW : EV_CALL; k >= EV_CALL; k--) {
+        Event *e = &ev->open[k];
+        e->cpu_end = now;
+        if (e->start_q) {
+            if (!(e->end_q = take_query(ev, &ev->timestamps)))
+                return -1;
+            ev->gl.counter(e->end_q, GL_TIMESTAMP);
+        }
+        if (e->pixels_q)
+            ev->gl.end(GL_SAMPLES_PASSED);
+        if (vec_grow(&ev->done[k], sizeof(Event), 1))
+            return -1;
+        AT(ev->done[k], Event)[ev->done[k].len++] = *e;
+    }
+    if (ev->on_full && ev->done[EV_CALL].len - ev->ready[EV_CALL] >= READ_EVERY) {
+        PyObject *on_full = ev->on_full;
+        Py_INCREF(on_full);
+        PyObject *res = PyObject_CallNoArgs(on_full);
+        Py_DECREF(on_full);
+        Py_XDECREF(res);
+        return res ? 0 : -1;
+    }
+    return 0;
+}
+
+static int64_t query_result(Events *ev, uint32_t query, Vec *free) {
+    uint64_t value = 0;
+    ev->gl.get(query, GL_QUERY_RESULT, &value);
+    AT(*free, uint32_t)[free->len++] = query; /* free again (take_events made room) */
+    return (int64_t)value;
+}
+
 /*
- * clock(on): read the clock at the start and end of every call and draw-call
- * event from the next op on (events as the profiler counts them: a glBegin..
- * glEnd block is one of each), so a pass that measures only CPU time needs
- * no Python per event.  take_times() collects the readings.
+ * events(gpu_call, pixels_call, gpu_draw, pixels_draw, queries, on_full) or events(None)
+ *
+ * From the next op on, read the clock around every call and draw-call event
+ * (events as the profiler counts them: a glBegin..glEnd block is one of
+ * each) and, per kind, GL timestamp and samples-passed queries, so that a pass
+ * measuring only these needs no Python per event.  `queries`: the addresses
+ * of glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery, glEndQuery
+ * and glGetQueryObjectui64v for the current context (None if no query is
+ * asked); `on_full`: called when READ_EVERY events wait to be read.
  */
-static PyObject *Code_clock(Code *c, PyObject *arg) {
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
+static PyObject *Code_events(Code *c, PyObject *args) {
+    Events *ev = &c->ev;
+    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
+        /* (query objects not forgotten died with their context) */
+        ev->on = 0;
+        ev->every.len = ev->timestamps.len = ev->samples.len = 0;
+        ev->done[EV_CALL].len = ev->done[EV_DRAW].len = 0;
+        ev->ready[EV_CALL] = ev->ready[EV_DRAW] = 0;
+        Py_CLEAR(ev->on_full);
+        Py_RETURN_NONE;
+    }
+    int gpu_call, pixels_call, gpu_draw, pixels_draw;
+    PyObject *queries, *on_full;
+    if (!PyArg_ParseTuple(args, "ppppOO", &gpu_call, &pixels_call, &gpu_draw, &pixels_draw,
+                          &queries, &on_full))
         return NULL;
-    c->clock = on;
+    if (gpu_call || pixels_call || gpu_draw || pixels_draw) {
+        unsigned long long f[6];
+        if (!PyArg_ParseTuple(queries, "KKKKKK", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]))
+            return NULL;
+        for (int k = 0; k < 6; k++)
+            if (!f[k]) {
+                PyErr_SetString(PyExc_ValueError, "a query function is missing");
+                return NULL;
+            }
+        ev->gl.gen = (void (*)(int32_t, uint32_t *))(uintptr_t)f[0];
+        ev->gl.del = (void (*)(int32_t, const uint32_t *))(uintptr_t)f[1];
+        ev->gl.counter = (void (*)(uint32_t, uint32_t))(uintptr_t)f[2];
+        ev->gl.begin = (void (*)(uint32_t, uint32_t))(uintptr_t)f[3];
+        ev->gl.end = (void (*)(uint32_t))(uintptr_t)f[4];
+        ev->gl.get = (void (*)(uint32_t, uint32_t, uint64_t *))(uintptr_t)f[5];
+    }
+    ev->gpu[EV_CALL] = (uint8_t)gpu_call, ev->pixels[EV_CALL] = (uint8_t)pixels_call;
+    ev->gpu[EV_DRAW] = (uint8_t)gpu_draw, ev->pixels[EV_DRAW] = (uint8_t)pixels_draw;
+    Py_XSETREF(ev->on_full, on_full == Py_None ? NULL : Py_NewRef(on_full));
+    ev->on = 1;
     Py_RETURN_NONE;
 }
 
-/* take_times() -> (call_times, draw_times): bytes of int64 (start, end) pairs in event
-   order, for the events that ended since the last take */
-static PyObject *Code_take_times(Code *c, PyObject *Py_UNUSED(ignored)) {
-    PyObject *out = Py_BuildValue(
-        "(NN)",
-        PyBytes_FromStringAndSize(c->call_times.len ? c->call_times.data : "",
-                                  (Py_ssize_t)(c->call_times.len * 16)),
-        PyBytes_FromStringAndSize(c->draw_times.len ? c->draw_times.data : "",
-                                  (Py_ssize_t)(c->draw_times.len * 16)));
-    c->call_times.len = c->draw_times.len = 0;
-    return out;
+/* take_events(all) -> (calls, draws): bytes of EventResult (5 int64: cpu start and end,
+   gpu start and end, pixels; INT64_MIN where not measured), in event order, for the events
+   that had ended at the previous take (so the GPU is done with them and reading does not
+   stall it), or with `all` for every event that ended.  Reads their queries in the current
+   context, which must be the one they ran in, and frees them for reuse. */
+static PyObject *Code_take_events(Code *c, PyObject *arg) {
+    Events *ev = &c->ev;
+    int all = PyObject_IsTrue(arg);
+    if (all < 0)
+        return NULL;
+    PyObject *out[EV_KINDS] = {NULL, NULL};
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        size_t n = all ? ev->done[k].len : ev->ready[k];
+        /* room for every query read to go back to its free list */
+        if (vec_grow(&ev->timestamps, 4, 2 * n) || vec_grow(&ev->samples, 4, n)) {
+            Py_XDECREF(out[EV_CALL]);
+            return NULL;
+        }
+        out[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(EventResult)));
+        if (!out[k]) {
+            Py_XDECREF(out[EV_CALL]);
+            return NULL;
+        }
+        EventResult *r = (EventResult *)PyBytes_AS_STRING(out[k]);
+        for (size_t i = 0; i < n; i++) {
+            const Event *e = &AT(ev->done[k], Event)[i];
+            r[i].cpu_start = e->cpu_start;
+            r[i].cpu_end = e->cpu_end;
+            r[i].gpu_start = e->start_q ? query_result(ev, e->start_q, &ev->timestamps) : MISSING;
+            r[i].gpu_end = e->end_q ? query_result(ev, e->end_q, &ev->timestamps) : MISSING;
+            r[i].pixels = e->pixels_q ? query_result(ev, e->pixels_q, &ev->samples) : MISSING;
+        }
+        Event *done = ev->done[k].data;
+        memmove(done, done + n, (ev->done[k].len - n) * sizeof(Event));
+        ev->done[k].len -= n;
+        ev->ready[k] = ev->done[k].len;
+    }
+    return Py_BuildValue("(NN)", out[EV_CALL], out[EV_DRAW]);
+}
+
+/* forget_queries(): delete every query object made, in the current context (the one they
+   belong to), before it changes or goes; take_events() first. */
+static PyObject *Code_forget_queries(Code *c, PyObject *Py_UNUSED(ignored)) {
+    Events *ev = &c->ev;
+    if (ev->every.len && ev->gl.del)
+        ev->gl.del((int32_t)ev->every.len, ev->every.data);
+    ev->every.len = ev->timestamps.len = ev->samples.len = 0;
+    ev->done[EV_CALL].len = ev->done[EV_DRAW].len = 0;
+    ev->ready[EV_CALL] = ev->ready[EV_DRAW] = 0;
+    Py_RETURN_NONE;
 }
 
 /*
@@ -669,13 +854,9 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                        : c->marks == 2 ? AT(c->checkable, uint8_t)[i]
                                        : 0;
         c->position = i;
-        uint8_t row = c->clock ? AT(c->rows, uint8_t)[i] : ROW_NONE;
-        if (row != ROW_NONE && row != ROW_END) { /* an event starts */
-            int64_t now = now_ns();
-            c->call_start = now;
-            if (row == ROW_DRAW || row == ROW_BEGIN)
-                c->draw_start = now;
-        }
+        uint8_t row = c->ev.on ? AT(c->rows, uint8_t)[i] : ROW_NONE;
+        if (row != ROW_NONE && row != ROW_END && events_begin(&c->ev, row))
+            goto done;
         if (mark && call_mark(c->before, i, mark))
             goto done;
         if (op.proto == PY_OP) {
@@ -684,16 +865,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         } else if (call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg)) {
             goto done;
         }
-        if (row != ROW_NONE && row != ROW_BEGIN) { /* an event ends */
-            int64_t times[2] = {c->call_start, now_ns()};
-            if (push_times(&c->call_times, times))
-                goto done;
-            if (row == ROW_DRAW || row == ROW_END) {
-                times[0] = c->draw_start;
-                if (push_times(&c->draw_times, times))
-                    goto done;
-            }
-        }
+        if (row != ROW_NONE && row != ROW_BEGIN && events_end(&c->ev, row))
+            goto done;
         if (mark && call_mark(c->after, i, mark))
             goto done;
         if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0 && PyErr_CheckSignals())
@@ -779,9 +952,12 @@ static PyMethodDef Code_methods[] = {
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
-    {"clock", (PyCFunction)Code_clock, METH_O, "clock(on): read the clock around events"},
-    {"take_times", (PyCFunction)Code_take_times, METH_NOARGS,
-     "take_times() -> (call_times, draw_times) since the last take"},
+    {"events", (PyCFunction)Code_events, METH_VARARGS,
+     "events(gpu_call, pixels_call, gpu_draw, pixels_draw, queries, on_full) or events(None)"},
+    {"take_events", (PyCFunction)Code_take_events, METH_O,
+     "take_events(all) -> (calls, draws) measured, read"},
+    {"forget_queries", (PyCFunction)Code_forget_queries, METH_NOARGS,
+     "forget_queries(): delete the query objects made (in their context)"},
     {"column", (PyCFunction)Code_column, METH_VARARGS, "column(name, start, stop) -> bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},

@@ -125,6 +125,14 @@ _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through
 assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
 
 
+# an event the loop measured (`Program.take_events`): ns of perf_counter_ns's clock,
+# GL timestamps, samples passed
+EVENT_DTYPE = np.dtype(
+    [(f, "<i8") for f in ("cpu_start", "cpu_end", "gpu_start", "gpu_end", "pixels")]
+)
+NOT_MEASURED = np.iinfo(np.int64).min
+
+
 class Marks(enum.IntEnum):
     """Which per-op flag selects the ops a pass brackets with callbacks (`Program.bracket`)."""
 
@@ -182,19 +190,38 @@ class Program:
         whose mark is not zero (`Marks.NONE`: no callbacks)."""
         self.code.bracket(int(marks), before, after)
 
-    def clock(self, on: bool) -> None:
-        """From the next op on, read the clock at the start and end of every call and
-        draw-call event (in C: no Python per event); `take_times` collects them."""
-        self.code.clock(on)
+    def measure_events(
+        self,
+        calls: tuple[bool, bool],
+        draws: tuple[bool, bool],
+        queries: tuple[int, ...] | None,
+        on_full: Callable[[], None],
+    ) -> None:
+        """From the next op on, have the loop measure every call and draw-call event itself
+        (in C: no Python per event): the clock always, and per kind (gpu times, pixels) GL
+        timestamp and samples-passed queries made with `queries`, the addresses of the
+        current context's glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery,
+        glEndQuery and glGetQueryObjectui64v. `on_full` is called when 1,024 events have
+        ended since the last `take_events`. Called again after a context switch, with that context's
+        functions."""
+        self.code.events(*calls, *draws, queries, on_full)
 
-    def take_times(self) -> tuple[np.ndarray, np.ndarray]:
-        """(call events, draw events) that ended since the last take: int64 rows of
-        (start, end) in ns of `time.perf_counter_ns`'s clock, in event order."""
-        calls, draws = self.code.take_times()
-        return (
-            np.frombuffer(calls, np.int64).reshape(-1, 2),
-            np.frombuffer(draws, np.int64).reshape(-1, 2),
-        )
+    def stop_events(self) -> None:
+        """Stop measuring events (what was not taken is dropped)."""
+        self.code.events(None)
+
+    def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(calls, draws) measured, in event order, as `EVENT_DTYPE` rows (`NOT_MEASURED`
+        where nothing was): those that had ended at the previous take, which the GPU is done
+        with by now, or with `all` every one. Reads their queries in the context they ran
+        in, which must be current, and frees them for reuse."""
+        calls, draws = self.code.take_events(all)
+        return np.frombuffer(calls, EVENT_DTYPE), np.frombuffer(draws, EVENT_DTYPE)
+
+    def forget_queries(self) -> None:
+        """Delete the query objects made for events; the context they belong to must be
+        current (before it changes or goes away; `take_events` first)."""
+        self.code.forget_queries()
 
     def where(self, i: int) -> str:
         """'CALL_NO: FUNCTION' of op i, for messages."""

@@ -41,6 +41,10 @@ class Dispatch:
         self._functions[name] = fn
         return fn
 
+    def address(self, name: str) -> int:
+        """The driver's entry point for a GL function, 0 when it has none."""
+        return self._resolve(name) or 0
+
     def raw(self, name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
         """A function typed by the caller (for the replayer's own queries); raises if absent."""
         address = self._resolve(name)

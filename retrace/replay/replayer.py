@@ -115,7 +115,8 @@ class Replayer:
         """Replay the whole trace once, compiling it first if this is the first pass.
 
         Callbacks set with `program.bracket` run around their ops; they are
-        cleared when the pass ends.
+        cleared when the pass ends. Events measured with `program.measure_events` are
+        the caller's to take and stop.
         """
         self.state.reset()
         self.frame = 0
@@ -129,7 +130,6 @@ class Replayer:
             pass  # (a first pass stopped early has compiled only what it ran)
         finally:
             self.program.bracket()
-            self.program.clock(False)
         if self.state.current is not None:
             self.gl.Finish()
         seconds = time.perf_counter() - start
