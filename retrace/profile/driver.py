@@ -3,9 +3,10 @@
 At the first context the trace makes current (metrics depend on it, as in
 glretrace) the selections are resolved against the backends, every backend
 splits its metrics into passes, and pass 1 starts. Each pass replays the whole
-trace with one backend's pass active: frames are bracketed at SwapBuffers, calls
-and draw calls by callbacks around their ops (only in passes that measure them,
-so other passes run the bare C loop). A glBegin..glEnd block is one draw,
+trace with one backend's pass active: frames are bracketed at SwapBuffers; calls
+and draw calls are measured by the replay loop itself where the backend allows
+it (clocks and GL queries), else by Python callbacks around their ops (only in
+passes that measure them, so other passes run the bare C loop). A glBegin..glEnd block is one draw,
 calls compiled into display lists are not events, as glretrace classifies them.
 
 Event metadata (call number, function, frame) comes from the compiled program;
@@ -277,7 +278,8 @@ class Profiler:
 
     def _start_pass(self) -> None:
         """At the pass's first current context: start the backend's pass and, if it measures
-        calls or draws, bracket them from here on."""
+        calls or draws, measure them from here on: in the replay loop where the backend
+        allows it (`native_events`), else with Python callbacks."""
         self._brackets[:] = [None, False, False]
         if self._pass >= len(self.plan):
             self._active = None
