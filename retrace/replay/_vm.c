@@ -203,23 +203,24 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
     return 0;
 }
 
+/* Applies ACTION (Py_VISIT or Py_CLEAR) to every Python object a Code holds. */
+#define EACH_OBJECT(c, ACTION)                                                                \
+    do {                                                                                      \
+        ACTION((c)->before);                                                                  \
+        ACTION((c)->after);                                                                   \
+        ACTION((c)->ev.on_full);                                                              \
+        for (size_t i_ = 0; i_ < (c)->protos.len; i_++)                                       \
+            for (int k_ = 0; k_ < MAX_ARGS; k_++)                                             \
+                ACTION(AT((c)->protos, Proto)[i_].table[k_]);                                 \
+    } while (0)
+
 static int Code_traverse(Code *c, visitproc visit, void *arg) {
-    Py_VISIT(c->before);
-    Py_VISIT(c->after);
-    Py_VISIT(c->ev.on_full);
-    for (size_t i = 0; i < c->protos.len; i++)
-        for (int k = 0; k < MAX_ARGS; k++)
-            Py_VISIT(AT(c->protos, Proto)[i].table[k]);
+    EACH_OBJECT(c, Py_VISIT);
     return 0;
 }
 
 static int Code_clear(Code *c) {
-    Py_CLEAR(c->before);
-    Py_CLEAR(c->after);
-    Py_CLEAR(c->ev.on_full);
-    for (size_t i = 0; i < c->protos.len; i++)
-        for (int k = 0; k < MAX_ARGS; k++)
-            Py_CLEAR(AT(c->protos, Proto)[i].table[k]);
+    EACH_OBJECT(c, Py_CLEAR);
     return 0;
 }
 
@@ -909,28 +910,32 @@ static PyObject *Code_column(Code *c, PyObject *args) {
                                      (Py_ssize_t)((size_t)(stop - start) * item));
 }
 
-/* meta(i) -> (call_no, name_id, row, checkable) of one op */
-static PyObject *Code_meta(Code *c, PyObject *arg) {
+/* An op's index from Python; -1 with an exception set when it is none. */
+static Py_ssize_t op_index(Code *c, PyObject *arg) {
     Py_ssize_t i = PyLong_AsSsize_t(arg);
     if (i == -1 && PyErr_Occurred())
-        return NULL;
+        return -1;
     if (i < 0 || i >= (Py_ssize_t)c->ops.len) {
         PyErr_SetString(PyExc_IndexError, "op index out of range");
-        return NULL;
+        return -1;
     }
+    return i;
+}
+
+/* meta(i) -> (call_no, name_id, row, checkable) of one op */
+static PyObject *Code_meta(Code *c, PyObject *arg) {
+    Py_ssize_t i = op_index(c, arg);
+    if (i < 0)
+        return NULL;
     return Py_BuildValue("(LIBB)", (long long)AT(c->call_nos, int64_t)[i],
                          AT(c->name_ids, uint32_t)[i], AT(c->rows, uint8_t)[i],
                          AT(c->checkable, uint8_t)[i]);
 }
 
 static PyObject *Code_is_direct(Code *c, PyObject *arg) {
-    Py_ssize_t i = PyLong_AsSsize_t(arg);
-    if (i == -1 && PyErr_Occurred())
+    Py_ssize_t i = op_index(c, arg);
+    if (i < 0)
         return NULL;
-    if (i < 0 || i >= (Py_ssize_t)c->ops.len) {
-        PyErr_SetString(PyExc_IndexError, "op index out of range");
-        return NULL;
-    }
     return PyBool_FromLong(AT(c->ops, Op)[i].proto != PY_OP);
 }
 
