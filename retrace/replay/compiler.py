@@ -121,6 +121,7 @@ _I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F32, _F64 = range(10)
 _PTR, _PTR_OF = 10, 16  # to anything; to numbers of one type (_PTR_OF + its code)
 _UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blobs, offsets
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
+_FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
 assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
 
@@ -343,7 +344,8 @@ class Compiler:
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
         stops = self._stops(batch, sigs)
-        values = None  # the batch's values as Python objects, made when first needed
+        values = None  # the batch's values as Python objects, once enough calls need them
+        visited = 0  # calls compiled here so far
         i, count = 0, len(calls)
         while i < count:
             thread = _NO_THREAD if self._thread is None else self._thread
@@ -352,7 +354,9 @@ class Compiler:
             )
             if i == count:
                 break
-            no, _, sig_id, thread, _, node_start, _, slot_start, nargs, ret, _, _ = calls[i].item()
+            no, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = calls[
+                i
+            ].item()
             i += 1
             plan = self._plans.get(sig_id)
             if plan is None:
@@ -360,16 +364,22 @@ class Compiler:
                 code.set_sig(sig_id, self._direct(plan), plan.name_id, plan.row)
             if plan.skip:
                 continue
-            if values is None:
+            visited += 1
+            if values is None and visited > _FEW_CALLS:
                 values = NodeLists(batch)
+            call_values, base = (
+                (values, node_start)
+                if values is not None
+                else (NodeLists.of_call(batch, node_start, nodes_n), 0)
+            )
             self._add_call(
                 plan,
                 no,
                 thread,
-                node_start,
+                base,
                 slots[slot_start : slot_start + nargs],
                 ret,
-                values,
+                call_values,
                 sigs,
             )
 

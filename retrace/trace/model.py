@@ -182,13 +182,24 @@ class NodeLists:
     __slots__ = ("tags", "aux", "u", "i", "d", "pool")
 
     def __init__(self, batch: CallBatch) -> None:
-        v = batch.nodes["v"]
-        self.tags: list[int] = batch.nodes["tag"].tolist()
-        self.aux: list[int] = batch.nodes["aux"].tolist()
+        self._load(batch.nodes, batch.pool)
+
+    @classmethod
+    def of_call(cls, batch: CallBatch, node_start: int, node_count: int) -> NodeLists:
+        """The values of one call only (indices relative to the call), for a batch where
+        few calls are visited: converting all its nodes would cost more."""
+        values = cls.__new__(cls)
+        values._load(batch.nodes[node_start : node_start + node_count], batch.pool)
+        return values
+
+    def _load(self, nodes: np.ndarray, pool: bytes) -> None:
+        v = nodes["v"]
+        self.tags: list[int] = nodes["tag"].tolist()
+        self.aux: list[int] = nodes["aux"].tolist()
         self.u: list[int] = v.tolist()
         self.i: list[int] = v.view("<i8").tolist()
         self.d: list[float] = v.view("<f8").tolist()
-        self.pool = batch.pool
+        self.pool = pool
 
     def children(self, i: int, count: int) -> Iterator[int]:
         """Indices of the `count` values nested directly under node `i`."""
