@@ -193,7 +193,7 @@ class MetricBackend(ABC):
 
     def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
         """What the loop measured for events `first_event`.. at `boundary`, in order: rows of
-        `retrace.replay.compiler.EVENT_DTYPE` (ns of `time.perf_counter_ns`'s clock, GL
+        `retrace.replay.program.EVENT_DTYPE` (ns of `time.perf_counter_ns`'s clock, GL
         timestamps, samples passed; `NOT_MEASURED` where nothing was)."""
         raise NotImplementedError(f"{self.name} measures its events itself")
 

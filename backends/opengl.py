@@ -34,7 +34,7 @@ from retrace.backends.base import (
     NumType,
     nesting_plan,
 )
-from retrace.replay.compiler import NOT_MEASURED
+from retrace.replay.program import NOT_MEASURED
 
 GL_TIMESTAMP = 0x8E28
 GL_SAMPLES_PASSED = 0x8914

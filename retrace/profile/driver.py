@@ -39,7 +39,7 @@ from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
-from retrace.replay.compiler import Marks, Row
+from retrace.replay.program import Marks, Row
 from retrace.replay.replayer import Replayer, rendered
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import Table

@@ -1,8 +1,9 @@
 """Compiling a trace into replay ops.
 
-Every call of the trace becomes, once, an op of a `_vm.Code`. GL calls that
-take nothing but numbers compile in C straight from the reader's flat records
-into direct calls of the driver's function (`_vm.c` says how). Every other
+Every call of the trace becomes, once, an op of a `Program`. GL calls whose
+arguments are numbers, object names, uniform locations, buffer offsets or data
+held in the trace compile in C straight from the reader's flat records into
+direct calls of the driver's function (`_vm.c` says how). Every other
 call becomes a Python entry ``(function, args)`` that its op calls as
 ``function(*args)``: a ctypes function typed from the registry with its
 arguments already converted (arrays as ctypes arrays, blobs and strings as
@@ -21,9 +22,7 @@ per function name, so the replay can say what it left out.
 from __future__ import annotations
 
 import ctypes
-import enum
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
+from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
@@ -47,8 +47,6 @@ from retrace.trace.model import (
     Pointer,
     Signatures,
 )
-
-Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
 _MAP_BUFFER = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|OES|EXT)?$")
 _UNMAP_BUFFER = re.compile(r"glUnmap(Named)?Buffer(ARB|OES|EXT)?$")
@@ -101,17 +99,6 @@ class Unsupported(Exception):
     """This call cannot be issued; the message says why (one per function name)."""
 
 
-class Row(enum.IntEnum):
-    """What an entry is to the profiler (glretrace's rules for the calls and draw-calls tables)."""
-
-    NONE = 0  # window-system calls, memcpy, the replayer's own work, calls inside display lists
-    CALL = 1  # a call row
-    DRAW = 2  # a call row that is also a draw-call row
-    BEGIN = 3  # glBegin: opens a draw row that glEnd closes
-    END = 4  # glEnd
-    LIST_END = 5  # glEndList: a call row, run while GL still compiles the list it closes
-
-
 # plain ints for the per-call path (enum comparisons are slow)
 _NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
 # calls that change how the calls after them are classified: compiled in Python
@@ -124,117 +111,6 @@ _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer ty
 _FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
 assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
-
-
-# an event the loop measured (`Program.take_events`): ns of perf_counter_ns's clock,
-# GL timestamps, samples passed
-EVENT_DTYPE = np.dtype(
-    [(f, "<i8") for f in ("cpu_start", "cpu_end", "gpu_start", "gpu_end", "pixels")]
-)
-NOT_MEASURED = np.iinfo(np.int64).min
-
-
-class Marks(enum.IntEnum):
-    """Which per-op flag selects the ops a pass brackets with callbacks (`Program.bracket`)."""
-
-    NONE = 0
-    ROWS = 1  # profiling rows: the mark is the op's Row
-    CHECKABLE = 2  # GL calls glGetError may follow: the mark is 1
-
-
-class Program:
-    """A compiled trace: the ops a replay pass runs, and what each one is.
-
-    Per-op metadata (call number, function, Row, checkable) lives in the C
-    code object as flat arrays; only ops that are Python entries cost a Python
-    object.
-    """
-
-    def __init__(self) -> None:
-        self.code = _vm.Code()
-        self.entries: list[Entry] = []  # the Python entries of ops that are not direct calls
-        self.names: list[str] = []  # function names
-        self.frame_ends: list[int] = []  # op indices that end a frame
-        self.skipped: Counter[str] = Counter()  # function -> calls not issued
-        self.reasons: dict[str, str] = {}  # function -> why
-        self._name_index: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self.code)
-
-    def name_id(self, name: str) -> int:
-        """The index of a function name in `names` (added on first use)."""
-        index = self._name_index.get(name)
-        if index is None:
-            index = self._name_index[name] = len(self.names)
-            self.names.append(name)
-        return index
-
-    def add(
-        self, entry: Entry, call_no: int, name_id: int, row: int = 0, checkable: bool = False
-    ) -> None:
-        """Append an op that calls a Python entry."""
-        self.code.add_py(len(self.entries), call_no, name_id, row, checkable)
-        self.entries.append(entry)
-
-    def run(self, start: int, end: int | None = None) -> int:
-        """Run ops [start, end); returns where it stopped."""
-        return self.code.run(start, len(self.code) if end is None else end, self.entries)
-
-    def bracket(
-        self,
-        marks: Marks = Marks.NONE,
-        before: Callable[[int, int], None] | None = None,
-        after: Callable[[int, int], None] | None = None,
-    ) -> None:
-        """From the next op on, call `before(i, mark)` and `after(i, mark)` around every op
-        whose mark is not zero (`Marks.NONE`: no callbacks)."""
-        self.code.bracket(int(marks), before, after)
-
-    def measure_events(
-        self,
-        calls: tuple[bool, bool],
-        draws: tuple[bool, bool],
-        queries: tuple[int, ...] | None,
-        on_full: Callable[[], None],
-    ) -> None:
-        """From the next op on, have the loop measure every call and draw-call event itself
-        (in C: no Python per event): the clock always, and per kind (gpu times, pixels) GL
-        timestamp and samples-passed queries made with `queries`, the addresses of the
-        current context's glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery,
-        glEndQuery and glGetQueryObjectui64v. `on_full` is called when 1,024 events have
-        ended since the last `take_events`. Called again after a context switch, with that context's
-        functions."""
-        self.code.events(*calls, *draws, queries, on_full)
-
-    def stop_events(self) -> None:
-        """Stop measuring events (what was not taken is dropped)."""
-        self.code.events(None)
-
-    def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(calls, draws) measured, in event order, as `EVENT_DTYPE` rows (`NOT_MEASURED`
-        where nothing was): those that had ended at the previous take, which the GPU is done
-        with by now, or with `all` every one. Reads their queries in the context they ran
-        in, which must be current, and frees them for reuse."""
-        calls, draws = self.code.take_events(all)
-        return np.frombuffer(calls, EVENT_DTYPE), np.frombuffer(draws, EVENT_DTYPE)
-
-    def forget_queries(self) -> None:
-        """Delete the query objects made for events; the context they belong to must be
-        current (before it changes or goes away; `take_events` first)."""
-        self.code.forget_queries()
-
-    def where(self, i: int) -> str:
-        """'CALL_NO: FUNCTION' of op i, for messages."""
-        call_no, name_id, _, _ = self.code.meta(i)
-        return f"{call_no}: {self.names[name_id]}"
-
-    def column(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """A copy of ops [start, stop) of one per-op array: call_nos (int64), name_ids
-        (uint32), rows or checkable (uint8)."""
-        dtype = {"call_nos": np.int64, "name_ids": np.uint32}.get(name, np.uint8)
-        stop = len(self.code) if stop is None else stop
-        return np.frombuffer(self.code.column(name, start, stop), dtype)
 
 
 @dataclass(slots=True)

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retrace.errors import RetraceError, TraceError
-from retrace.replay.compiler import Compiler, Marks, Program
+from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
+from retrace.replay.program import Marks, Program
 from retrace.replay.snapshot import Image, OwnGL, read_current
 from retrace.replay.state import Drawable, ReplayState
 from retrace.replay.ws import WindowSystem, WsCompiler
