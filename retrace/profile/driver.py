@@ -135,8 +135,11 @@ class Profiler:
             self._start_pass()
         elif self._active is not None:
             self._active.backend.continue_pass()
-            if self._native:
-                self._configure_events()  # the new context's query functions
+            if self._native and not self._configure_events():  # the new context's functions
+                raise ProfileError(
+                    "the trace switches to a context without GL query objects: its calls "
+                    "cannot be measured"
+                )
 
     def _before_switch(self) -> None:
         if self._active is not None:
@@ -341,22 +344,28 @@ class Profiler:
         calls, draws = self._event_counts(program.code.position)
         self._next_event = {Boundary.CALL: calls, Boundary.DRAWCALL: draws}
         self._native = native
-        self._configure_events()
+        if not self._configure_events():
+            self._native = {}
+            self._bracket_calls()
 
-    def _configure_events(self) -> None:
-        """Tell the loop what to measure, with the current context's query functions."""
+    def _configure_events(self) -> bool:
+        """Tell the loop what to measure, with the current context's query functions;
+        False when the context lacks one (the caller brackets in Python instead)."""
         none = NativeEvents()
         call = self._native.get(Boundary.CALL) or none
         draw = self._native.get(Boundary.DRAWCALL) or none
         queries = None
         if call != none or draw != none:
             queries = self.session.query_functions()
+            if not all(queries):
+                return False
         self.replayer.program.measure_events(
             (call.gpu_times, call.pixels),
             (draw.gpu_times, draw.pixels),
             queries,
             self._collect_events,
         )
+        return True
 
     def _collect_events(self, everything: bool = False) -> None:
         """Pass what the loop measured to the backend: the events that had ended at the

@@ -760,11 +760,11 @@ static PyObject *Code_events(Code *c, PyObject *args) {
         unsigned long long f[6];
         if (!PyArg_ParseTuple(queries, "KKKKKK", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]))
             return NULL;
-        for (int k = 0; k < 6; k++)
-            if (!f[k]) {
-                PyErr_SetString(PyExc_ValueError, "a query function is missing");
-                return NULL;
-            }
+        int gpu = gpu_call || gpu_draw, pixels = pixels_call || pixels_draw;
+        if (!f[0] || !f[1] || !f[5] || (gpu && !f[2]) || (pixels && (!f[3] || !f[4]))) {
+            PyErr_SetString(PyExc_ValueError, "a query function is missing");
+            return NULL;
+        }
         ev->gl.gen = (void (*)(int32_t, uint32_t *))(uintptr_t)f[0];
         ev->gl.del = (void (*)(int32_t, const uint32_t *))(uintptr_t)f[1];
         ev->gl.counter = (void (*)(uint32_t, uint32_t))(uintptr_t)f[2];
