@@ -44,6 +44,13 @@ from retrace.replay.replayer import Replayer, rendered
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import Table
 
+CALL, DRAWCALL = Boundary.CALL, Boundary.DRAWCALL
+# the ops that start an event of each boundary (a glBegin..glEnd block is one draw,
+# counted at glBegin)
+EVENT_ROWS = {
+    CALL: (Row.CALL, Row.LIST_END, Row.DRAW, Row.BEGIN),
+    DRAWCALL: (Row.DRAW, Row.BEGIN),
+}
 OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
 
 
@@ -332,10 +339,8 @@ class Profiler:
         """(call events, draw events) among the ops before `end` (all when None)."""
         rows = self.replayer.program.column("rows", 0, end)
         counts = np.bincount(rows, minlength=len(Row))
-        return (
-            int(counts[Row.CALL] + counts[Row.LIST_END] + counts[Row.DRAW] + counts[Row.BEGIN]),
-            int(counts[Row.DRAW] + counts[Row.BEGIN]),
-        )
+        calls, draws = (int(counts[list(EVENT_ROWS[b])].sum()) for b in (CALL, DRAWCALL))
+        return calls, draws
 
     def _measure_natively(self, native: dict[Boundary, NativeEvents | None]) -> None:
         """Have the replay loop measure calls and draws itself from the op running now on
@@ -437,10 +442,6 @@ class Profiler:
         wanted = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in self.profile.metrics]
         frame_ends = np.asarray(program.frame_ends, np.int64)
         log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
-        events = {
-            Boundary.CALL: (Row.CALL, Row.LIST_END, Row.DRAW, Row.BEGIN),
-            Boundary.DRAWCALL: (Row.DRAW, Row.BEGIN),
-        }
         for start in range(0, len(program) if wanted else 0, chunk):
             stop = min(start + chunk, len(program))
             ops = np.arange(start, stop)
@@ -452,7 +453,7 @@ class Profiler:
             last = np.searchsorted(log[:, 0], ops, side="left") - 1
             programs = np.where(last >= 0, log[np.maximum(last, 0), 1], 0)
             for boundary in wanted:
-                mask = np.isin(rows, events[boundary])
+                mask = np.isin(rows, EVENT_ROWS[boundary])
                 self._meta(boundary, "call_no").extend(call_nos[mask])
                 self._meta(boundary, "name").extend(name_ids[mask])
                 self._meta(boundary, "program").extend(programs[mask])

@@ -4,7 +4,8 @@ The first pass parses, compiles and runs the trace batch by batch; later
 passes run the compiled ops only. The loop itself is C (`_vm.c`): everything
 per call was decided when the op was compiled, and Python runs only for ops
 that are Python entries and for the callbacks a pass brackets ops with
-(`Program.bracket`: the profiler's queries, -v's error checks). Frame ends
+(`Program.bracket`: -v's error checks, per-call metrics the loop cannot
+measure itself). Frame ends
 call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 """
 
@@ -35,6 +36,9 @@ def rendered(frames: int, seconds: float) -> str:
     return f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps"
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
 def _keep_batches_out_of_heap() -> None:
     """Have glibc always map large blocks (the reader's batches, a few MB each) rather
     than move its threshold up to them: batches then go back to the system when freed
@@ -46,9 +50,6 @@ def _keep_batches_out_of_heap() -> None:
         libc.mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
     except (OSError, AttributeError):
         pass  # not glibc: nothing to tune
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
 class StopReplay(Exception):
