@@ -35,9 +35,10 @@ from models.driver import (
     InjectedWork,
 )
 from models.harness import (
+    MULTI_CONTEXT,
     at_first_context,
-    expose_except,
-    install,
+    check_rejected,
+    check_second_context_reads_dash,
     most_in_flight,
     on_this_driver,
     profile,
@@ -47,14 +48,10 @@ from models.harness import (
 from retrace.backends.amd_perfmon import AmdPerfMonitorBackend, _AmdGL
 from retrace.backends.base import Boundary, Kind, NumType
 from retrace.backends.counter_sessions import CounterSessionBackend
-from retrace.errors import UsageError
-from retrace.profile.driver import Profiler
 from retrace.replay.dispatch import Dispatch
 
 AMD = "GL_AMD_performance_monitor"
 ALL = "Samples Passed, Primitives Generated, Fragments Per Primitive, Session Serial, Sample Share"
-MULTI_CONTEXT = "piglit-glx-multithread.trace"
-SECOND_CONTEXT = 0x7F74F8000B70  # the trace's handle of the context of its first glDrawArrays
 
 
 def share(samples: float, primitives: float) -> float:
@@ -239,13 +236,7 @@ def test_selects_by_name_and_by_id_and_measures_every_draw_exactly():
     ],
 )
 def test_invalid_selections_are_rejected_with_a_clear_message(boundary, selection, message):
-    profiler = Profiler(str(TRACES / "glxgears.trace"), {boundary: selection})
-    try:
-        install(profiler, AmdPerfMonitorModel())
-        with pytest.raises(UsageError, match=message):
-            profiler.run()
-    finally:
-        profiler.close()
+    check_rejected(AmdPerfMonitorModel(), boundary, selection, message)
 
 
 def test_a_counter_the_driver_refuses_reads_dash_with_the_reason(capsys):
@@ -388,20 +379,7 @@ def test_a_context_switch_mid_frame_keeps_the_row():
 
 
 def test_a_context_without_the_extension_reads_dash(capsys):
-    model = AmdPerfMonitorModel()
-    run = profile(
-        MULTI_CONTEXT,
-        model,
-        frames=f"{AMD}: Samples Passed",
-        draws=f"{AMD}: Samples Passed; opengl: Pixels Drawn",
-        prepare=lambda profiler: expose_except(profiler, model, SECOND_CONTEXT),
-    )
-    frame = run.tables[Boundary.FRAME].column("Samples Passed")
-    assert math.isnan(frame[0]) and frame[1] == 0  # part of frame 0 ran where it is missing
-    draws = run.tables[Boundary.DRAWCALL].column("Samples Passed")
-    assert draws[0] == 0 and math.isnan(draws[1]) and draws[2] == 100
-    err = capsys.readouterr().err
-    assert err.count(f"warning: {AMD} is not exposed by llvmpipe") == 1
+    check_second_context_reads_dash(AmdPerfMonitorModel(), AMD, lambda: capsys.readouterr().err)
 
 
 def test_without_the_extension_on_the_first_context_selections_read_dash(capsys):

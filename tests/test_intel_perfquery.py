@@ -25,9 +25,10 @@ from models.driver import (
     InjectedWork,
 )
 from models.harness import (
+    MULTI_CONTEXT,
     at_first_context,
-    expose_except,
-    install,
+    check_rejected,
+    check_second_context_reads_dash,
     most_in_flight,
     on_this_driver,
     profile,
@@ -45,14 +46,10 @@ from models.intel_perfquery import (
 from retrace.backends.base import Boundary, Kind, NumType
 from retrace.backends.counter_sessions import CounterSessionBackend
 from retrace.backends.intel_perfquery import IntelPerfQueryBackend, _IntelGL
-from retrace.errors import UsageError
-from retrace.profile.driver import Profiler
 from retrace.replay.dispatch import Dispatch
 
 INTEL = "GL_INTEL_performance_query"
 PIPELINE = "Samples Passed, Primitives Generated, Fragments Per Primitive, Sample Share"
-MULTI_CONTEXT = "piglit-glx-multithread.trace"
-SECOND_CONTEXT = 0x7F74F8000B70  # the trace's handle of the context of its first glDrawArrays
 
 
 # --- the model follows the spec ----------------------------------------------------------------
@@ -244,13 +241,7 @@ def test_one_pass_per_query_per_boundary_and_exact_values():
     ],
 )
 def test_invalid_selections_are_rejected_with_a_clear_message(boundary, selection, message):
-    profiler = Profiler(str(TRACES / "glxgears.trace"), {boundary: selection})
-    try:
-        install(profiler, IntelPerfQueryModel())
-        with pytest.raises(UsageError, match=message):
-            profiler.run()
-    finally:
-        profiler.close()
+    check_rejected(IntelPerfQueryModel(), boundary, selection, message)
 
 
 def test_a_query_the_driver_cannot_create_reads_dash_with_the_reason(capsys):
@@ -340,19 +331,7 @@ def test_a_context_switch_mid_frame_keeps_the_row():
 
 
 def test_a_context_without_the_extension_reads_dash(capsys):
-    model = IntelPerfQueryModel()
-    run = profile(
-        MULTI_CONTEXT,
-        model,
-        frames=f"{INTEL}: Samples Passed",
-        draws=f"{INTEL}: Samples Passed",
-        prepare=lambda profiler: expose_except(profiler, model, SECOND_CONTEXT),
-    )
-    frame = run.tables[Boundary.FRAME].column("Samples Passed")
-    assert math.isnan(frame[0]) and frame[1] == 0
-    draws = run.tables[Boundary.DRAWCALL].column("Samples Passed")
-    assert draws[0] == 0 and math.isnan(draws[1]) and draws[2] == 100
-    assert capsys.readouterr().err.count(f"warning: {INTEL} is not exposed by llvmpipe") == 1
+    check_second_context_reads_dash(IntelPerfQueryModel(), INTEL, lambda: capsys.readouterr().err)
 
 
 def test_without_the_extension_on_the_first_context_selections_read_dash(capsys):

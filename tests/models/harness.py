@@ -10,21 +10,26 @@ driver. `profile` runs every pass and reads the TSV back, as a user would see it
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tracegen import TraceWriter, glx_context
 
 from models.driver import DELETED, RESULT, ExtensionModel
 from retrace.backends.base import Boundary, MetricBackend
+from retrace.errors import UsageError
 from retrace.profile.driver import Profiler
 from retrace.replay.dispatch import Dispatch
 from retrace.writer.tsv import MetricWriter
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
+MULTI_CONTEXT = "piglit-glx-multithread.trace"  # three contexts, switched within a frame
+SECOND_CONTEXT = 0x7F74F8000B70  # the trace's handle of the context of its first glDrawArrays
 
 
 def install(profiler: Profiler, model: ExtensionModel) -> None:
@@ -140,3 +145,32 @@ def most_in_flight(calls: list[tuple[str, tuple]], end: str) -> int:
         elif name in (RESULT, DELETED):
             pending.discard(args[0])
     return most
+
+
+def check_rejected(model: ExtensionModel, boundary: Boundary, selection: str, message: str) -> None:
+    """The selection is refused with a usage error matching `message`."""
+    profiler = Profiler(str(TRACES / "glxgears.trace"), {boundary: selection})
+    try:
+        install(profiler, model)
+        with pytest.raises(UsageError, match=message):
+            profiler.run()
+    finally:
+        profiler.close()
+
+
+def check_second_context_reads_dash(model: ExtensionModel, backend: str, err: Callable[[], str]):
+    """With the extension missing on the multi-context trace's second context, the
+    events that ran there read '-' (a frame partly there too) and one warning says why;
+    `err` returns what was printed on stderr."""
+    run = profile(
+        MULTI_CONTEXT,
+        model,
+        frames=f"{backend}: Samples Passed",
+        draws=f"{backend}: Samples Passed; opengl: Pixels Drawn",
+        prepare=lambda profiler: expose_except(profiler, model, SECOND_CONTEXT),
+    )
+    frame = run.tables[Boundary.FRAME].column("Samples Passed")
+    assert math.isnan(frame[0]) and frame[1] == 0  # part of frame 0 ran where it is missing
+    draws = run.tables[Boundary.DRAWCALL].column("Samples Passed")
+    assert draws[0] == 0 and math.isnan(draws[1]) and draws[2] == 100
+    assert err().count(f"warning: {backend} is not exposed by llvmpipe") == 1
