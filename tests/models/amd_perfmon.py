@@ -172,25 +172,16 @@ class AmdPerfMonitorModel(ExtensionModel):
     # --- helpers -------------------------------------------------------------------------------
 
     def _group(self, group: int) -> Group | None:
-        found = next((g for g in GROUPS if g.id == group), None)
-        if found is None:
-            self.error(GL_INVALID_VALUE)
-        return found
+        return self.named(next((g for g in GROUPS if g.id == group), None))
 
     def _counter(self, group: int, counter: int) -> Counter | None:
         found = self._group(group)
         if found is None:
             return None
-        result = found.counter(counter)
-        if result is None:
-            self.error(GL_INVALID_VALUE)
-        return result
+        return self.named(found.counter(counter))
 
     def _monitor(self, name: int) -> Monitor | None:
-        monitor = self.state().monitors.get(name)
-        if monitor is None:
-            self.error(GL_INVALID_VALUE)
-        return monitor
+        return self.named(self.state().monitors.get(name))
 
     def _result(self, monitor: Monitor) -> bytes:
         state: AmdState = self.state()

@@ -39,8 +39,9 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
+T = TypeVar("T")
 GL_NO_ERROR = 0
 GL_INVALID_ENUM = 0x0500
 GL_INVALID_VALUE = 0x0501
@@ -368,6 +369,12 @@ class ExtensionModel:
         state = self.state()
         if state.error == GL_NO_ERROR:
             state.error = code
+
+    def named(self, found: T | None) -> T | None:
+        """An object looked up by the name a call passed: GL_INVALID_VALUE when there is none."""
+        if found is None:
+            self.error(GL_INVALID_VALUE)
+        return found
 
     def advance(self) -> None:
         """GPU progress on the current context: everything submitted completes."""

@@ -220,16 +220,10 @@ class IntelPerfQueryModel(ExtensionModel):
 
     def _query(self, query_id: int) -> Query | None:
         self.state()
-        found = next((q for q in self.queries if q.id == query_id), None)
-        if found is None:
-            self.error(GL_INVALID_VALUE)
-        return found
+        return self.named(next((q for q in self.queries if q.id == query_id), None))
 
     def _handle(self, handle: int) -> Handle | None:
-        found = self.state().handles.get(handle)
-        if found is None:
-            self.error(GL_INVALID_VALUE)
-        return found
+        return self.named(self.state().handles.get(handle))
 
     # --- the entry points ------------------------------------------------------------------------
 
