@@ -16,16 +16,15 @@ Then: `python benchmarks/replay.py OUT_DIR/*.trace` and the other scripts.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from reference import private_display  # noqa: E402
 from test_profile import big_trace  # noqa: E402 - the tests' generator of this trace
 
 
@@ -33,33 +32,15 @@ def record_glxgears(out: Path, seconds: int = 12) -> None:
     if not all(shutil.which(tool) for tool in ("apitrace", "glxgears", "Xvfb")):
         print("skipping glxgears: needs apitrace, glxgears and Xvfb", file=sys.stderr)
         return
-    xvfb = subprocess.Popen(
-        ["Xvfb", ":79", "-screen", "0", "800x600x24"], stderr=subprocess.DEVNULL
-    )
-    try:
-        time.sleep(1)
-        env = dict(os.environ, DISPLAY=":79")
+    with private_display() as env:
         subprocess.run(
-            [
-                "timeout",
-                "-s",
-                "INT",
-                str(seconds),
-                "apitrace",
-                "trace",
-                "--api",
-                "gl",
-                "-o",
-                str(out),
-                "glxgears",
-            ],
+            ["timeout", "-s", "INT", str(seconds), "apitrace", "trace", "--api", "gl"]
+            + ["-o", str(out), "glxgears"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             check=False,
         )
-    finally:
-        xvfb.terminate()
 
 
 def main() -> None:

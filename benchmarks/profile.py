@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from reference import private_display, reference_replayer
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,22 +49,11 @@ def main() -> None:
     traces = args.traces or sorted((ROOT / "traces").glob("glmark2-[bdt]*.trace")) + [
         ROOT / "traces" / "glxgears.trace"
     ]
-    xvfb = subprocess.Popen(
-        ["Xvfb", ":78", "-screen", "0", "1024x768x24"], stderr=subprocess.DEVNULL
-    )
-    env = dict(os.environ, DISPLAY=":78", WAFFLE_PLATFORM="surfaceless_egl")
-    time.sleep(1)
     ours = [sys.executable, "-m", "retrace", "--quiet"]
     rows = []
-    try:
+    with private_display() as env:
         for trace in traces:
-            egl = (
-                b"eglMakeCurrent"
-                in subprocess.run(
-                    [sys.executable, "-m", "retrace", "dump", str(trace)], capture_output=True
-                ).stdout
-            )
-            ref = ["eglretrace" if egl else "glretrace"]
+            ref = [reference_replayer(trace)]
             row = [trace.name]
             for selection in SELECTIONS.values():
                 a = min(
@@ -75,8 +65,6 @@ def main() -> None:
             b = measure([*ref, *MEMORY, str(trace)], env)[1]
             row += [a // 1024, b // 1024, f"{a / b:.2f}"]
             rows.append(row)
-    finally:
-        xvfb.terminate()
     print(
         tabulate(
             rows,

@@ -13,7 +13,6 @@ runs. Run by hand; timing is not a test.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from reference import private_display, reference_replayer
 from tabulate import tabulate
 
 from retrace.replay.replayer import Replayer
@@ -31,13 +31,7 @@ RENDERED = re.compile(rb"Rendered (\d+) frames in ([0-9.e+-]+) secs")
 
 def reference(trace: Path, env: dict[str, str]) -> tuple[float, float]:
     """(glretrace's reported replay seconds, wall seconds of the command)."""
-    egl = (
-        b"eglMakeCurrent"
-        in subprocess.run(
-            [sys.executable, "-m", "retrace", "dump", str(trace)], capture_output=True
-        ).stdout
-    )
-    exe = "eglretrace" if egl else "glretrace"
+    exe = reference_replayer(trace)
     start = time.perf_counter()
     out = subprocess.run([exe, "-b", str(trace)], capture_output=True, env=env).stdout
     wall = time.perf_counter() - start
@@ -63,15 +57,10 @@ def main() -> None:
     traces = args.traces or sorted(
         p for p in (ROOT / "traces").glob("*.trace") if "piglit" not in p.name
     )
-    if shutil.which("glretrace") is None or shutil.which("Xvfb") is None:
-        sys.exit("benchmarks/replay.py: needs glretrace and Xvfb (apt-get install apitrace xvfb)")
-    xvfb = subprocess.Popen(
-        ["Xvfb", ":77", "-screen", "0", "1024x768x24"], stderr=subprocess.DEVNULL
-    )
-    env = dict(os.environ, DISPLAY=":77", WAFFLE_PLATFORM="surfaceless_egl")
-    time.sleep(1)
+    if shutil.which("glretrace") is None:
+        sys.exit("benchmarks/replay.py: needs glretrace (apt-get install apitrace)")
     rows = []
-    try:
+    with private_display() as env:
         for trace in traces:
             ref_loop, ref_wall = (
                 min(x)
@@ -92,8 +81,6 @@ def main() -> None:
                     f"{first / ref_wall:.2f}",
                 ]
             )
-    finally:
-        xvfb.terminate()
     print(
         tabulate(
             rows,
