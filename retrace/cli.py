@@ -320,11 +320,32 @@ def main() -> None:
         click.echo("retrace: interrupted", err=True)
         sys.exit(130)
     except RetraceError as e:
-        sys.stdout.flush()
+        _flush_stdout()
         click.echo(f"retrace: error: {e}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
-        # the reader of our output (head, less) went away: not an error of ours; point
-        # stdout at /dev/null so that flushing it at exit cannot fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # the reader of our output (head, less) went away: not an error of ours
+        _drop_stdout()
         sys.exit(0)
+    except OSError as e:  # an unwritable path, a full disk
+        _drop_stdout()
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"retrace: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
+    except MemoryError:
+        _drop_stdout()
+        click.echo("retrace: error: out of memory", err=True)
+        sys.exit(1)
+
+
+def _flush_stdout() -> None:
+    """Flush what was written before an error; stdout itself may be what failed."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

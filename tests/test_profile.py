@@ -411,3 +411,15 @@ def test_clock_only_passes_time_the_same_events_in_c(boundary):
     assert all(
         s + d <= after for s, d, after in zip(starts[:-1], durations[:-1], starts[1:], strict=True)
     )
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_measurements(tmp_path):
+    r = run_retrace(
+        "--pframes", "opengl: CPU Duration", "--quiet", "-o", "/dev/full",
+        "--store-dir", str(tmp_path), str(TRACES / "es2tri.trace"),
+    )  # fmt: skip
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "cannot write the tables to /dev/full: No space left on device" in err
+    (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("retrace-store-")]
+    assert str(kept) in err and any(kept.iterdir())

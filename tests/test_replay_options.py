@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from conftest import TRACES, run_retrace
 from tracegen import TraceWriter, glx_context
 
@@ -79,3 +82,19 @@ def test_handles_into_the_traced_process_are_never_passed_on(tmp_path):
     err = r.stderr.decode()
     assert "glEGLImageTargetTexture2DOES" in err and "glVertexPointer" in err
     assert "glDebugMessageCallback" not in err  # simply not replayed, like glretrace
+
+
+def test_unwritable_outputs_are_one_line_errors(tmp_path):
+    for args, message in (
+        (["-s", str(tmp_path / "missing" / "f")], f"{tmp_path}/missing/f0000000051.png: No such"),
+        (["-s", "-", "--snapshot-format=MD5"], "No space left on device"),  # stdout is /dev/full
+    ):
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run(
+                [sys.executable, "-m", "retrace", "replay", *args, str(TRACES / "es2tri.trace")],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=300,
+            )
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.count("\n") == 1 and message in err, err

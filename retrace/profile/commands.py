@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from typing import IO
 
 from retrace.backends.base import Boundary
+from retrace.errors import RetraceError
 from retrace.profile.driver import Profiler
 from retrace.writer.tsv import MetricWriter
 
@@ -133,9 +134,18 @@ def run_profile(
     )
     try:
         profiler.run()
-        with ExitStack() as stack:
-            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
-            MetricWriter(stream).write_all(profiler.tables())
+        try:
+            with ExitStack() as stack:
+                stream = stack.enter_context(open(output, "w")) if output else sys.stdout
+                MetricWriter(stream).write_all(profiler.tables())
+        except BrokenPipeError:
+            raise  # the reader went away: not an error (see cli.main)
+        except OSError as e:  # a full disk, an unwritable path: keep what was measured
+            profiler.store.keep = True
+            raise RetraceError(
+                f"cannot write the tables to {output or 'standard output'}: "
+                f"{e.strerror or e}; the measurements are kept in {profiler.store.path}"
+            ) from None
         print(profiler.summary())
         profiler.replayer.finish()
     finally:
