@@ -151,6 +151,12 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     help="Accepted for glretrace compatibility: replay is always headless.",
 )
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
+    "GL errors the program did not get).",
+)
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
     from retrace.replay.command import run_replay
@@ -211,6 +217,12 @@ def replay(trace: str, **options) -> None:
     metavar="NS",
     help="With --pcpu: leave out calls faster than NS ns.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
+    "GL errors the program did not get).",
+)
 def profile(
     trace: str,
     pframes: str | None,
@@ -233,6 +245,7 @@ def profile(
     repeat: int,
     warmup: int,
     stats: bool,
+    strict: bool,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
@@ -263,6 +276,7 @@ def profile(
             memory=pmem,
             frame_times=pframe_times,
             min_cpu_time=min_cpu_time,
+            strict=strict,
         )
     else:
         if not selections:
@@ -280,6 +294,7 @@ def profile(
             repeat=repeat,
             warmup=warmup,
             stats=stats,
+            strict=strict,
         )
 
 

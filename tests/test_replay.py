@@ -37,6 +37,7 @@ CASES = {
     "es2gears.trace": (FRAMES, set()),
     "es2tri.trace": (FRAMES, set()),
     "egl-two-threads.trace": (FRAMES, set()),
+    "persistent-map.trace": (DRAWS, set()),  # buffers persistently mapped while others map
     "glmark2-build-clientarrays.trace": (FRAMES, set()),
     "glmark2-texture-mipmap.trace": (FRAMES, set()),
     "glmark2-desktop-fbo.trace": (FRAMES, set()),

@@ -4,12 +4,13 @@
 # What it does:
 #   1. Installs what is missing (Debian 12 packages: apitrace,
 #      apitrace-tracers, xvfb, mesa-utils, glmark2-x11, glmark2-es2-x11,
-#      piglit, gcc, libegl-dev, libgles-dev; Python: cramjam, zstandard).
+#      piglit, gcc, libegl-dev, libgles-dev, libgl-dev; Python: cramjam, zstandard).
 #   2. Starts its own Xvfb on a free display (stopped again on exit) and
 #      forces Mesa's llvmpipe software driver, so the traces do not depend on
 #      the machine's GPU.
-#   3. Compiles the two C files in src/: egl_two_threads (our own headless
-#      EGL/GLES2 program) and stop_after_frames.so (an LD_PRELOAD helper that
+#   3. Compiles the C files in src/: egl_two_threads (our own headless
+#      EGL/GLES2 program), persistent_map (our own GL 4.5 core program)
+#      and stop_after_frames.so (an LD_PRELOAD helper that
 #      ends glxgears/es2gears_x11/es2tri after a fixed number of frames).
 #   4. Traces each program with apitrace 11.1 (Snappy container), checks the
 #      result (`apitrace info`, no incomplete last call unless intended, size
@@ -34,7 +35,7 @@ die() { log "error: $*"; exit 1; }
 # --------------------------------------------------------------------------
 # 1. Dependencies
 DEBS=(apitrace apitrace-tracers xvfb mesa-utils glmark2-x11 glmark2-es2-x11
-      piglit gcc libc6-dev libegl-dev libgles-dev python3)
+      piglit gcc libc6-dev libegl-dev libgles-dev libgl-dev python3)
 missing=()
 for pkg in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
@@ -97,6 +98,8 @@ log "Xvfb on $DISPLAY, work dir $WORK"
 # 3. Build our helpers
 gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/egl_two_threads" "$HERE/src/egl_two_threads.c" -lEGL -lGLESv2 -lpthread
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
+    -o "$WORK/persistent_map" "$HERE/src/persistent_map.c" -lEGL -lGL
 gcc -shared -fPIC -O2 -Wall -Wextra -Werror \
     -o "$WORK/stop_after_frames.so" "$HERE/src/stop_after_frames.c" -ldl
 
@@ -185,6 +188,8 @@ check glxgears-interrupted gl incomplete
 
 # Our own program: EGL surfaceless, two threads, non-ASCII strings.
 trace egl-two-threads egl "$WORK/egl_two_threads"
+# Our own GL 4.5 core program: persistently mapped buffers, as engines stream data.
+trace persistent-map egl "$WORK/persistent_map"
 
 # glmark2 (GLX) and glmark2-es2 (EGL on X11): 5 frames of one scene each.
 GM=(-s 256x256)

@@ -120,6 +120,7 @@ def run_profile(
     repeat: int = 1,
     warmup: int = 0,
     stats: bool = False,
+    strict: bool = False,
 ) -> None:
     """Profile, then write the tables; a failure keeps and names what earlier passes stored."""
     profiler = Profiler(
@@ -147,6 +148,6 @@ def run_profile(
                 f"{e.strerror or e}; the measurements are kept in {profiler.store.path}"
             ) from None
         print(profiler.summary())
-        profiler.replayer.finish()
+        profiler.replayer.finish(strict)
     finally:
         profiler.close()

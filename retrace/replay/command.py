@@ -46,6 +46,7 @@ def run_replay(
     verbose: bool,
     headless: bool,
     window: bool,
+    strict: bool,
 ) -> None:
     first_frame, last_frame = _frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
@@ -87,4 +88,4 @@ def run_replay(
         if benchmark:
             frames = max(result.frames - first_frame, 0) if loop is None else result.frames
             click.echo(rendered(frames, result.seconds))
-        replayer.finish()
+        replayer.finish(strict)

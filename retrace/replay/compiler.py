@@ -89,6 +89,7 @@ _SPECIAL = (
 )
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 GL_BUFFER_SIZE = 0x8764
+GL_BUFFER_MAP_POINTER = 0x88BD
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
@@ -198,6 +199,7 @@ class Compiler:
         self._in_list = False  # between glNewList and glEndList
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
+        self._call_no = 0  # the call being compiled
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
@@ -307,6 +309,7 @@ class Compiler:
         value = values.value
         args = [value(node_start + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
         result = value(node_start + ret, sigs) if ret >= 0 else None
+        self._call_no = no
         try:
             entry = plan.compile(args, result, thread)
         except Unsupported as e:
@@ -358,7 +361,9 @@ class Compiler:
             self._single_buffer and name in ("glFlush", "glFinish")
         )
         plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
-        if (
+        if name == "glGetError":  # where the program asked, the trace says which error it got
+            plan.compile = lambda args, ret, thread: self._get_error(ret)
+        elif (
             (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES)
             or _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
             or name.startswith("glDebugMessageCallback")  # a function of the traced process
@@ -518,14 +523,17 @@ class Compiler:
             after.append(lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size))
         elif _MAP_BUFFER.match(name):
             after.append(self._map_buffer(command, args, ret))
-        elif _UNMAP_BUFFER.match(name):
-            key = ("buffer" if "Named" in name else "target", int(args[0] or 0))
-            after.append(lambda a, r, k=key: st.unmap_region(k))
         if only_into_buffer:
             return (self._into_pack_buffer, (fn, tuple(template)))
-        if not before and not after:
-            return (fn, tuple(template))
-        return (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+        entry: Entry = (
+            (fn, tuple(template))
+            if not before and not after
+            else (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+        )
+        unmap = _UNMAP_BUFFER.match(name)
+        if unmap:
+            return (self._unmap_buffer, (self._map_pointer(unmap, int(args[0] or 0)), entry))
+        return entry
 
     def _into_pack_buffer(self, fn: Any, args: tuple[Any, ...]) -> None:
         if self.ws.ws.gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING):
@@ -635,9 +643,9 @@ class Compiler:
     def _map_buffer(
         self, command: Command, args: list[Any], ret: Any
     ) -> Callable[[list, Any], None]:
-        st = self.state
+        """After a map: the region from the traced address to the driver's pointer."""
+        mapped = self.state.mapped
         named = "Named" in command.name
-        key = ("buffer" if named else "target", int(args[0] or 0))
         length_index = next((i for i, p in enumerate(command.params) if p.name == "length"), None)
         size = int(args[length_index]) if length_index is not None else None
         get_size = self.dispatch.raw(
@@ -651,25 +659,56 @@ class Compiler:
 
         def record(a, real):
             n = size
-            if n is None:
+            if n is None:  # glMapBuffer maps the whole buffer
                 value = ctypes.c_int64()
                 get_size(a[0], GL_BUFFER_SIZE, ctypes.byref(value))
                 n = value.value
-            st.map_region(traced, n, real or 0, key)
+            mapped.map(traced, n, real or 0)
 
         return record
+
+    def _map_pointer(self, unmap: re.Match[str], traced: int) -> Callable[[], int]:
+        """Where the buffer an unmap call names is mapped now (its GL_BUFFER_MAP_POINTER):
+        the buffer bound to the target, or the named buffer; 0 when the driver cannot say."""
+        named, suffix = unmap[1] or "", unmap[2] or ""
+        try:
+            get = self.dispatch.raw(
+                f"glGet{named}BufferPointerv{suffix}",
+                None,
+                ctypes.c_uint,
+                ctypes.c_uint,
+                ctypes.POINTER(ctypes.c_void_p),
+            )
+        except LookupError:
+            return lambda: 0
+        lookup = self._lookup("buffer") if named else None
+
+        def pointer() -> int:
+            value = ctypes.c_void_p()
+            get(lookup(traced) if lookup else traced, GL_BUFFER_MAP_POINTER, ctypes.byref(value))
+            return value.value or 0
+
+        return pointer
+
+    def _unmap_buffer(self, pointer: Callable[[], int], entry: Entry) -> None:
+        """Unmap a buffer, and end the region of the mapping it had."""
+        real = pointer()
+        fn, args = entry
+        fn(*args)
+        if real:
+            self.state.mapped.unmap(real)
+
+    def _get_error(self, traced: Any) -> Entry:
+        errors = self.ws.ws.gl_errors
+        if errors is None:
+            raise Unsupported("no GL error accounting")
+        return (errors.check, (traced if isinstance(traced, int) else 0, self._call_no))
 
     def _memcpy(self, args: list[Any]) -> Entry:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise Unsupported("memcpy without a destination address and data")
-        return (self._copy_to_mapping, (int(dest), bytes(data)))
-
-    def _copy_to_mapping(self, dest: int, data: bytes) -> None:
-        """apitrace's fake memcpy: bytes the program wrote into a mapped buffer."""
-        if not self.state.write_mapped(dest, data):
-            self.program.skipped["memcpy"] += 1
-            self.program.reasons.setdefault("memcpy", "its destination is in no mapped buffer")
+        return (self.state.mapped.write, (int(dest), bytes(data)))
 
 
 def _arg_type(ctype: type | None) -> int | None:

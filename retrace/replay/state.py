@@ -1,4 +1,5 @@
-"""What a replay pass tracks while it runs: contexts, drawables, object names, mapped memory.
+"""What a replay pass tracks while it runs: contexts, drawables, object names,
+uniform locations, mapped memory (`mapped.py`).
 
 Everything here is keyed by the values *recorded in the trace* (context and
 drawable handles, object names, addresses) and maps them to what the driver
@@ -9,11 +10,11 @@ hold references to this object and to its dictionaries, stay valid.
 from __future__ import annotations
 
 import bisect
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
+from retrace.replay.mapped import MappedMemory
 
 # Object classes whose names live in one context rather than in the share group.
 CONTAINER_CLASSES = frozenset(
@@ -53,16 +54,6 @@ class TracedContext:
     frame_fence: tuple[Context, int] | None = None
 
 
-@dataclass(eq=False)
-class Region:
-    """A mapped buffer range: where the traced program saw it and where it is now."""
-
-    traced: int
-    size: int
-    real: int
-    key: tuple[str, int]  # ("target", GL target) or ("buffer", traced name): what unmaps it
-
-
 class ReplayState:
     """Per-pass state shared by every compiled entry."""
 
@@ -74,7 +65,7 @@ class ReplayState:
         self.names: dict[str, dict[int, int]] = {}
         self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
         self._location_keys: dict[int, list[int]] = {}
-        self.regions: list[Region] = []
+        self.mapped = MappedMemory()
         self.current: TracedContext | None = None
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
@@ -103,7 +94,7 @@ class ReplayState:
             table.clear()
         self.locations.clear()
         self._location_keys.clear()
-        self.regions.clear()
+        self.mapped.clear()
         self.current = None
         self.current_drawable = None
         self.thread_current.clear()
@@ -150,22 +141,3 @@ class ReplayState:
             return traced
         base = keys[i]
         return table[base] + (traced - base)
-
-    # --- mapped memory --------------------------------------------------------------------
-
-    def map_region(self, traced: int, size: int, real: int, key: tuple[str, int]) -> None:
-        self.unmap_region(key)
-        if traced and real:
-            self.regions.append(Region(traced, size, real, key))
-
-    def unmap_region(self, key: tuple[str, int]) -> None:
-        self.regions = [r for r in self.regions if r.key != key]
-
-    def write_mapped(self, traced: int, data: bytes) -> bool:
-        """Copy data to where a traced address now lives; False if no mapping covers it."""
-        for r in self.regions:
-            offset = traced - r.traced
-            if offset >= 0 and offset + len(data) <= r.size:
-                ctypes.memmove(r.real + offset, data, len(data))
-                return True
-        return False

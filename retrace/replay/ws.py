@@ -24,6 +24,7 @@ from typing import Any
 
 from retrace.errors import RetraceError
 from retrace.replay.egl import ContextRequest, PixelFormat
+from retrace.replay.fidelity import GlErrors
 from retrace.replay.state import DEFAULT_SIZE, Drawable, ReplayState, TracedContext
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -198,6 +199,7 @@ class WindowSystem:
         self.state = state
         self.gl = gl  # the replayer's own GL functions (GetIntegerv, Scissor)
         self.on_frame_end: Callable[[Drawable | None], None] = lambda drawable: None
+        self.gl_errors: GlErrors | None = None  # counted at every frame end when set
         # around every change of the current context (the profiler pauses its queries)
         self.before_switch: Callable[[], None] = lambda: None
         self.after_switch: Callable[[], None] = lambda: None
@@ -286,6 +288,8 @@ class WindowSystem:
         if context is st.current and drawable is st.current_drawable:
             return
         if context is not st.current and st.current is not None:
+            if self.gl_errors is not None:
+                self.gl_errors.settle()  # the errors of the context being left
             self.before_switch()
         switching = context is not st.current
         if context is None or context.real is None:
@@ -339,6 +343,7 @@ class WindowSystem:
     def swap(self, draw: DrawableKey) -> None:
         st = self.state
         drawable = st.drawables.get(draw, st.current_drawable) if draw else st.current_drawable
+        self._count_errors()
         self.on_frame_end(drawable)
         if drawable is not None and drawable.surface is not None:
             st.display.swap_buffers(drawable.surface)
@@ -367,7 +372,15 @@ class WindowSystem:
             self.gl.DeleteSync(previous[1])
 
     def frame_terminator(self) -> None:
+        self._count_errors()
         self.on_frame_end(self.state.current_drawable)
+
+    def _count_errors(self) -> None:
+        """The program's GL errors of the frame, before the replayer's own calls at its end."""
+        if self.gl_errors is not None:
+            if self.state.current is not None:
+                self.gl_errors.settle()
+            self.gl_errors.frames += 1
 
 
 class WsCompiler:
