@@ -98,3 +98,24 @@ def test_unwritable_outputs_are_one_line_errors(tmp_path):
             )
         err = r.stderr.decode()
         assert r.returncode == 1 and err.count("\n") == 1 and message in err, err
+
+
+def test_draw_snapshots_skip_display_list_compilation_and_begin_end(tmp_path):
+    """A draw compiled into a display list draws nothing, and a snapshot inside glBegin/glEnd
+    would be a GL error: -S draw snapshots neither (glretrace snapshots glxgears' compiled
+    glEnds, 18 identical black images)."""
+    r = run_retrace("replay", "-s", str(tmp_path / "g"), "-S", "*/draw", GEARS)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    snapped = sorted(int(p.stem[1:]) for p in tmp_path.glob("g*.png"))
+    dump = run_retrace("dump", GEARS).stdout.decode().splitlines()
+    lists = [
+        int(line.split()[0]) for line in dump if " glNewList(" in line or " glEndList(" in line
+    ]
+    assert len(snapped) == 20  # per frame: glClear and the 3 glCallLists
+    assert all(n > max(lists) for n in snapped)
+    # piglit's display-list test draws inside lists and begin/end blocks: no snapshot error
+    r = run_retrace(
+        "replay", "-s", "-", "--snapshot-format=MD5", "-S", "*/draw", "--strict",
+        str(TRACES / "piglit-dlist-beginend.trace"),
+    )  # fmt: skip
+    assert r.returncode == 0 and not r.stderr and len(r.stdout.split()) == 12

@@ -316,11 +316,14 @@ class Compiler:
             program.skipped[plan.name] += 1
             program.reasons.setdefault(plan.name, str(e))
             return
+        # no hook while a display list compiles or inside glBegin/glEnd: draws there draw
+        # nothing yet, and the hook's own GL calls (a snapshot's glReadPixels) are errors
         hooked = self._hook_calls is not None and self._hook_calls.contains(no, plan.flags)
+        drawing = not (self._in_list or self._in_begin)
         # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
         # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
         swap = plan.ends_frame and plan.row == _NONE
-        if hooked and (swap or entry is None):
+        if hooked and drawing and (swap or entry is None):
             program.add((self._hook, (no,)), no, plan.name_id)
         if entry is None:
             return
@@ -329,7 +332,8 @@ class Compiler:
         row = self._row(plan)
         checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
         program.add(entry, no, plan.name_id, row, checkable)
-        if hooked and not swap:
+        drawing = not (self._in_list or self._in_begin)  # after this call
+        if hooked and drawing and not swap:
             program.add((self._hook, (no,)), no, plan.name_id)
         if plan.ends_frame and not swap:
             program.frame_ends.append(len(program))
