@@ -133,6 +133,18 @@ def test_gen_passes_equals_glretrace(selection, x_display):
     )
 
 
+def test_gen_passes_counts_the_replay_of_a_selection_with_nothing_measurable():
+    # OpenGL ES has no GL_SAMPLES_PASSED: no pass measures anything, yet one replay makes
+    # the table's rows (glretrace prints 0 here)
+    trace = TRACES / "es2gears.trace"
+    selection = ["--pdrawcalls=opengl: Pixels Drawn"]
+    assert retrace(["--gen-passes", *selection], trace).strip() == "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", *selection, str(trace)], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stderr.count("pass 1 of 1 done") == 1
+
+
 def test_design_card_spelling_and_canonical_header():
     out = retrace(["--pframes", "opengl: GPU time"], TRACES / "glxgears.trace")
     lines = out.splitlines()
