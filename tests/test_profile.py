@@ -145,6 +145,34 @@ def test_gen_passes_counts_the_replay_of_a_selection_with_nothing_measurable():
     assert done.returncode == 0 and done.stderr.count("pass 1 of 1 done") == 1
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "egl-two-threads.trace",  # glObjectLabelKHR, glDebugMessageInsertKHR: replayed, timed
+        "piglit-sync-api.trace",  # glGetSynciv: replayed (it waits for signalled fences)
+        "persistent-map.trace",
+        "piglit-ubo-rendering.trace",
+        "glmark2-es2-pulsar.trace",
+    ],
+)
+def test_call_rows_equal_glretrace(name, x_display):
+    """Which calls are timed follows glretrace's side-effect rule (`replay/effects.py`)."""
+    trace = TRACES / name
+    args = ["--pcalls=opengl: CPU Duration"]
+    if b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout:
+        env = dict(os.environ, WAFFLE_PLATFORM="surfaceless_egl")
+        exe = reference_tool("eglretrace")
+        out = subprocess.run(
+            [exe, *args, str(trace)], capture_output=True, env=env, timeout=300, check=True
+        ).stdout.decode()
+    else:
+        out = glretrace(args, trace, x_display)
+    (expected,) = tables(out).values()
+    (ours,) = tables(retrace(args, trace)).values()
+    assert len(ours.call_nos) > 20
+    assert ours.call_nos == expected.call_nos and ours.names == expected.names
+
+
 def test_design_card_spelling_and_canonical_header():
     out = retrace(["--pframes", "opengl: GPU time"], TRACES / "glxgears.trace")
     lines = out.splitlines()

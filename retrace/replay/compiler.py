@@ -32,9 +32,10 @@ import numpy as np
 from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
+from retrace.replay.effects import IMAGE_READBACKS, has_side_effects
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
-from retrace.replay.ws import WsCompiler, is_window_system_call
+from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
@@ -50,7 +51,6 @@ from retrace.trace.model import (
 
 _MAP_BUFFER = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|OES|EXT)?$")
 _UNMAP_BUFFER = re.compile(r"glUnmap(Named)?Buffer(ARB|OES|EXT)?$")
-_APP_QUERY_READBACK = re.compile(r"glGet(Query|QueryBuffer)Object")
 # Calls whose result the replay needs, though they have no side effects.
 _LOCATION_QUERIES = {
     "glGetUniformLocation",
@@ -65,31 +65,19 @@ _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
-_IMAGE_READBACKS = {
-    "glGetTexImage",
-    "glGetnTexImage",
-    "glGetnTexImageARB",
-    "glGetTextureImage",
-    "glGetTextureSubImage",
-    "glGetCompressedTexImage",
-    "glGetCompressedTexImageARB",
-    "glGetnCompressedTexImage",
-    "glGetnCompressedTexImageARB",
-    "glGetCompressedTextureImage",
-    "glGetCompressedTextureSubImage",
-}
 _SPECIAL = (
     _LOCATION_QUERIES
     | _VIEWPORTS
     | _BLITS
     | _USE_PROGRAM
     | _READ_PIXELS
-    | _IMAGE_READBACKS
+    | IMAGE_READBACKS
     | {"glGenLists"}
 )
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
+GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
@@ -368,17 +356,21 @@ class Compiler:
         if name == "glGetError":  # where the program asked, the trace says which error it got
             plan.compile = lambda args, ret, thread: self._get_error(ret)
         elif (
-            (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES)
-            or _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
-            or name.startswith("glDebugMessageCallback")  # a function of the traced process
+            not has_side_effects(name, self.dispatch.command(name))
+            if name.startswith("gl") and not is_window_system_call(name)
+            else bool(flags & _NO_SIDE_EFFECTS)
         ):
-            plan.skip = True
+            plan.skip = True  # (the app's query readbacks too: glretrace's --query-handling=skip)
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
             plan.compile = lambda args, ret, thread: self.ws.compile(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
-            plan.compile, plan.proto = self._gl_plan(name, len(sig.arg_names))
+            plan.compile, plan.proto = (
+                (self._get_synciv, -1)
+                if name == "glGetSynciv"
+                else self._gl_plan(name, len(sig.arg_names))
+            )
             plan.row = (
                 Row.BEGIN
                 if name == "glBegin"
@@ -506,7 +498,7 @@ class Compiler:
                 before.append((index, self._pack_destination(args)))
                 template.append(int(value))
                 continue
-            if param.output and isinstance(value, Pointer) and name in _IMAGE_READBACKS:
+            if param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
                 # into a pack buffer it changes GL state; into the program's memory it does
                 # not, and its size is unknown: run it only in the first case
                 template.append(int(value))
@@ -708,11 +700,29 @@ class Compiler:
             raise Unsupported("no GL error accounting")
         return (errors.check, (traced if isinstance(traced, int) else 0, self._call_no))
 
+    def _get_synciv(self, args: list[Any], ret: Any, thread: int) -> Entry:
+        """glretrace's rule: where the program saw its fence signalled, wait for the fence
+        there; the query itself changes nothing."""
+        values = _flatten(args[4]) if isinstance(args[4], list) else [args[4]]
+        wait = self.dispatch.function("glClientWaitSync")
+        if args[1] != GL_SYNC_STATUS or values[:1] != [GL_SIGNALED] or wait is None:
+            return (_nothing, ())
+        sync = int(_number(args[0]))
+        return (self._block_on_fence, (wait, self._lookup("sync"), sync))
+
+    @staticmethod
+    def _block_on_fence(wait: Any, lookup: Callable[[int], int], sync: int) -> None:
+        wait(lookup(sync), GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_IGNORED)
+
     def _memcpy(self, args: list[Any]) -> Entry:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise Unsupported("memcpy without a destination address and data")
         return (self.state.mapped.write, (int(dest), bytes(data)))
+
+
+def _nothing() -> None:
+    """The op of a call that is a row of the profile but needs nothing done."""
 
 
 def _arg_type(ctype: type | None) -> int | None:

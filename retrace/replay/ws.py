@@ -189,7 +189,7 @@ def _key(value: Any) -> Any:
 
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
-_FOREVER = (1 << 64) - 1  # glClientWaitSync's timeout, in ns
+GL_TIMEOUT_IGNORED = (1 << 64) - 1  # glClientWaitSync: wait for as long as it takes
 
 
 class WindowSystem:
@@ -368,7 +368,7 @@ class WindowSystem:
         previous = context.frame_fence
         context.frame_fence = (real, fence) if fence else None
         if previous is not None and previous[0] is real:  # (not of a replaced context)
-            self.gl.ClientWaitSync(previous[1], 0, _FOREVER)
+            self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
             self.gl.DeleteSync(previous[1])
 
     def frame_terminator(self) -> None:
