@@ -86,3 +86,32 @@ def test_a_lost_mapped_buffer_write_is_a_departure_for_replay_and_profile(tmp_pa
     assert profile.returncode == 3
     assert profile.stdout.decode().startswith("#\t")  # the tables come first, then the verdict
     assert stderr_lines(profile)[-1].startswith("retrace: error: the replay departed")
+
+
+def conditional_render_trace(path: Path) -> str:
+    """A draw inside the program's own occlusion query, then one rendered on its result."""
+    w = TraceWriter()
+    glx_context(w)
+    w.call("glGenQueries", ("n", "ids"), {0: w.int(1), 1: w.array(w.int(1))})
+    w.call("glBeginQuery", ("target", "id"), {0: w.int(0x8914), 1: w.int(1)})
+    w.call("glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((0, 0, 1, 1))})
+    w.call("glEndQuery", ("target",), {0: w.int(0x8914)})
+    w.call("glBeginConditionalRender", ("id", "mode"), {0: w.int(1), 1: w.int(0x8E13)})
+    w.call(
+        "glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((-1, -1, 0, 0))}
+    )
+    w.call("glEndConditionalRender")
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path.write_bytes(w.snappy())
+    return str(path)
+
+
+def test_conditional_rendering_on_a_query_left_out_is_a_departure(tmp_path):
+    trace = conditional_render_trace(tmp_path / "cond.trace")
+    assert run_retrace("replay", "-b", "--strict", trace).returncode == 0  # nothing left out
+    r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", trace)
+    assert r.returncode == 0
+    note, warning, summary = stderr_lines(r)
+    assert note.startswith("note: left out the program's own queries (1 GL_SAMPLES_PASSED)")
+    assert warning.startswith("warning: 1 conditional render(s) on the program's own queries")
+    assert summary.startswith(SUMMARY + "1 conditional render(s) drawn always")

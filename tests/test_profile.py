@@ -173,6 +173,33 @@ def test_call_rows_equal_glretrace(name, x_display):
     assert ours.call_nos == expected.call_nos and ours.names == expected.names
 
 
+def test_pixels_drawn_inside_the_programs_own_occlusion_queries():
+    """piglit's occlusion_query brackets glBegin/glEnd draws with its own GL_SAMPLES_PASSED
+    queries, which the profiler's cannot nest in: they are left out while Pixels Drawn is
+    measured, and each draw reads what the program's own query read when traced
+    (glretrace prints the stale 3025 of an earlier draw for all of them)."""
+    trace = TRACES / "piglit-occlusion-query.trace"
+    recorded, inside, open_query = {}, {}, None
+    for line in run_retrace("dump", str(trace)).stdout.decode().splitlines():
+        no, call = line.split(" ", 1)
+        if call.startswith("glBeginQuery(target = GL_SAMPLES_PASSED"):
+            open_query = int(call.split("id = ")[1].rstrip(")"))
+        elif call.startswith("glEndQuery("):
+            open_query = None
+        elif call.startswith("glBegin(") and open_query is not None:
+            inside[int(no)] = open_query
+        elif call.startswith("glGetQueryObjectiv(") and "GL_QUERY_RESULT," in call:
+            query = int(call.split("id = ")[1].split(",")[0])
+            recorded[query] = int(call.split("params = &")[1].rstrip(")"))
+    r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", "--strict", str(trace))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode().startswith("note: left out the program's own queries (")
+    (draws,) = tables(r.stdout.decode()).values()
+    pixels = dict(zip(draws.call_nos, draws.column("Pixels Drawn"), strict=True))
+    assert len(inside) >= 10 and len(set(recorded.values())) >= 3
+    assert {no: pixels[no] for no in inside} == {no: recorded[q] for no, q in inside.items()}
+
+
 def test_design_card_spelling_and_canonical_header():
     out = retrace(["--pframes", "opengl: GPU time"], TRACES / "glxgears.trace")
     lines = out.splitlines()

@@ -207,6 +207,7 @@ trace_piglit piglit-instanced-arrays arb_instanced_arrays-drawarrays -auto -fbo
 trace_piglit piglit-xfb-draw-auto arb_transform_feedback2-draw-auto -auto -fbo
 trace_piglit piglit-fbo-blit fbo-blit -auto -fbo
 trace_piglit piglit-map-buffer-range map_buffer_range_test -auto -fbo
+trace_piglit piglit-occlusion-query occlusion_query -auto -fbo
 trace_piglit piglit-ubo-rendering arb_uniform_buffer_object-rendering -auto -fbo
 trace_piglit piglit-client-arrays draw-vertices -auto -fbo
 trace_piglit piglit-dlist-beginend gl-1.0-dlist-beginend -auto -fbo

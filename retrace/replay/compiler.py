@@ -60,6 +60,9 @@ _LOCATION_QUERIES = {
 _VIEWPORTS = {"glViewport"}
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+# the program's own queries, and conditional rendering on their results (`AppQueries`)
+_APP_QUERY = re.compile(r"gl(Begin|End)Query(Indexed)?(ARB|EXT)?$")
+_CONDITIONAL_RENDER = re.compile(r"gl(Begin|End)ConditionalRender(NV|NVX)?$")
 _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
@@ -74,6 +77,7 @@ _SPECIAL = (
     | IMAGE_READBACKS
     | {"glGenLists"}
 )
+_SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
@@ -414,8 +418,7 @@ class Compiler:
             command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
             or name in _SPECIAL
-            or _MAP_BUFFER.match(name)
-            or _UNMAP_BUFFER.match(name)
+            or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
 
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
@@ -432,8 +435,7 @@ class Compiler:
             or command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
             or (name in _SPECIAL and name not in _USE_PROGRAM)
-            or _MAP_BUFFER.match(name)
-            or _UNMAP_BUFFER.match(name)
+            or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
             return compile_, -1  # its calls need Python: after-effects, outputs, handles
         types = bytes(code for code, _ in direct)
@@ -529,6 +531,16 @@ class Compiler:
         unmap = _UNMAP_BUFFER.match(name)
         if unmap:
             return (self._unmap_buffer, (self._map_pointer(unmap, int(args[0] or 0)), entry))
+        query = _APP_QUERY.match(name)
+        if query:
+            begin = query[1] == "Begin"
+            traced_id = int(_number(args[-1])) if begin else 0
+            return (self._app_query, (begin, int(_number(args[0])), traced_id, entry))
+        conditional = _CONDITIONAL_RENDER.match(name)
+        if conditional:
+            begin = conditional[1] == "Begin"
+            traced_id = int(_number(args[0])) if begin else 0
+            return (self._conditional_render, (begin, traced_id, entry))
         return entry
 
     def _into_pack_buffer(self, fn: Any, args: tuple[Any, ...]) -> None:
@@ -699,6 +711,32 @@ class Compiler:
         if errors is None:
             raise Unsupported("no GL error accounting")
         return (errors.check, (traced if isinstance(traced, int) else 0, self._call_no))
+
+    def _app_query(self, begin: bool, target: int, traced_id: int, entry: Entry) -> None:
+        """The program's glBeginQuery/glEndQuery: left out while the profiler's own queries
+        use the target (`AppQueries`)."""
+        queries = self.state.app_queries
+        if target in queries.reserved:
+            if begin:
+                queries.left_out[target] += 1
+                queries.left_out_ids.add(traced_id)
+            return
+        fn, args = entry
+        fn(*args)
+
+    def _conditional_render(self, begin: bool, traced_id: int, entry: Entry) -> None:
+        """Conditional rendering on a query left out this pass cannot be reproduced: its
+        draws run unconditionally (a departure the fidelity report counts)."""
+        queries = self.state.app_queries
+        if begin and traced_id in queries.left_out_ids:
+            queries.unconditional = True
+            queries.unconditional_renders += 1
+            return
+        if not begin and queries.unconditional:
+            queries.unconditional = False
+            return
+        fn, args = entry
+        fn(*args)
 
     def _get_synciv(self, args: list[Any], ret: Any, thread: int) -> Entry:
         """glretrace's rule: where the program saw its fence signalled, wait for the fence

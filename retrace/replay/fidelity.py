@@ -27,7 +27,7 @@ class FidelityError(RetraceError):
     exit_code = 3
 
 
-def error_name(code: int, enum_names: Mapping[int, list[str]]) -> str:
+def enum_name(code: int, enum_names: Mapping[int, list[str]]) -> str:
     """GL_INVALID_OPERATION for 0x502: the GL_ name among the registry's names for a value."""
     return next((n for n in enum_names.get(code, ()) if n.startswith("GL_")), hex(code))
 
@@ -69,7 +69,7 @@ class GlErrors:
             code = self.get_error()
             if not code:
                 break
-            names.append(error_name(code, self.enum_names))
+            names.append(enum_name(code, self.enum_names))
         self._pending += names
         return names
 
@@ -77,7 +77,7 @@ class GlErrors:
         """The program's own glGetError, which returned `traced` when it was traced: pending
         errors other than that one are errors the program did not get."""
         self.drain()
-        expected = error_name(traced, self.enum_names) if traced else None
+        expected = enum_name(traced, self.enum_names) if traced else None
         unexpected = [name for name in self._pending if name != expected]
         self._pending.clear()
         if unexpected:
@@ -107,11 +107,18 @@ class Fidelity:
     first_unexpected: int | None = None
     gl_errors: Counter[str] = field(default_factory=Counter)  # unvouched for: see GlErrors
     first_error_frame: int | None = None
+    left_out_queries: Counter[str] = field(default_factory=Counter)  # target -> count
+    unconditional_renders: int = 0  # conditional renders on a query left out
 
     @property
     def faithful(self) -> bool:
         """No departure the trace proves (GL errors it cannot vouch for are only warned of)."""
-        return not (self.skipped or self.lost_memcpys or self.unexpected_errors)
+        return not (
+            self.skipped
+            or self.lost_memcpys
+            or self.unexpected_errors
+            or self.unconditional_renders
+        )
 
     def warnings(self) -> list[str]:
         """One line per kind of departure, with its count and why."""
@@ -129,6 +136,18 @@ class Fidelity:
                 "warning: GL errors the traced program did not get "
                 f"({_listed(self.unexpected_errors)}), the first before call "
                 f"{self.first_unexpected}, where its own glGetError said otherwise"
+            )
+        if self.left_out_queries:
+            lines.append(
+                f"note: left out the program's own queries ({_listed(self.left_out_queries)}) "
+                "while the profiler's queries used their target; the replay never reads "
+                "their results"
+            )
+        if self.unconditional_renders:
+            lines.append(
+                f"warning: {self.unconditional_renders} conditional render(s) on the "
+                "program's own queries, left out while the profiler used their target, "
+                "drew unconditionally"
             )
         if self.gl_errors:
             lines.append(
@@ -150,6 +169,8 @@ class Fidelity:
             parts.append(
                 f"{sum(self.unexpected_errors.values())} GL error(s) the program did not get"
             )
+        if self.unconditional_renders:
+            parts.append(f"{self.unconditional_renders} conditional render(s) drawn always")
         return "the replay departed from the trace: " + "; ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
@@ -160,6 +181,8 @@ class Fidelity:
             "lost_memcpys": self.lost_memcpys,
             "unexpected_gl_errors": dict(self.unexpected_errors),
             "gl_errors": dict(self.gl_errors),
+            "left_out_queries": dict(self.left_out_queries),
+            "unconditional_renders": self.unconditional_renders,
         }
 
 

@@ -23,7 +23,7 @@ from retrace.errors import RetraceError, TraceError
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
-from retrace.replay.fidelity import Fidelity, FidelityError, GlErrors
+from retrace.replay.fidelity import Fidelity, FidelityError, GlErrors, enum_name
 from retrace.replay.program import Marks, Program
 from retrace.replay.snapshot import Image, OwnGL, read_current
 from retrace.replay.state import Drawable, ReplayState
@@ -183,6 +183,7 @@ class Replayer:
     def fidelity(self) -> Fidelity:
         """How the last pass departed from the trace."""
         program, mapped, errors = self.program, self.state.mapped, self.gl_errors
+        queries, names = self.state.app_queries, self.dispatch.registry.enum_names
         return Fidelity(
             {
                 name: (count, program.reasons.get(name, ""))
@@ -194,6 +195,8 @@ class Replayer:
             errors.first_unexpected,
             Counter(errors.counts),
             errors.first_frame,
+            Counter({enum_name(t, names): n for t, n in queries.left_out.items()}),
+            queries.unconditional_renders,
         )
 
     def finish(self, strict: bool = False) -> None:

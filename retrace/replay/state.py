@@ -10,6 +10,7 @@ hold references to this object and to its dictionaries, stay valid.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,6 +55,32 @@ class TracedContext:
     frame_fence: tuple[Context, int] | None = None
 
 
+@dataclass
+class AppQueries:
+    """The traced program's own queries in a pass whose profiler queries use their target.
+
+    Two queries of one target cannot be active at once, and the replay never reads
+    the program's results back, so while the profiler measures a target (Pixels
+    Drawn: the occlusion targets) the program's queries of it are left out and
+    the profiler measures true values. Conditional rendering on a query left out
+    cannot be reproduced: those draws run unconditionally, and that is a
+    departure from the trace.
+    """
+
+    reserved: frozenset[int] = frozenset()  # targets the profiler's queries use this pass
+    left_out: Counter[int] = field(default_factory=Counter)  # target -> queries left out
+    left_out_ids: set[int] = field(default_factory=set)  # their traced names
+    unconditional: bool = False  # inside a conditional render on a query left out
+    unconditional_renders: int = 0
+
+    def clear(self) -> None:
+        self.reserved = frozenset()
+        self.left_out.clear()
+        self.left_out_ids.clear()
+        self.unconditional = False
+        self.unconditional_renders = 0
+
+
 class ReplayState:
     """Per-pass state shared by every compiled entry."""
 
@@ -66,6 +93,7 @@ class ReplayState:
         self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
         self._location_keys: dict[int, list[int]] = {}
         self.mapped = MappedMemory()
+        self.app_queries = AppQueries()
         self.current: TracedContext | None = None
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
@@ -95,6 +123,7 @@ class ReplayState:
         self.locations.clear()
         self._location_keys.clear()
         self.mapped.clear()
+        self.app_queries.clear()
         self.current = None
         self.current_drawable = None
         self.thread_current.clear()
