@@ -60,6 +60,31 @@ _LOCATION_QUERIES = {
 _VIEWPORTS = {"glViewport"}
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+_BIND_PIPELINE = {"glBindProgramPipeline", "glBindProgramPipelineEXT"}
+_ACTIVE_PROGRAM = {"glActiveShaderProgram", "glActiveShaderProgramEXT"}
+# Object names whose class another argument gives: function -> (name index, kind index,
+# class when the kind is none of _OBJECT_KINDS)
+_NAMES_BY_KIND: dict[str, tuple[tuple[int, int, str | None], ...]] = {
+    **dict.fromkeys(
+        ("glCopyImageSubData", "glCopyImageSubDataEXT", "glCopyImageSubDataOES"),
+        ((0, 1, "texture"), (6, 7, "texture")),  # a texture target or GL_RENDERBUFFER
+    ),
+    **dict.fromkeys(("glObjectLabel", "glObjectLabelKHR", "glLabelObjectEXT"), ((1, 0, None),)),
+}
+# identifiers of glObjectLabel (and glLabelObjectEXT's *_OBJECT_EXT) -> name class
+_OBJECT_KINDS = {
+    **dict.fromkeys((0x82E0, 0x9151), "buffer"),
+    **dict.fromkeys((0x82E1, 0x8B48), "shader"),
+    **dict.fromkeys((0x82E2, 0x8B40), "program"),
+    **dict.fromkeys((0x8074, 0x9154), "vertex array"),
+    **dict.fromkeys((0x82E3, 0x9153), "query"),
+    **dict.fromkeys((0x82E4, 0x8A4F), "program pipeline"),
+    0x8E22: "transform feedback",
+    0x82E6: "sampler",
+    0x1702: "texture",
+    0x8D41: "renderbuffer",
+    0x8D40: "framebuffer",
+}
 # the program's own queries, and conditional rendering on their results (`AppQueries`)
 _APP_QUERY = re.compile(r"gl(Begin|End)Query(Indexed)?(ARB|EXT)?$")
 _CONDITIONAL_RENDER = re.compile(r"gl(Begin|End)ConditionalRender(NV|NVX)?$")
@@ -75,6 +100,9 @@ _SPECIAL = (
     | _USE_PROGRAM
     | _READ_PIXELS
     | IMAGE_READBACKS
+    | _BIND_PIPELINE
+    | _ACTIVE_PROGRAM
+    | _NAMES_BY_KIND.keys()
     | {"glGenLists"}
 )
 _SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
@@ -481,8 +509,13 @@ class Compiler:
         only_into_buffer = False
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
+        classes = {
+            index: _OBJECT_KINDS.get(int(_number(args[kind])), default)
+            for index, kind, default in _NAMES_BY_KIND.get(name, ())
+        }
         for index, (param, value) in enumerate(zip(command.params, args, strict=True)):
-            cls = param.object_class or ("handle" if param.base == "GLhandleARB" else None)
+            cls = classes.get(index) or param.object_class
+            cls = cls or ("handle" if param.base == "GLhandleARB" else None)
             if param.pointer_depth == 0 or param.base == "GLsync":
                 if cls is not None:
                     before.append((index, self._lookup(cls)))
@@ -513,6 +546,11 @@ class Compiler:
             after.append(lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r))
         elif name in _USE_PROGRAM:
             after.append(lambda a, r, p=int(args[0] or 0): st.use_program(p))
+        elif name in _BIND_PIPELINE:
+            after.append(lambda a, r, p=int(args[0] or 0): st.bind_pipeline(p))
+        elif name in _ACTIVE_PROGRAM:
+            pipeline, program = int(args[0] or 0), int(args[1] or 0)
+            after.append(lambda a, r: st.set_active_program(pipeline, program))
         elif name in _VIEWPORTS:
             x, y, w, h = (int(v or 0) for v in args)
             after.append(lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size))
@@ -573,7 +611,7 @@ class Compiler:
         if program_index is not None:
             traced_program = int(args[program_index] or 0)
             return lambda v: st.location(traced_program, v)
-        return lambda v: st.location(st.current.program if st.current else 0, v)
+        return lambda v: st.location(st.uniform_program(), v)
 
     def _pointer(self, param, value, cls, index, before, after) -> Any:
         """Convert a pointer argument; registers replay-time work for object names."""

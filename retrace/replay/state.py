@@ -51,6 +51,8 @@ class TracedContext:
     real: Context | None = None
     containers: dict[str, dict[int, int]] = field(default_factory=dict)
     program: int = 0  # the traced name of the program in use, for uniform locations
+    pipeline: int = 0  # the traced program pipeline bound, used when no program is
+    active_programs: dict[int, int] = field(default_factory=dict)  # pipeline -> glUniform*'s
     # the fence of its last frame and the real context it belongs to (swap throttling)
     frame_fence: tuple[Context, int] | None = None
 
@@ -110,7 +112,8 @@ class ReplayState:
                 self.display.destroy_context(context.real)
                 context.real = None
             context.containers.clear()
-            context.program = 0
+            context.program = context.pipeline = 0
+            context.active_programs.clear()
         for drawable in self.drawables.values():
             if drawable.surface is not None:
                 self.display.destroy_surface(drawable.surface)
@@ -147,6 +150,23 @@ class ReplayState:
         if self.current is not None:
             self.current.program = traced
             self.on_program_change()
+
+    def bind_pipeline(self, traced: int) -> None:
+        if self.current is not None:
+            self.current.pipeline = traced
+
+    def set_active_program(self, pipeline: int, program: int) -> None:
+        """glActiveShaderProgram: where glUniform* goes while the pipeline is bound."""
+        if self.current is not None:
+            self.current.active_programs[pipeline] = program
+
+    def uniform_program(self) -> int:
+        """The traced program glUniform* sets: the one in use, else the active program of
+        the bound pipeline."""
+        context = self.current
+        if context is None:
+            return 0
+        return context.program or context.active_programs.get(context.pipeline, 0)
 
     def record_location(self, program: int, traced: int, real: int) -> None:
         if traced < 0:
