@@ -152,6 +152,21 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
 @click.option(
+    "--query-handling",
+    type=click.Choice(["skip", "run", "check"]),
+    default="skip",
+    show_default=True,
+    help="The program's own query readbacks: leave out, run, or run and compare with the trace.",
+)
+@click.option(
+    "--query-tolerance",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="With --query-handling check: how far a result may be from the trace's.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "

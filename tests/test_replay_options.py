@@ -119,3 +119,30 @@ def test_draw_snapshots_skip_display_list_compilation_and_begin_end(tmp_path):
         str(TRACES / "piglit-dlist-beginend.trace"),
     )  # fmt: skip
     assert r.returncode == 0 and not r.stderr and len(r.stdout.split()) == 12
+
+
+def test_query_handling_runs_and_checks_the_programs_own_results(tmp_path):
+    occlusion = str(TRACES / "piglit-occlusion-query.trace")
+    for how in ("run", "check"):  # the replay's results equal the trace's: 400, 0, 2600...
+        r = run_retrace("replay", "-b", "--strict", "--query-handling", how, occlusion)
+        assert r.returncode == 0 and not r.stderr, r.stderr
+    w = TraceWriter()
+    glx_context(w)
+    w.call("glGenQueries", ("n", "ids"), {0: w.int(1), 1: w.array(w.int(4))})
+    w.call("glBeginQuery", ("target", "id"), {0: w.int(0x8914), 1: w.int(4)})
+    w.call("glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((0, 0, 1, 1))})
+    w.call("glEndQuery", ("target",), {0: w.int(0x8914)})
+    w.call(  # GL_QUERY_RESULT: a count this replay cannot give (its window is 32x32)
+        "glGetQueryObjectuiv",
+        ("id", "pname", "params"),
+        {0: w.int(4), 1: w.int(0x8866), 2: w.array(w.int(123456))},
+    )
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path = tmp_path / "query.trace"
+    path.write_bytes(w.snappy())
+    assert run_retrace("replay", "-b", "--strict", str(path)).returncode == 0  # skip
+    r = run_retrace("replay", "-b", "--strict", "--query-handling", "check", str(path))
+    assert r.returncode == 3
+    assert "1 query result(s) differ from the trace's (the first at call 7: " in r.stderr.decode()
+    tolerant = ["--query-handling", "check", "--query-tolerance", "1000000", str(path)]
+    assert run_retrace("replay", "-b", "--strict", *tolerant).returncode == 0

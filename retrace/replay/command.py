@@ -47,12 +47,15 @@ def run_replay(
     headless: bool,
     window: bool,
     strict: bool,
+    query_handling: str,
+    query_tolerance: int,
 ) -> None:
     first_frame, last_frame = _frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
     with ExitStack() as stack:
         replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))
         replayer.compiler.limit(CallSet.parse(calls_spec) if calls_spec else None, single_buffer)
+        replayer.compiler.handle_queries(query_handling, query_tolerance)
         replayer.ws.force_core = core
         replayer.ws.samples = samples
         replayer.last_frame = last_frame

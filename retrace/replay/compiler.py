@@ -32,7 +32,7 @@ import numpy as np
 from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
-from retrace.replay.effects import IMAGE_READBACKS, has_side_effects
+from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
@@ -110,6 +110,7 @@ _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFF
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
 GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
+GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
@@ -220,9 +221,16 @@ class Compiler:
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._call_no = 0  # the call being compiled
+        self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
+
+    def handle_queries(self, how: str, tolerance: int = 0) -> None:
+        """glretrace's --query-handling: the program's glGetQueryObject* calls are left out
+        ("skip"), run ("run": a result the program saw available is waited for) or run and
+        their results compared with the trace's ("check", within `tolerance`)."""
+        self._query_handling, self._query_tolerance = how, tolerance
 
     def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
         """Replay only `calls` (window-system calls always run, so contexts exist); with
@@ -387,6 +395,9 @@ class Compiler:
         plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
         if name == "glGetError":  # where the program asked, the trace says which error it got
             plan.compile = lambda args, ret, thread: self._get_error(ret)
+        elif QUERY_RESULTS.match(name):
+            plan.compile = lambda args, ret, thread: self._query_result(name, args)
+            plan.row = Row.CALL
         elif (
             not has_side_effects(name, self.dispatch.command(name))
             if name.startswith("gl") and not is_window_system_call(name)
@@ -775,6 +786,45 @@ class Compiler:
             return
         fn, args = entry
         fn(*args)
+
+    def _query_result(self, name: str, args: list[Any]) -> Entry | None:
+        """A glGetQueryObject* call (see `handle_queries`); into a bound query buffer (an
+        offset, not an address) it changes GL state and always runs."""
+        command, fn = self.dispatch.command(name), self.dispatch.function(name)
+        if command is None or fn is None:
+            raise Unsupported("the driver does not provide it")
+        traced_id, pname, params = int(_number(args[0])), int(_number(args[1])), args[2]
+        lookup = self._lookup("query")
+        if isinstance(params, Pointer) and params < _NOT_AN_OFFSET:
+            return (_Call(fn, (traced_id, pname, int(params)), ((0, lookup),), ()), ())
+        if self._query_handling == "skip":
+            return None
+        values = _flatten(params) if isinstance(params, list) else []
+        expected = int(values[0]) if values and isinstance(values[0], (int, float)) else None
+        ctype = ctypes_type(command.params[2].base) or ctypes.c_int64
+        read = (fn, lookup, traced_id, pname, ctype, expected, self._call_no)
+        return (self._read_query, read)
+
+    def _read_query(
+        self, fn: Any, lookup: Callable[[int], int], traced_id: int, pname: int,
+        ctype: Any, expected: int | None, call_no: int,
+    ) -> None:  # fmt: skip
+        result = ctype()
+        query = lookup(traced_id)
+        fn(query, pname, ctypes.byref(result))
+        if pname == GL_QUERY_RESULT_AVAILABLE:
+            while expected and not result.value:  # the program saw it available: wait
+                fn(query, pname, ctypes.byref(result))
+            return
+        queries = self.state.app_queries
+        if (
+            self._query_handling == "check"
+            and expected is not None
+            and abs(result.value - expected) > self._query_tolerance
+        ):
+            queries.mismatches += 1
+            if queries.first_mismatch is None:
+                queries.first_mismatch = (call_no, result.value, expected)
 
     def _get_synciv(self, args: list[Any], ret: Any, thread: int) -> Entry:
         """glretrace's rule: where the program saw its fence signalled, wait for the fence

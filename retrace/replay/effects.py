@@ -8,6 +8,10 @@ rather than from a hand list:
 - queries (glGet*, glIs*, glAre*) change no GL state and are left out, except
   pack functions, which write into a bound pixel-pack buffer, and functions
   returning a location, index or handle that the program passes back to GL;
+- glGetQueryBufferObject* writes a query's result into a buffer: replayed;
+  glGetQueryObject* reads the program's own query results, which the replay
+  needs only with --query-handling run or check, or when a query buffer is
+  bound (`compiler.Compiler._query_result` decides);
 - glGetSynciv is replayed: where the program saw its fence signalled, the
   replay waits for the fence there, as far along as the program was;
 - glDebugMessageCallback* registers a function of the traced process, and
@@ -42,7 +46,8 @@ IMAGE_READBACKS = frozenset(
 )
 _QUERY = re.compile(r"gl(?:Get|Is|Are)n?[A-Z]")
 _PASSED_BACK = re.compile(r"Location|Index|Handle")  # values the program gives GL again
-_REPLAYED_QUERIES = frozenset({"glGetSynciv"})
+_REPLAYED_QUERIES = re.compile(r"glGetSynciv$|glGetQueryBufferObject")
+QUERY_RESULTS = re.compile(r"glGetQueryObject(ui|i|ui64|i64)v(ARB|EXT)?$")
 _NOT_REPLAYED = re.compile(r"glDebugMessageCallback|glStringMarkerGREMEDY$")
 
 
@@ -52,7 +57,7 @@ def has_side_effects(name: str, command: Command | None) -> bool:
         return False
     if not _QUERY.match(name):
         return True
-    if name in IMAGE_READBACKS or name in _REPLAYED_QUERIES:
+    if name in IMAGE_READBACKS or _REPLAYED_QUERIES.match(name):
         return True
     returns = command is not None and command.return_ctype not in ("void", "GLvoid")
     return returns and _PASSED_BACK.search(name) is not None

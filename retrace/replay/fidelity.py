@@ -109,16 +109,14 @@ class Fidelity:
     first_error_frame: int | None = None
     left_out_queries: Counter[str] = field(default_factory=Counter)  # target -> count
     unconditional_renders: int = 0  # conditional renders on a query left out
+    query_mismatches: int = 0  # --query-handling check: results unlike the trace's
+    first_query_mismatch: tuple[int, int, int] | None = None  # call, replay's, trace's
 
     @property
     def faithful(self) -> bool:
         """No departure the trace proves (GL errors it cannot vouch for are only warned of)."""
-        return not (
-            self.skipped
-            or self.lost_memcpys
-            or self.unexpected_errors
-            or self.unconditional_renders
-        )
+        departures = (self.skipped, self.lost_memcpys, self.unexpected_errors)
+        return not (any(departures) or self.unconditional_renders or self.query_mismatches)
 
     def warnings(self) -> list[str]:
         """One line per kind of departure, with its count and why."""
@@ -149,6 +147,12 @@ class Fidelity:
                 "program's own queries, left out while the profiler used their target, "
                 "drew unconditionally"
             )
+        if self.first_query_mismatch is not None:
+            call, got, traced = self.first_query_mismatch
+            lines.append(
+                f"warning: {self.query_mismatches} query result(s) differ from the trace's "
+                f"(the first at call {call}: {got}, the trace has {traced})"
+            )
         if self.gl_errors:
             lines.append(
                 f"warning: GL errors where the trace does not show whether the program had them "
@@ -171,6 +175,8 @@ class Fidelity:
             )
         if self.unconditional_renders:
             parts.append(f"{self.unconditional_renders} conditional render(s) drawn always")
+        if self.query_mismatches:
+            parts.append(f"{self.query_mismatches} query result(s) unlike the trace's")
         return "the replay departed from the trace: " + "; ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
@@ -183,6 +189,7 @@ class Fidelity:
             "gl_errors": dict(self.gl_errors),
             "left_out_queries": dict(self.left_out_queries),
             "unconditional_renders": self.unconditional_renders,
+            "query_mismatches": self.query_mismatches,
         }
 
 

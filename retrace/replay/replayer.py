@@ -197,6 +197,8 @@ class Replayer:
             errors.first_frame,
             Counter({enum_name(t, names): n for t, n in queries.left_out.items()}),
             queries.unconditional_renders,
+            queries.mismatches,
+            queries.first_mismatch,
         )
 
     def finish(self, strict: bool = False) -> None:

@@ -74,6 +74,10 @@ class AppQueries:
     left_out_ids: set[int] = field(default_factory=set)  # their traced names
     unconditional: bool = False  # inside a conditional render on a query left out
     unconditional_renders: int = 0
+    # --query-handling check: results that differ from the trace's, and the first
+    # (call number, the replay's result, the trace's)
+    mismatches: int = 0
+    first_mismatch: tuple[int, int, int] | None = None
 
     def clear(self) -> None:
         self.reserved = frozenset()
@@ -81,6 +85,8 @@ class AppQueries:
         self.left_out_ids.clear()
         self.unconditional = False
         self.unconditional_renders = 0
+        self.mismatches = 0
+        self.first_mismatch = None
 
 
 class ReplayState:
