@@ -9,7 +9,8 @@
 #      forces Mesa's llvmpipe software driver, so the traces do not depend on
 #      the machine's GPU.
 #   3. Compiles the C files in src/: egl_two_threads (our own headless
-#      EGL/GLES2 program), persistent_map (our own GL 4.5 core program)
+#      EGL/GLES2 program), persistent_map (our own GL 4.5 core program),
+#      egl_image (our own EGLImage sharing program)
 #      and stop_after_frames.so (an LD_PRELOAD helper that
 #      ends glxgears/es2gears_x11/es2tri after a fixed number of frames).
 #   4. Traces each program with apitrace 11.1 (Snappy container), checks the
@@ -100,6 +101,8 @@ gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/egl_two_threads" "$HERE/src/egl_two_threads.c" -lEGL -lGLESv2 -lpthread
 gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/persistent_map" "$HERE/src/persistent_map.c" -lEGL -lGL
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
+    -o "$WORK/egl_image" "$HERE/src/egl_image.c" -lEGL -lGLESv2
 gcc -shared -fPIC -O2 -Wall -Wextra -Werror \
     -o "$WORK/stop_after_frames.so" "$HERE/src/stop_after_frames.c" -ldl
 
@@ -190,6 +193,8 @@ check glxgears-interrupted gl incomplete
 trace egl-two-threads egl "$WORK/egl_two_threads"
 # Our own GL 4.5 core program: persistently mapped buffers, as engines stream data.
 trace persistent-map egl "$WORK/persistent_map"
+# Our own GLES2 program: a texture shared through an EGLImage.
+trace egl-image egl "$WORK/egl_image"
 
 # glmark2 (GLX) and glmark2-es2 (EGL on X11): 5 frames of one scene each.
 GM=(-s 256x256)

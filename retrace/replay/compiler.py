@@ -92,6 +92,8 @@ _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
+# (target, image): EGLImages made from GL objects are made again (`ws.create_image`)
+_IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
 _SPECIAL = (
     _LOCATION_QUERIES
@@ -107,6 +109,7 @@ _SPECIAL = (
 )
 _SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
+_FAKE = int(CallFlag.FAKE)
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
 GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
@@ -221,6 +224,8 @@ class Compiler:
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._call_no = 0  # the call being compiled
+        self._image_shared_at = -2  # the last glEGLImageTarget*OES call made to share an image
+        self._after_image_target = False  # the last batch ended with one
         self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
@@ -260,9 +265,9 @@ class Compiler:
             )
             if i == count:
                 break
-            no, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = calls[
-                i
-            ].item()
+            no, _, sig_id, thread, call_flags, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
+                calls[i].item()
+            )
             i += 1
             plan = self._plans.get(sig_id)
             if plan is None:
@@ -280,6 +285,7 @@ class Compiler:
             )
             self._add_call(
                 plan,
+                bool(call_flags & _FAKE),
                 no,
                 thread,
                 base,
@@ -291,15 +297,28 @@ class Compiler:
 
     def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
-        call the hooks want, or one outside the call subset (which may be dropped)."""
-        if self._only is None and self._hook_calls is None:
-            return None
+        call the hooks want, one outside the call subset (which may be dropped), or a fake
+        call right after a glEGLImageTarget*OES (which may be left out)."""
         sig_ids = batch.calls["sig"]
-        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
-        for sig_id in np.unique(sig_ids).tolist():
-            flags[sig_id] = int(sigs.functions[sig_id].flags)
-        nos, call_flags = batch.calls["no"], flags[sig_ids]
+        unique = np.unique(sig_ids).tolist()
+        targets = [s for s in unique if _IMAGE_TARGETS.match(sigs.functions[s].name)]
+        after_target = self._after_image_target
+        self._after_image_target = bool(targets) and int(sig_ids[-1]) in targets
+        if self._only is None and self._hook_calls is None and not (targets or after_target):
+            return None
+        nos = batch.calls["no"]
         stops = np.zeros(len(nos), bool)
+        if targets or after_target:
+            follows = np.empty(len(nos), bool)
+            follows[0] = after_target
+            follows[1:] = np.isin(sig_ids[:-1], targets)
+            stops |= follows & (batch.calls["flags"] & _FAKE != 0)
+        if self._only is None and self._hook_calls is None:
+            return stops.view(np.uint8).tobytes()
+        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
+        for sig_id in unique:
+            flags[sig_id] = int(sigs.functions[sig_id].flags)
+        call_flags = flags[sig_ids]
         if self._hook_calls is not None:
             stops |= self._hook_calls.contains_many(nos, call_flags)
         if self._only is not None:
@@ -318,6 +337,7 @@ class Compiler:
     def _add_call(
         self,
         plan: _Plan,
+        fake: bool,
         no: int,
         thread: int,
         node_start: int,
@@ -330,6 +350,8 @@ class Compiler:
         program = self.program
         if self._only is not None and plan.row != _NONE and not self._only.contains(no, plan.flags):
             return
+        if fake and no == self._image_shared_at + 1:
+            return  # apitrace's copy of a shared image's pixels (see `_image_target`)
         if thread != self._thread:
             if self._thread is not None:
                 program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
@@ -442,6 +464,8 @@ class Compiler:
             return _unsupported(
                 f"the trace gives {nargs} arguments, the registry {len(command.params)}"
             ), -1
+        if _IMAGE_TARGETS.match(name):
+            return (lambda args, ret, thread: self._image_target(fn, args)), -1
         if any(p.base in _FOREIGN_HANDLES for p in command.params):
             return _unsupported(
                 "takes an EGL image or VDPAU surface of the traced process, which the replay "
@@ -754,6 +778,20 @@ class Compiler:
         fn(*args)
         if real:
             self.state.mapped.unmap(real)
+
+    def _image_target(self, fn: Any, args: list[Any]) -> Entry:
+        """glEGLImageTarget*OES with an image the replay made again from a GL object. apitrace
+        follows the call with a fake upload of the image's pixels at that moment, which
+        would end the sharing here: `_add_call` leaves it out."""
+        target, traced = _number(args[0]), args[1]
+        if not isinstance(traced, int) or traced not in self.ws.gl_images:
+            raise Unsupported(
+                "takes an EGL image of the traced process (a dma-buf or pixmap), which the "
+                "replay cannot recreate; apitrace's copy of its pixels is used instead"
+            )
+        images = self.state.images
+        self._image_shared_at = self._call_no
+        return (_Call(fn, (target, int(traced)), ((1, lambda t: images.get(t, 0)),), ()), ())
 
     def _get_error(self, traced: Any) -> Entry:
         errors = self.ws.ws.gl_errors

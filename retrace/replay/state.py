@@ -102,6 +102,7 @@ class ReplayState:
         self._location_keys: dict[int, list[int]] = {}
         self.mapped = MappedMemory()
         self.app_queries = AppQueries()
+        self.images: dict[int, int] = {}  # traced EGLImage -> the replay's (from GL objects)
         self.current: TracedContext | None = None
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
@@ -120,6 +121,9 @@ class ReplayState:
             context.containers.clear()
             context.program = context.pipeline = 0
             context.active_programs.clear()
+        for image in self.images.values():
+            self.display.destroy_image(image)
+        self.images.clear()
         for drawable in self.drawables.values():
             if drawable.surface is not None:
                 self.display.destroy_surface(drawable.surface)

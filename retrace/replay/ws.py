@@ -69,6 +69,16 @@ EGL_CONTEXT_OPENGL_DEBUG, EGL_CONTEXT_FORWARD, EGL_CONTEXT_ROBUST = 0x31B0, 0x31
 GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
 
 
+# EGL_GL_TEXTURE_2D, _3D, the six cube-map faces, EGL_GL_RENDERBUFFER (EGL_KHR_gl_image)
+EGL_GL_RENDERBUFFER = 0x30B9
+EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
+
+
+def _number_arg(value: Any) -> int:
+    """An integer argument or handle of the trace; 0 for anything else (a damaged value)."""
+    return int(value) if isinstance(value, int) else 0
+
+
 def _pairs(attribs: Any, terminator: int = 0) -> dict[int, int]:
     """An attribute list {name, value, ..., terminator} as a dict."""
     out: dict[int, int] = {}
@@ -315,6 +325,26 @@ class WindowSystem:
             context.real.config, drawable.width, drawable.height
         )
 
+    def create_image(
+        self, traced: int, context: int, target: int, buffer: int, attribs: list[int]
+    ) -> None:
+        """An EGLImage of one of the trace's GL textures or renderbuffers, made again from
+        the replay's object (`EGL_GL_IMAGE_TARGETS`)."""
+        st = self.state
+        owner = st.contexts.get(context)
+        if owner is None or owner.real is None:
+            return
+        kind = "renderbuffer" if target == EGL_GL_RENDERBUFFER else "texture"
+        real_buffer = st.name_table(kind).get(buffer, buffer)
+        image = st.display.create_image(owner.real, target, real_buffer, attribs)
+        if image:
+            st.images[traced] = image
+
+    def destroy_image(self, traced: int) -> None:
+        image = self.state.images.pop(traced, 0)
+        if image:
+            self.state.display.destroy_image(image)
+
     def destroy_context(self, traced: int) -> None:
         st = self.state
         context = st.contexts.get(traced)
@@ -390,6 +420,7 @@ class WsCompiler:
         self.ws = ws
         self.formats: dict[Any, tuple[PixelFormat, int]] = {}
         self.egl_api = EGL_OPENGL_ES_API
+        self.gl_images: set[int] = set()  # traced EGLImages the replay makes again
         self.handlers: dict[str, Callable[[list[Any], Any, int], Entry | None]] = {
             "glXChooseVisual": self._glx_choose_visual,
             "glXChooseFBConfig": self._glx_choose_fbconfig,
@@ -416,6 +447,10 @@ class WsCompiler:
             "eglSwapBuffersWithDamageKHR": self._swap_first_drawable(1),
             "eglSwapBuffersWithDamageEXT": self._swap_first_drawable(1),
             "eglDestroyContext": self._destroy_context(1),
+            "eglCreateImage": self._egl_create_image,
+            "eglCreateImageKHR": self._egl_create_image,
+            "eglDestroyImage": self._egl_destroy_image,
+            "eglDestroyImageKHR": self._egl_destroy_image,
             "glFrameTerminatorGREMEDY": lambda args, ret, thread: (self.ws.frame_terminator, ()),
         }
         # Imported here: the WGL and CGL readers build on this module's helpers.
@@ -505,6 +540,21 @@ class WsCompiler:
             self.ws.create_context,
             (int(ret or 0), request, self._format_of(args[1]), int(args[2] or 0)),
         )
+
+    def _egl_create_image(self, args, ret, thread) -> Entry | None:
+        """Images of GL textures and renderbuffers are made again from the replay's objects;
+        others (dma-bufs, pixmaps) belong to the traced process, and the calls that use
+        them are skipped (`compiler.Compiler._image_target`)."""
+        target, traced = int(_number_arg(args[2])), int(_number_arg(ret))
+        if target not in EGL_GL_IMAGE_TARGETS or not traced:
+            return None
+        self.gl_images.add(traced)
+        pairs = [v for kv in _pairs(args[4], EGL_NONE).items() for v in kv]
+        context, buffer = int(_number_arg(args[1])), int(_number_arg(args[3]))
+        return (self.ws.create_image, (traced, context, target, buffer, pairs))
+
+    def _egl_destroy_image(self, args, ret, thread) -> Entry:
+        return (self.ws.destroy_image, (int(_number_arg(args[1])),))
 
     def _egl_create_window(self, args, ret, thread) -> Entry:
         return (self.ws.create_drawable, (int(ret or 0), DEFAULT_SIZE, DEFAULT_SIZE, False))
