@@ -200,6 +200,27 @@ def test_pixels_drawn_inside_the_programs_own_occlusion_queries():
     assert {no: pixels[no] for no in inside} == {no: recorded[q] for no, q in inside.items()}
 
 
+def test_gl_calls_with_no_context_current_are_not_issued_nor_timed(tmp_path):
+    """As glretrace on Linux: a program's clean-up after releasing its context (kitty
+    deletes its buffers then) makes no rows."""
+    w = TraceWriter()
+    glx_context(w)
+    clear = ("glClear", ("mask",), {0: w.int(0x4000)})
+    w.call(*clear)
+    w.call("glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(0), 2: w.null}, ret=w.true)
+    w.call(*clear)
+    w.call("glDeleteTextures", ("n", "textures"), {0: w.int(1), 1: w.array(w.int(1))})
+    w.call(
+        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
+    )
+    w.call(*clear)
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path = tmp_path / "released.trace"
+    path.write_bytes(w.snappy())
+    (calls,) = tables(retrace(["--pcalls=opengl: CPU Duration"], path)).values()
+    assert list(calls.call_nos) == [3, 8] and list(calls.names) == ["glClear", "glClear"]
+
+
 def test_design_card_spelling_and_canonical_header():
     out = retrace(["--pframes", "opengl: GPU time"], TRACES / "glxgears.trace")
     lines = out.splitlines()

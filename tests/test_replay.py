@@ -39,8 +39,8 @@ CASES = {
     "es2gears.trace": (FRAMES, set()),
     "es2tri.trace": (FRAMES, set()),
     "egl-two-threads.trace": (FRAMES, set()),
-    "persistent-map.trace": (DRAWS, set()),
-    "egl-image.trace": (FRAMES, {1, 2}),  # glretrace repeats frame 0: see the EGLImage test  # buffers persistently mapped while others map
+    "persistent-map.trace": (DRAWS, set()),  # buffers persistently mapped while others map
+    "egl-image.trace": (FRAMES, {1, 2}),  # glretrace repeats frame 0: see the EGLImage test
     "glmark2-build-clientarrays.trace": (FRAMES, set()),
     "glmark2-texture-mipmap.trace": (FRAMES, set()),
     "glmark2-desktop-fbo.trace": (FRAMES, set()),

@@ -58,6 +58,9 @@ _LOCATION_QUERIES = {
     "glGetProgramResourceLocation",
 }
 _VIEWPORTS = {"glViewport"}
+_BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
+_MAKE_CURRENT = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$")
+GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER = 0x8D40, 0x8CA9
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
 _BIND_PIPELINE = {"glBindProgramPipeline", "glBindProgramPipelineEXT"}
@@ -226,6 +229,9 @@ class Compiler:
         self._call_no = 0  # the call being compiled
         self._image_shared_at = -2  # the last glEGLImageTarget*OES call made to share an image
         self._after_image_target = False  # the last batch ended with one
+        self._unbound_threads: set[int] = set()  # traced threads left with no context current
+        # per traced thread, as read ahead: (current drawable, whether it draws to it)
+        self._window_scan: dict[int, tuple[Any, bool]] = {}
         self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
@@ -255,11 +261,14 @@ class Compiler:
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
         stops = self._stops(batch, sigs)
+        self._scan_window_sizes(batch, sigs)
         values = None  # the batch's values as Python objects, once enough calls need them
         visited = 0  # calls compiled here so far
         i, count = 0, len(calls)
         while i < count:
-            thread = _NO_THREAD if self._thread is None else self._thread
+            # (with no context current, every call comes here, to be left out)
+            unbound = self._thread in self._unbound_threads
+            thread = _NO_THREAD if self._thread is None or unbound else self._thread
             i = code.compile(
                 calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin, stops
             )
@@ -294,6 +303,42 @@ class Compiler:
                 call_values,
                 sigs,
             )
+
+    def _scan_window_sizes(self, batch: CallBatch, sigs: Signatures) -> None:
+        """Read ahead for each window's first viewport on its default framebuffer: a program
+        may clear its window before it sets the viewport (Qt does), and a stand-in that grew
+        only then would have lost the clear. Runs over the batch's few make-current, bind-
+        framebuffer and viewport calls; what it learns is the window system's `size_hints`."""
+        sig_ids = batch.calls["sig"]
+        unique = np.unique(sig_ids).tolist()
+        wanted = [
+            s
+            for s in unique
+            if (name := sigs.functions[s].name) in _VIEWPORTS
+            or _BIND_FRAMEBUFFER.match(name)
+            or _MAKE_CURRENT.match(name)
+        ]
+        hints, seen = self.ws.ws.size_hints, self._window_scan
+        for i in np.flatnonzero(np.isin(sig_ids, wanted)).tolist():
+            _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
+                batch.calls[i].item()
+            )
+            name = sigs.functions[sig_id].name
+            values = NodeLists.of_call(batch, node_start, nodes_n)
+            slots = batch.slots[slot_start : slot_start + nargs]
+            args, result = _arguments(values, 0, slots, ret, sigs)
+            drawable, on_window = seen.get(thread, (0, True))
+            if _MAKE_CURRENT.match(name):
+                entry = self.ws.compile(name, args, result, thread)
+                if entry is not None and entry[0] == self.ws.ws.make_current:
+                    seen[thread] = (entry[1][1], True)
+            elif _BIND_FRAMEBUFFER.match(name):
+                if args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
+                    seen[thread] = (drawable, not args[1])
+            elif drawable and on_window and drawable not in hints:
+                x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
+                if w > 0 and h > 0:
+                    hints[drawable] = (x + w, y + h)
 
     def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
@@ -350,15 +395,15 @@ class Compiler:
         program = self.program
         if self._only is not None and plan.row != _NONE and not self._only.contains(no, plan.flags):
             return
+        if thread in self._unbound_threads and plan.name.startswith("gl") and plan.row != _NONE:
+            return  # a GL call with no context current: the driver would ignore it
         if fake and no == self._image_shared_at + 1:
             return  # apitrace's copy of a shared image's pixels (see `_image_target`)
         if thread != self._thread:
             if self._thread is not None:
                 program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
             self._thread = thread
-        value = values.value
-        args = [value(node_start + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
-        result = value(node_start + ret, sigs) if ret >= 0 else None
+        args, result = _arguments(values, node_start, arg_slots, ret, sigs)
         self._call_no = no
         try:
             entry = plan.compile(args, result, thread)
@@ -427,7 +472,7 @@ class Compiler:
         ):
             plan.skip = True  # (the app's query readbacks too: glretrace's --query-handling=skip)
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
-            plan.compile = lambda args, ret, thread: self.ws.compile(name, args, ret, thread)
+            plan.compile = lambda args, ret, thread: self._window_system(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
@@ -779,6 +824,18 @@ class Compiler:
         if real:
             self.state.mapped.unmap(real)
 
+    def _window_system(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
+        """A window-system call's entry; notes the threads it leaves with no context
+        current, whose GL calls glretrace does not issue (nor time) and neither do we."""
+        entry = self.ws.compile(name, args, ret, thread)
+        if entry is not None and entry[0] == self.ws.ws.make_current:
+            _, _, context = entry[1]
+            if context:
+                self._unbound_threads.discard(thread)
+            else:
+                self._unbound_threads.add(thread)
+        return entry
+
     def _image_target(self, fn: Any, args: list[Any]) -> Entry:
         """glEGLImageTarget*OES with an image the replay made again from a GL object. apitrace
         follows the call with a fake upload of the image's pixels at that moment, which
@@ -883,6 +940,15 @@ class Compiler:
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise Unsupported("memcpy without a destination address and data")
         return (self.state.mapped.write, (int(dest), bytes(data)))
+
+
+def _arguments(
+    values: NodeLists, base: int, arg_slots: np.ndarray, ret: int, sigs: Signatures
+) -> tuple[list[Any], Any]:
+    """A call's arguments and result as Python values (None where the trace has none)."""
+    value = values.value
+    args = [value(base + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
+    return args, (value(base + ret, sigs) if ret >= 0 else None)
 
 
 def _nothing() -> None:

@@ -210,6 +210,9 @@ class WindowSystem:
         self.gl = gl  # the replayer's own GL functions (GetIntegerv, Scissor)
         self.on_frame_end: Callable[[Drawable | None], None] = lambda drawable: None
         self.gl_errors: GlErrors | None = None  # counted at every frame end when set
+        # a window's first viewport on its default framebuffer, read ahead in the trace
+        # (`compiler.Compiler._scan_window_sizes`): its stand-in starts that big
+        self.size_hints: dict[DrawableKey, tuple[int, int]] = {}
         # around every change of the current context (the profiler pauses its queries)
         self.before_switch: Callable[[], None] = lambda: None
         self.after_switch: Callable[[], None] = lambda: None
@@ -285,6 +288,9 @@ class WindowSystem:
             drawable = st.drawables.get(draw)
             if drawable is None:  # a window the trace never showed us being created
                 drawable = st.drawables[draw] = Drawable()
+            hint = self.size_hints.get(draw)
+            if hint is not None and drawable.surface is None and not drawable.fixed:
+                drawable.width, drawable.height = map(max, (drawable.width, drawable.height), hint)
         st.thread_current[thread] = (traced_context, drawable)
         self._bind(traced_context, drawable)
 
