@@ -6,9 +6,10 @@ identical frames. glretrace needs an X display even to replay, so the tests
 start their own Xvfb; eglretrace runs headless with WAFFLE_PLATFORM.
 
 Where the two differ, the reason is known and asserted precisely:
-- glxgears and glx-multithread draw their first frame before glretrace's
-  window has its final size (glretrace shows a black or garbage frame);
-  retrace sizes the stand-in from the trace before the first draw.
+- glxgears, glx-multithread, LOVE and Qt Quick draw their first frame before
+  glretrace's window has its final size (glretrace shows a black or garbage
+  frame, or the bottom-left 32x32 corner); retrace sizes the stand-in from the
+  trace before the first draw.
 - egl-image: glretrace draws the first frame's copy of a shared texture
   every frame; retrace shares the image itself (checked pixel by pixel below).
 - arb_instanced_arrays: apitrace captured 64 bytes of an instanced client
@@ -41,6 +42,10 @@ CASES = {
     "egl-two-threads.trace": (FRAMES, set()),
     "persistent-map.trace": (DRAWS, set()),  # buffers persistently mapped while others map
     "egl-image.trace": (FRAMES, {1, 2}),  # glretrace repeats frame 0: see the EGLImage test
+    # cuts of third-party programs (traces/corpus/README.md)
+    "corpus/love-persistent.trace": (FRAMES, {0}),  # persistent coherent stream buffers
+    "corpus/qt6-qml.trace": (FRAMES, {0}),  # two threads, shared contexts; clears first
+    "corpus/mpv-gpu.trace": (FRAMES, set()),  # desktop GL 4.4 core through EGL, UBOs
     "glmark2-build-clientarrays.trace": (FRAMES, set()),
     "glmark2-texture-mipmap.trace": (FRAMES, set()),
     "glmark2-desktop-fbo.trace": (FRAMES, set()),
