@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import TRACES, run_retrace
-from tracegen import TraceWriter, glx_context
+from tracegen import TraceWriter, glx_context, occlusion_query
 
 GL_INVALID_ENUM = 0x0500
 SUMMARY = "retrace: warning: the replay departed from the trace: "
@@ -92,10 +92,7 @@ def conditional_render_trace(path: Path) -> str:
     """A draw inside the program's own occlusion query, then one rendered on its result."""
     w = TraceWriter()
     glx_context(w)
-    w.call("glGenQueries", ("n", "ids"), {0: w.int(1), 1: w.array(w.int(1))})
-    w.call("glBeginQuery", ("target", "id"), {0: w.int(0x8914), 1: w.int(1)})
-    w.call("glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((0, 0, 1, 1))})
-    w.call("glEndQuery", ("target",), {0: w.int(0x8914)})
+    occlusion_query(w, 1)
     w.call("glBeginConditionalRender", ("id", "mode"), {0: w.int(1), 1: w.int(0x8E13)})
     w.call(
         "glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((-1, -1, 0, 0))}

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from conftest import TRACES, run_retrace
-from tracegen import TraceWriter, glx_context
+from tracegen import TraceWriter, glx_context, occlusion_query
 
 GEARS = str(TRACES / "glxgears.trace")
 
@@ -128,10 +128,7 @@ def test_query_handling_runs_and_checks_the_programs_own_results(tmp_path):
         assert r.returncode == 0 and not r.stderr, r.stderr
     w = TraceWriter()
     glx_context(w)
-    w.call("glGenQueries", ("n", "ids"), {0: w.int(1), 1: w.array(w.int(4))})
-    w.call("glBeginQuery", ("target", "id"), {0: w.int(0x8914), 1: w.int(4)})
-    w.call("glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate((0, 0, 1, 1))})
-    w.call("glEndQuery", ("target",), {0: w.int(0x8914)})
+    occlusion_query(w, 4)
     w.call(  # GL_QUERY_RESULT: a count this replay cannot give (its window is 32x32)
         "glGetQueryObjectuiv",
         ("id", "pname", "params"),

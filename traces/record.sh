@@ -32,21 +32,13 @@ mkdir -p "$OUT" "$OUT/expected"
 
 log() { printf 'record.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+. "$HERE/record_lib.sh"
 
 # --------------------------------------------------------------------------
 # 1. Dependencies
 DEBS=(apitrace apitrace-tracers xvfb mesa-utils glmark2-x11 glmark2-es2-x11
       piglit gcc libc6-dev libegl-dev libgles-dev libgl-dev python3)
-missing=()
-for pkg in "${DEBS[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
-        || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    log "installing: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+install_debs "${DEBS[@]}"
 if ! python3 -c 'import cramjam, zstandard' 2>/dev/null; then
     log "installing Python packages cramjam and zstandard"
     python3 -m pip install cramjam zstandard
@@ -63,32 +55,7 @@ WRAPPERS=$(dirname "$(dpkg -L apitrace-tracers | grep -m1 '/glxtrace\.so$')")
 WORK=/tmp/retrace-record-traces
 rm -rf "$WORK"
 mkdir -p "$WORK"
-XVFB_PID=
-cleanup() {
-    if [[ -n $XVFB_PID ]]; then
-        kill "$XVFB_PID" 2>/dev/null || true
-        wait "$XVFB_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-display_num=
-for n in $(seq 90 199); do
-    if [[ ! -e /tmp/.X$n-lock && ! -e /tmp/.X11-unix/X$n ]]; then
-        display_num=$n
-        break
-    fi
-done
-[[ -n $display_num ]] || die "no free X display number"
-Xvfb ":$display_num" -screen 0 1024x768x24 -nolisten tcp >"$WORK/xvfb.log" 2>&1 &
-XVFB_PID=$!
-for _ in $(seq 100); do
-    [[ -e /tmp/.X11-unix/X$display_num ]] && break
-    kill -0 "$XVFB_PID" 2>/dev/null || die "Xvfb failed: $(cat "$WORK/xvfb.log")"
-    sleep 0.1
-done
-export DISPLAY=":$display_num"
+start_private_xvfb "$WORK"
 export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
 export PIGLIT_PLATFORM=glx
 export LC_ALL=C

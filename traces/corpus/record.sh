@@ -41,6 +41,7 @@ mkdir -p "$BIG" "$BIG/full" "$CUTS"
 
 log() { printf 'record.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+. "$HERE/../record_lib.sh"
 
 # --------------------------------------------------------------------------
 # 1. Dependencies
@@ -48,16 +49,7 @@ DEBS=(apitrace apitrace-tracers xvfb mesa-utils ffmpeg mpv qml-qt6
       qml6-module-qtquick qml6-module-qtquick-window
       qml6-module-qtqml-workerscript gtk-4-examples kitty love
       xscreensaver-gl neverball warzone2100 glmark2-x11 piglit python3)
-missing=()
-for pkg in "${DEBS[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
-        || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    log "installing: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
-fi
+install_debs "${DEBS[@]}"
 PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep -m1 '/piglit/bin/occlusion_query$')")
 XSS=/usr/libexec/xscreensaver
 [[ -x $PIGLIT_BIN/bufferstorage-persistent && -x $XSS/hypertorus ]] \
@@ -72,32 +64,7 @@ WORK=/tmp/retrace-record-corpus
 rm -rf "$WORK"
 mkdir -p "$WORK/home/.neverball" "$WORK/runtime"
 chmod 700 "$WORK/runtime"
-XVFB_PID=
-cleanup() {
-    if [[ -n $XVFB_PID ]]; then
-        kill "$XVFB_PID" 2>/dev/null || true
-        wait "$XVFB_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-display_num=
-for n in $(seq 90 199); do
-    if [[ ! -e /tmp/.X$n-lock && ! -e /tmp/.X11-unix/X$n ]]; then
-        display_num=$n
-        break
-    fi
-done
-[[ -n $display_num ]] || die "no free X display number"
-Xvfb ":$display_num" -screen 0 1024x768x24 -nolisten tcp >"$WORK/xvfb.log" 2>&1 &
-XVFB_PID=$!
-for _ in $(seq 100); do
-    [[ -e /tmp/.X11-unix/X$display_num ]] && break
-    kill -0 "$XVFB_PID" 2>/dev/null || die "Xvfb failed: $(cat "$WORK/xvfb.log")"
-    sleep 0.1
-done
-export DISPLAY=":$display_num"
+start_private_xvfb "$WORK"
 export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
 export HOME=$WORK/home XDG_RUNTIME_DIR=$WORK/runtime
 export PATH=$PATH:/usr/games

@@ -17,19 +17,13 @@
 #include <EGL/eglext.h>
 #include <GLES2/gl2.h>
 #include <GLES2/gl2ext.h>
-#include <stdio.h>
-#include <stdlib.h>
 
+#define PROGRAM "egl_image"
 #define NFRAMES 3
 #define WIDTH 64
 #define HEIGHT 64
 #define SIZE 8
-
-static void die(const char *what)
-{
-    fprintf(stderr, "egl_image: %s failed (EGL error 0x%x)\n", what, eglGetError());
-    exit(1);
-}
+#include "headless.h"
 
 static const char *vs_src =
     "attribute vec2 pos;\n"
@@ -40,14 +34,6 @@ static const char *fs_src =
     "varying vec2 uv;\n"
     "uniform sampler2D tex;\n"
     "void main() { gl_FragColor = texture2D(tex, uv); }\n";
-
-static GLuint shader(GLenum type, const char *src)
-{
-    GLuint s = glCreateShader(type);
-    glShaderSource(s, 1, &src, NULL);
-    glCompileShader(s);
-    return s;
-}
 
 static void fill(GLuint texture, int frame)
 {
@@ -67,22 +53,9 @@ static void fill(GLuint texture, int frame)
 
 int main(void)
 {
-    EGLDisplay dpy = eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, NULL);
-    if (dpy == EGL_NO_DISPLAY || !eglInitialize(dpy, NULL, NULL))
-        die("eglInitialize");
-    static const EGLint config_attribs[] = {
-        EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_ES2_BIT,
-        EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8, EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8, EGL_NONE};
-    EGLConfig config;
-    EGLint n = 0;
-    if (!eglChooseConfig(dpy, config_attribs, &config, 1, &n) || n != 1)
-        die("eglChooseConfig");
-    static const EGLint surface_attribs[] = {EGL_WIDTH, WIDTH, EGL_HEIGHT, HEIGHT, EGL_NONE};
-    EGLSurface surf = eglCreatePbufferSurface(dpy, config, surface_attribs);
     static const EGLint context_attribs[] = {EGL_CONTEXT_CLIENT_VERSION, 2, EGL_NONE};
-    EGLContext ctx = eglCreateContext(dpy, config, EGL_NO_CONTEXT, context_attribs);
-    if (surf == EGL_NO_SURFACE || ctx == EGL_NO_CONTEXT || !eglMakeCurrent(dpy, surf, surf, ctx))
-        die("context");
+    EGLSurface surf;
+    EGLDisplay dpy = open_headless(EGL_OPENGL_ES_API, EGL_OPENGL_ES2_BIT, context_attribs, &surf);
     PFNEGLCREATEIMAGEKHRPROC create_image =
         (PFNEGLCREATEIMAGEKHRPROC)eglGetProcAddress("eglCreateImageKHR");
     PFNEGLDESTROYIMAGEKHRPROC destroy_image =
@@ -99,7 +72,7 @@ int main(void)
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, SIZE, SIZE, 0, GL_RGBA, GL_UNSIGNED_BYTE, NULL);
     fill(source, 0);
-    EGLImageKHR image = create_image(dpy, ctx, EGL_GL_TEXTURE_2D_KHR,
+    EGLImageKHR image = create_image(dpy, eglGetCurrentContext(), EGL_GL_TEXTURE_2D_KHR,
                                      (EGLClientBuffer)(size_t)source, NULL);
     if (image == EGL_NO_IMAGE_KHR)
         die("eglCreateImageKHR");

@@ -26,22 +26,16 @@
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
 #include <GL/glcorearb.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#define PROGRAM "persistent_map"
 #define NFRAMES 4
 #define WIDTH 96
 #define HEIGHT 64
+#include "headless.h"
 #define INSTANCES 6
 
 #define PERSISTENT (GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT)
-
-static void die(const char *what)
-{
-    fprintf(stderr, "persistent_map: %s failed (EGL error 0x%x)\n", what, eglGetError());
-    exit(1);
-}
 
 static const char *vs_src =
     "#version 450 core\n"
@@ -61,18 +55,6 @@ static const char *fs_src =
     "out vec4 frag;\n"
     "void main() { frag = colour; }\n";
 
-static GLuint shader(GLenum type, const char *src)
-{
-    GLuint s = glCreateShader(type);
-    glShaderSource(s, 1, &src, NULL);
-    glCompileShader(s);
-    GLint ok = 0;
-    glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
-    if (!ok)
-        die("glCompileShader");
-    return s;
-}
-
 static void *storage(GLuint *buffer, GLsizeiptr size, GLbitfield flags)
 {
     glGenBuffers(1, buffer);
@@ -86,26 +68,11 @@ static void *storage(GLuint *buffer, GLsizeiptr size, GLbitfield flags)
 
 int main(void)
 {
-    EGLDisplay dpy = eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, NULL);
-    if (dpy == EGL_NO_DISPLAY || !eglInitialize(dpy, NULL, NULL))
-        die("eglInitialize");
-    if (!eglBindAPI(EGL_OPENGL_API))
-        die("eglBindAPI");
-    static const EGLint config_attribs[] = {
-        EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
-        EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8, EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8, EGL_NONE};
-    EGLConfig config;
-    EGLint n = 0;
-    if (!eglChooseConfig(dpy, config_attribs, &config, 1, &n) || n != 1)
-        die("eglChooseConfig");
-    static const EGLint surface_attribs[] = {EGL_WIDTH, WIDTH, EGL_HEIGHT, HEIGHT, EGL_NONE};
-    EGLSurface surf = eglCreatePbufferSurface(dpy, config, surface_attribs);
     static const EGLint context_attribs[] = {
         EGL_CONTEXT_MAJOR_VERSION, 4, EGL_CONTEXT_MINOR_VERSION, 5,
         EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
-    EGLContext ctx = eglCreateContext(dpy, config, EGL_NO_CONTEXT, context_attribs);
-    if (surf == EGL_NO_SURFACE || ctx == EGL_NO_CONTEXT || !eglMakeCurrent(dpy, surf, surf, ctx))
-        die("context");
+    EGLSurface surf;
+    EGLDisplay dpy = open_headless(EGL_OPENGL_API, EGL_OPENGL_BIT, context_attribs, &surf);
 
     GLuint program = glCreateProgram();
     glAttachShader(program, shader(GL_VERTEX_SHADER, vs_src));
