@@ -87,6 +87,8 @@ def run_replay(
                 "expects from its own start may differ, so frames can render wrongly",
                 file=sys.stderr,
             )
+            if verbose:  # (a pass's brackets end with it)
+                replayer.check_errors()
             result = replayer.loop_last_frame(loop)
         if benchmark:
             frames = max(result.frames - first_frame, 0) if loop is None else result.frames
