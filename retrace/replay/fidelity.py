@@ -4,9 +4,11 @@ A replay that departs from its trace draws other frames, and every time, pixel
 count and counter measured on it is then a number that looks right and means
 nothing. So every replay and profile ends by saying so when it departed:
 calls it could not issue (and why), data the program wrote into mapped
-buffers that landed in no mapping, and GL errors the driver raised during the
-replay. The per-kind lines come first; then one summary line; `--strict`
-makes any departure an error.
+buffers that landed in no mapping, GL errors the program's own glGetError did
+not see, conditional renders on queries the profiler had to leave out, and
+with --query-handling check, query results unlike the trace's. The per-kind
+lines come first, then one summary line; `--strict` makes any departure an
+error (exit 3). GL errors the trace cannot vouch for are reported only.
 """
 
 from __future__ import annotations
