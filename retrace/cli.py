@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 
 import click
 
@@ -307,10 +309,11 @@ def summary(args: tuple[str, ...]) -> None:
     sys.exit(summary_main(list(args)))
 
 
-def main() -> None:
-    """Run the CLI, turning retrace's own errors into one stderr line and an exit code."""
+def main(run: Callable[[], object] | None = None) -> None:
+    """Run the CLI (or `run`: a replay child's work), turning retrace's own errors into one
+    stderr line and an exit code."""
     try:
-        cli.main(standalone_mode=False)
+        (run or partial(cli.main, standalone_mode=False))()
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
@@ -321,7 +324,7 @@ def main() -> None:
         sys.exit(130)
     except RetraceError as e:
         _flush_stdout()
-        click.echo(f"retrace: error: {e}", err=True)
+        click.echo(f"retrace: {e.prefix}{e}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
         # the reader of our output (head, less) went away: not an error of ours
