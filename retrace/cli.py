@@ -161,7 +161,7 @@ def replay(trace: str, **options) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--pframes", metavar="SPEC", help='Metrics per frame: "backend: metric, [group, id]; ..."'
 )
@@ -177,6 +177,13 @@ def replay(trace: str, **options) -> None:
 )
 @click.option("--store-dir", type=click.Path(file_okay=False), help="Where the result store lives.")
 @click.option("--keep-store", is_flag=True, help="Keep the result store after the run.")
+@click.option(
+    "--resume",
+    metavar="STORE",
+    type=click.Path(file_okay=False),
+    help="Finish the interrupted or killed profile kept in STORE (trace and options come "
+    "from there; -o, --keep-store and --quiet may be given).",
+)
 @click.option(
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
 )
@@ -214,7 +221,7 @@ def replay(trace: str, **options) -> None:
     help="With --pcpu: leave out calls faster than NS ns.",
 )
 def profile(
-    trace: str,
+    trace: str | None,
     pframes: str | None,
     pcalls: str | None,
     pdrawcalls: str | None,
@@ -235,6 +242,7 @@ def profile(
     repeat: int,
     warmup: int,
     stats: bool,
+    resume: str | None,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
@@ -243,6 +251,22 @@ def profile(
     selections = commands.selections(pframes, pcalls, pdrawcalls)
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
     progress = None if quiet else sys.stderr
+    if resume is not None:
+        ctx = click.get_current_context()
+        given = [
+            f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
+            for p in ctx.command.params
+            if p.name not in ("resume", "output", "keep_store", "quiet")
+            and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise click.UsageError(
+                f"--resume takes the trace and options from the store: drop {', '.join(given)}"
+            )
+        commands.resume_profile(resume, output, keep_store, progress)
+        return
+    if trace is None:
+        raise click.UsageError("missing argument 'TRACE'")
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:

@@ -4,13 +4,20 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from contextlib import ExitStack
-from typing import IO
+from dataclasses import replace
+from typing import IO, Any
 
+from retrace import contain
 from retrace.backends.base import Boundary
-from retrace.errors import RetraceError
+from retrace.errors import Interrupted, RetraceError
+from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
+from retrace.profile.results import Profile
+from retrace.writer.store import Store
 from retrace.writer.tsv import MetricWriter
 
 
@@ -121,32 +128,146 @@ def run_profile(
     warmup: int = 0,
     stats: bool = False,
 ) -> None:
-    """Profile, then write the tables; a failure keeps and names what earlier passes stored."""
+    """Profile in a child process, then write the tables here (see `_measure_and_write`).
+
+    The store is made here and kept until the tables are written, with the job in its
+    manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
+    """
+    job = Job.start(trace, chosen, output, repeat, warmup, stats)
+    store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    store.meta["job"] = job.to_json()
+    store.close()  # writes the manifest: resumable from here on
+    if progress is not None:
+        print(f"retrace: measuring into {store.path}", file=progress)
+    _measure_and_write(job, store.path, keep_store, progress)
+
+
+def resume_profile(
+    path: str, output: str | None, keep_store: bool, progress: IO[str] | None
+) -> None:
+    """Finish the profile kept in the store at `path`: measure the runs its checkpoint
+    lacks, then write the tables (to `output`, else where the run was to write them)."""
+    store = Store.load(path)
+    job = Job.from_json(store.meta.get("job"), path)
+    store.close(flush=False)
+    job.check_trace(path)
+    if output:
+        job = replace(job, output=os.path.abspath(output))
+    _measure_and_write(job, path, keep_store, progress)
+
+
+def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] | None) -> None:
+    """Measure in a child (`_measure`), then write the tables from the store.
+
+    Finished: the tables, the `Rendered` line, the replay's warnings. Interrupted
+    (SIGINT, SIGTERM): the tables of the complete passes, what is missing and how to
+    resume. Driver crash: the tables with what was measured up to the crash, and the
+    call that crashed. An error the child reported: its exit status.
+    """
+    live = Live()
+    ending = contain.supervise(lambda: _measure(job, path, live, progress))
+    store = Store.load(path, keep=True)
+    try:
+        state = store.meta.get("progress")
+        complete = state is not None and state["expected"] is not None
+        if not ending.signal and not ending.interrupted and ending.code:
+            store.keep = keep_store or complete  # the child said what went wrong
+            raise SystemExit(ending.code)
+        if state is not None and ending.crashed:
+            _recover(store, state, live)
+        if state is not None and (complete or ending.crashed):
+            profile = Profile.from_json(state["profile"], store)
+            _write_tables(profile, store, job.output)
+        finish = store.meta.get("finish")
+        if not ending.signal and not ending.interrupted and finish is not None:
+            print(finish["summary"])
+            for line in finish["warnings"]:
+                print(line, file=sys.stderr)
+            store.keep = keep_store
+            if finish["error"]:
+                raise RetraceError(finish["error"])
+            return
+        resume = f"resume with: retrace profile --resume {path}"
+        if ending.interrupted:
+            missing = _missing(state, job.warmup + job.repeat)
+            raise Interrupted(
+                ending.interrupted,
+                f"interrupted by {contain.signal_name(ending.interrupted)}: {missing}; {resume}",
+            )
+        message = contain.crash_message(ending, job.trace)
+        if ending.crashed and ending.signal not in (signal.SIGKILL, signal.SIGTERM):
+            store.keep = keep_store  # replaying again would crash again
+            raise RetraceError(message)
+        raise RetraceError(f"{message}; {resume}")
+    finally:
+        store.close(flush=False)  # the manifest stays the child's last checkpoint
+
+
+def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
+    """The child's part: the passes (those a checkpoint lacks), checkpointed as they end."""
+    store = Store.load(path, keep=True)
+    if "finish" in store.meta:  # measured to the end before: only the tables were missing
+        store.close(flush=False)
+        return
     profiler = Profiler(
-        trace,
-        chosen,
-        store_dir=store_dir,
-        keep_store=keep_store,
+        job.trace,
+        job.boundaries,
         progress=progress,
-        repeat=repeat,
-        warmup=warmup,
-        stats=stats,
+        repeat=job.repeat,
+        warmup=job.warmup,
+        stats=job.stats,
+        store=store,
+        live=live,
     )
     try:
+        state = store.meta.get("progress")
+        if state is not None:
+            profiler.resume(state)
         profiler.run()
-        try:
-            with ExitStack() as stack:
-                stream = stack.enter_context(open(output, "w")) if output else sys.stdout
-                MetricWriter(stream).write_all(profiler.tables())
-        except BrokenPipeError:
-            raise  # the reader went away: not an error (see cli.main)
-        except OSError as e:  # a full disk, an unwritable path: keep what was measured
-            profiler.store.keep = True
-            raise RetraceError(
-                f"cannot write the tables to {output or 'standard output'}: "
-                f"{e.strerror or e}; the measurements are kept in {profiler.store.path}"
-            ) from None
-        print(profiler.summary())
-        profiler.replayer.finish()
+        error = profiler.replayer.trace_error
+        store.meta["finish"] = {
+            "summary": profiler.summary(),
+            "warnings": profiler.replayer.skipped_warnings(),
+            "error": None if error is None else str(error),
+        }
+        store.flush()
     finally:
         profiler.close()
+
+
+def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
+    """After a crash: count what the child measured after its last checkpoint, up to its
+    last frame end (and, if the first pass never completed, its frames and names)."""
+    for index, key in enumerate(store):
+        store[key].recover(live.length(index))
+    if state["expected"] is None and live.pass_index >= 0:
+        profile = state["profile"]
+        profile["frames"] = profile["frame_events"] = live.frames
+        profile["names"] = live.names or profile["names"]
+
+
+def _missing(state: dict[str, Any] | None, runs: int) -> str:
+    """What an interrupted run lacks, in words."""
+    if state is None or state["expected"] is None:
+        return "the first pass had not completed: nothing is measured yet"
+    passes, done, run = state["passes"], state["pass"], state["run"]
+    complete = {0: "no pass", 1: "pass 1"}.get(done, f"passes 1-{done}")
+    have = f"{complete} of {passes} complete"
+    if run:
+        have += f", pass {done + 1} has {run} of {runs} runs"
+    return f"{have}; the cells of the rest read '-'"
+
+
+def _write_tables(profile: Profile, store: Store, output: str | None) -> None:
+    try:
+        with ExitStack() as stack:
+            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
+            MetricWriter(stream).write_all(profile.tables(store))
+    except BrokenPipeError:
+        raise  # the reader went away: not an error (see cli.main)
+    except OSError as e:  # a full disk, an unwritable path: keep what was measured
+        store.keep = True
+        raise RetraceError(
+            f"cannot write the tables to {output or 'standard output'}: "
+            f"{e.strerror or e}; the measurements are kept in {store.path}"
+        ) from None

@@ -186,6 +186,11 @@ class Replayer:
 
     def report_skipped(self) -> None:
         """One warning per function the replay could not issue, with its count."""
-        for name, count in sorted(self.program.skipped.items()):
-            reason = self.program.reasons.get(name, "")
-            print(f"warning: skipped {count} call(s) to {name}: {reason}", file=sys.stderr)
+        for line in self.skipped_warnings():
+            print(line, file=sys.stderr)
+
+    def skipped_warnings(self) -> list[str]:
+        return [
+            f"warning: skipped {count} call(s) to {name}: {self.program.reasons.get(name, '')}"
+            for name, count in sorted(self.program.skipped.items())
+        ]
