@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import IO, Any
@@ -28,8 +29,18 @@ def selections(
     return {b: spec for b, spec in given.items() if spec}
 
 
+def contained(trace: str, body: Callable[[], None]) -> None:
+    """Run `body`, which replays `trace`, in a child process (`retrace.contain`): a driver
+    crash is then one line naming the call, not the end of retrace."""
+    contain.check(contain.supervise(body), trace)
+
+
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
+    contained(trace, lambda: _list_metrics(trace, as_json))
+
+
+def _list_metrics(trace: str, as_json: bool) -> None:
     with ExitStack() as stack:
         profiler = Profiler(trace, {})
         stack.callback(profiler.close)
@@ -96,6 +107,10 @@ def list_metrics(trace: str, as_json: bool) -> None:
 
 
 def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
+    contained(trace, lambda: _gen_passes(trace, chosen, verbose))
+
+
+def _gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
     profiler = Profiler(trace, chosen)
     try:
         count = profiler.count_passes()
@@ -112,9 +127,12 @@ def run_legacy_profile(trace: str, output: str | None, **options) -> None:
     """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`)."""
     from retrace.profile.legacy import run_legacy
 
-    with ExitStack() as stack:
-        out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
-        run_legacy(trace, out=out, **options)
+    def body() -> None:
+        with ExitStack() as stack:
+            out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
+            run_legacy(trace, out=out, **options)
+
+    contained(trace, body)
 
 
 def run_profile(
@@ -137,8 +155,6 @@ def run_profile(
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     store.close()  # writes the manifest: resumable from here on
-    if progress is not None:
-        print(f"retrace: measuring into {store.path}", file=progress)
     _measure_and_write(job, store.path, keep_store, progress)
 
 

@@ -586,6 +586,8 @@ class Profiler:
         complete, with the column lengths and what the tables need (one atomic manifest)."""
         if self.live is None:
             return
+        if "progress" not in self.store.meta and self.progress is not None:
+            print(f"retrace: measuring into {self.store.path}", file=self.progress, flush=True)
         expected = self._expected
         self.store.meta["progress"] = {
             "pass": next_pass,
