@@ -405,6 +405,8 @@ class Store:
         while name in self._files:
             n += 1
             name = f"{base}~{n}.bin"
+        with contextlib.suppress(FileNotFoundError):  # a writer's that died after the last flush
+            os.unlink(os.path.join(self.path, name))
         return self._open(key, name, dtype, 0, True)
 
     def __getitem__(self, key: str) -> Column:

@@ -323,6 +323,12 @@ class Profiler:
         self.replayer.frame += 1
         self._collect_events()
         self._record_frame_end()
+        plan = self._active
+        if plan is not None and Boundary.FRAME in plan.boundaries:
+            event = self._events[Boundary.FRAME]
+            plan.backend.end_query(Boundary.FRAME, event)
+            plan.backend.begin_query(Boundary.FRAME, event + 1)
+        self._events[Boundary.FRAME] += 1
         if self._expected is None and self._ready:
             self._store_metadata(self.replayer.program.code.position + 1)
         if self.live is not None:
@@ -330,12 +336,6 @@ class Profiler:
             self.live.publish(
                 self._pass, self.replayer.frame, [len(store[k]) for k in store], self.profile.names
             )
-        plan = self._active
-        if plan is not None and Boundary.FRAME in plan.boundaries:
-            event = self._events[Boundary.FRAME]
-            plan.backend.end_query(Boundary.FRAME, event)
-            plan.backend.begin_query(Boundary.FRAME, event + 1)
-        self._events[Boundary.FRAME] += 1
 
     def _record_frame_end(self) -> None:
         if self._expected is None:  # the first run counts
