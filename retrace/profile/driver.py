@@ -23,6 +23,7 @@ every frame end the child publishes its progress to the parent (`Live`); see
 
 from __future__ import annotations
 
+import bisect
 import sys
 import time
 import warnings
@@ -460,10 +461,19 @@ class Profiler:
         program = self.replayer.program
         self.profile.names = list(program.names)
         wanted = self._event_tables()
-        frame_ends = np.asarray(program.frame_ends, np.int64)
-        log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
         first, self._meta_done = self._meta_done, end
-        for start in range(first, end if wanted else first, chunk):
+        if not wanted or first >= end:
+            return
+        # only the frame ends and program changes that matter to ops [first, end): called
+        # at every frame end, this must not cost more as the trace goes on
+        ends = program.frame_ends
+        before = bisect.bisect_left(ends, first)  # frames that ended before op `first`
+        frame_ends = np.asarray(ends[before : bisect.bisect_left(ends, end)], np.int64)
+        changes = self._program_log
+        since = max(bisect.bisect_left(changes, (first,)) - 1, 0)
+        log = changes[since : bisect.bisect_left(changes, (end,))] or [(-1, 0)]
+        log = np.asarray(log, np.int64).reshape(-1, 2)
+        for start in range(first, end, chunk):
             stop = min(start + chunk, end)
             ops = np.arange(start, stop)
             rows = program.column("rows", start, stop)
@@ -473,12 +483,13 @@ class Profiler:
             # op before it (a glUseProgram's own row shows the program it replaces)
             last = np.searchsorted(log[:, 0], ops, side="left") - 1
             programs = np.where(last >= 0, log[np.maximum(last, 0), 1], 0)
+            frames = before + np.searchsorted(frame_ends, ops, side="left")
             for boundary in wanted:
                 mask = np.isin(rows, EVENT_ROWS[boundary])
                 self._meta(boundary, "call_no").extend(call_nos[mask])
                 self._meta(boundary, "name").extend(name_ids[mask])
                 self._meta(boundary, "program").extend(programs[mask])
-                self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, ops[mask]))
+                self._meta(boundary, "frame").extend(frames[mask])
 
     def _run_pass(self) -> float:
         """Replay once with the current pass; returns the seconds it took."""
