@@ -409,6 +409,10 @@ class Store:
             os.unlink(os.path.join(self.path, name))
         return self._open(key, name, dtype, 0, True)
 
+    def lengths(self) -> list[int]:
+        """Every column's length, in the order of the manifest (creation)."""
+        return [len(col) for col in self._columns.values()]
+
     def __getitem__(self, key: str) -> Column:
         return self._columns[key]
 

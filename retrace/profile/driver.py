@@ -108,6 +108,7 @@ class Profiler:
         self._first_run = 0  # where the first pass starts: 0, or a resumed run
         self._saved: dict[str, Any] | None = None  # a resumed profile's description
         self._meta_done = 0  # ops whose event metadata is stored (first pass)
+        self._meta_time = 0.0  # when it was stored last (perf_counter)
         self.progress = progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
@@ -331,11 +332,16 @@ class Profiler:
             plan.backend.begin_query(Boundary.FRAME, event + 1)
         self._events[Boundary.FRAME] += 1
         if self._expected is None and self._ready:
-            self._store_metadata(self.replayer.program.code.position + 1)
+            end = self.replayer.program.code.position + 1
+            now = time.perf_counter()
+            # as a crash may come at any frame: as many ops waiting as stored, or 0.1 s
+            # since the last time (which keeps this at O(log n) + 10/s calls)
+            if end - self._meta_done >= self._meta_done or now - self._meta_time >= 0.1:
+                self._meta_time = now
+                self._store_metadata(end)
         if self.live is not None:
-            store = self.store
             self.live.publish(
-                self._pass, self.replayer.frame, [len(store[k]) for k in store], self.profile.names
+                self._pass, self.replayer.frame, self.store.lengths(), self.profile.names
             )
 
     def _record_frame_end(self) -> None:
@@ -457,7 +463,7 @@ class Profiler:
         not stored yet before `end`, from the compiled program (the same in every pass);
         the program in use, from the changes logged in the first run. Only for the tables
         asked for, a chunk of ops at a time (so memory stays flat on long traces). Called
-        at every frame end of the first pass, so a crash keeps the frames before it."""
+        at frame ends of the first pass too, so a crash keeps the rows before it."""
         program = self.replayer.program
         self.profile.names = list(program.names)
         wanted = self._event_tables()
