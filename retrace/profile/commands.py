@@ -270,7 +270,7 @@ def _missing(state: dict[str, Any] | None, runs: int) -> str:
     complete = {0: "no pass", 1: "pass 1"}.get(done, f"passes 1-{done}")
     have = f"{complete} of {passes} complete"
     if run:
-        have += f", pass {done + 1} has {run} of {runs} runs"
+        have += f", pass {done + 1} has {run} of its {runs} replays"
     return f"{have}; the cells of the rest read '-'"
 
 
