@@ -50,7 +50,13 @@ class Ending:
 
     @property
     def crashed(self) -> bool:
+        """Died of a signal the parent did not send (a driver crash, or `killed`)."""
         return self.signal != 0 and not self.interrupted
+
+    @property
+    def killed(self) -> bool:
+        """Killed by something outside (the OOM killer, a user), not by its own fault."""
+        return self.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 
 
 def supervise(body: Callable[[], None]) -> Ending:
@@ -136,8 +142,7 @@ def signal_name(number: int) -> str:
 def crash_message(ending: Ending, trace: str) -> str:
     """``driver crashed (SIGSEGV) at call N glFoo(...)``; "killed" when something outside
     (the OOM killer, a user) sent the child SIGKILL or SIGTERM."""
-    external = ending.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
-    what = "the replay process was killed" if external else "driver crashed"
+    what = "the replay process was killed" if ending.killed else "driver crashed"
     if ending.call < 0:
         where = "before the first call"
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -184,39 +183,45 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
     ending = contain.supervise(lambda: _measure(job, path, live, progress))
     store = Store.load(path, keep=True)
     try:
+        if ending.interrupted or ending.signal:
+            _write_what_is_kept(ending, job, store, live, keep_store)
         state = store.meta.get("progress")
-        complete = state is not None and state["expected"] is not None
-        if not ending.signal and not ending.interrupted and ending.code:
-            store.keep = keep_store or complete  # the child said what went wrong
+        if ending.code:  # the child said what went wrong, and where earlier passes are kept
+            store.keep = keep_store or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
-        if state is not None and ending.crashed:
-            _recover(store, state, live)
-        if state is not None and (complete or ending.crashed):
-            profile = Profile.from_json(state["profile"], store)
-            _write_tables(profile, store, job.output)
-        finish = store.meta.get("finish")
-        if not ending.signal and not ending.interrupted and finish is not None:
-            print(finish["summary"])
-            for line in finish["warnings"]:
-                print(line, file=sys.stderr)
-            store.keep = keep_store
-            if finish["error"]:
-                raise RetraceError(finish["error"])
-            return
-        resume = f"resume with: retrace profile --resume {path}"
-        if ending.interrupted:
-            missing = _missing(state, job.warmup + job.repeat)
-            raise Interrupted(
-                ending.interrupted,
-                f"interrupted by {contain.signal_name(ending.interrupted)}: {missing}; {resume}",
-            )
-        message = contain.crash_message(ending, job.trace)
-        if ending.crashed and ending.signal not in (signal.SIGKILL, signal.SIGTERM):
-            store.keep = keep_store  # replaying again would crash again
-            raise RetraceError(message)
-        raise RetraceError(f"{message}; {resume}")
+        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+        finish = store.meta["finish"]
+        print(finish["summary"])
+        for line in finish["warnings"]:
+            print(line, file=sys.stderr)
+        store.keep = keep_store
+        if finish["error"]:
+            raise RetraceError(finish["error"])
     finally:
         store.close(flush=False)  # the manifest stays the child's last checkpoint
+
+
+def _write_what_is_kept(
+    ending: contain.Ending, job: Job, store: Store, live: Live, keep_store: bool
+) -> None:
+    """After a signal: the tables of what was measured, then the error that says what
+    happened (and, where measuring again can help, how to resume)."""
+    state = store.meta.get("progress")
+    complete = state is not None and state["expected"] is not None
+    if state is not None and ending.crashed:
+        _recover(store, state, live)
+    if state is not None and (complete or ending.crashed):
+        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+    resume = f"resume with: retrace profile --resume {store.path}"
+    if ending.interrupted:
+        missing = _missing(state, job.warmup + job.repeat)
+        name = contain.signal_name(ending.interrupted)
+        raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
+    message = contain.crash_message(ending, job.trace)
+    if ending.killed:  # by something else than the driver: measuring again can work
+        raise RetraceError(f"{message}; {resume}")
+    store.keep = keep_store  # replaying again would crash again
+    raise RetraceError(message)
 
 
 def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
