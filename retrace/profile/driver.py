@@ -15,10 +15,10 @@ see the same number of events at each boundary, or the run stops rather than
 print a shifted table. Values live in the mmap
 store, so a failure in pass k leaves passes 1..k-1 on disk.
 
-With `checkpoints` on (a profile run in a child process, `commands.run_profile`)
-the store's manifest is rewritten after every complete run of a pass, and at
-every frame end the child publishes its progress to the parent (`Live`); see
-`checkpoint.py`. `resume` starts from such a checkpoint.
+Given a `Live` (a profile run in a child process, `commands.run_profile`), the
+store's manifest is rewritten after every complete run of a pass, and at every
+frame end the child publishes its progress to the parent; see `checkpoint.py`.
+`resume` starts from such a checkpoint.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from retrace.backends.base import (
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.checkpoint import Live
-from retrace.profile.results import Profile, column_key, meta_key
+from retrace.profile.results import META_FIELDS, Profile, column_key, meta_key
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.program import Marks, Row
@@ -309,7 +309,7 @@ class Profiler:
         plan.backend.begin_pass(plan.index, self._columns_for(plan))
         if self._expected is None:  # metadata is stored as the first pass goes
             for boundary in self._event_tables():
-                for what in ("call_no", "name", "program", "frame"):
+                for what in META_FIELDS:
                     self._meta(boundary, what)
         self._checkpoint(self._pass, self._run)  # the columns of this run exist, still empty
         if Boundary.FRAME in plan.boundaries:
@@ -611,7 +611,6 @@ class Profiler:
             "run": next_run,
             "passes": max(len(self.plan), 1),
             "expected": None if expected is None else {b.name: n for b, n in expected.items()},
-            "frames": self.profile.frames,
             "profile": self.profile.to_json(),
         }
         self.store.flush()
@@ -625,10 +624,9 @@ class Profiler:
             return
         self._pass, self._first_run = progress["pass"], progress["run"]
         self._expected = {Boundary[name]: n for name, n in expected.items()}
-        self._saved = progress["profile"]
-        self.profile.frames = progress["frames"]
-        self.profile.frame_events = self._expected[Boundary.FRAME]
-        self.profile.names = list(self._saved["names"])
+        self._saved = saved = progress["profile"]
+        self.profile.frames, self.profile.frame_events = saved["frames"], saved["frame_events"]
+        self.profile.names = list(saved["names"])
 
     def _restore_columns(self, saved: dict[str, Any]) -> None:
         """Give the planned metrics back the columns and statistics a checkpoint recorded."""

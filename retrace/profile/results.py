@@ -18,6 +18,8 @@ from retrace.backends.base import Boundary, Kind, Metric, NumType
 from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
 
+META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
+
 
 def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
     """The store key of a metric's values at a boundary (`suffix`: one run, one statistic)."""
@@ -55,7 +57,7 @@ class Profile:
             if boundary == Boundary.FRAME:
                 tables.append(Table(boundary, metrics, values, rows=self.frame_events))
                 continue
-            meta = {w: store.column(meta_key(boundary, w), np.int64) for w in _META}
+            meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
             tables.append(
                 Table(
                     boundary,
@@ -67,7 +69,7 @@ class Profile:
                     name_table=self.names,
                     frame_of_event=meta["frame"],
                     frames_ended=self.frames,
-                    rows=min(len(meta[w]) for w in _META),
+                    rows=min(len(meta[w]) for w in META_FIELDS),
                 )
             )
         return tables
@@ -133,6 +135,3 @@ class Profile:
         ]
         if stats:
             self.stats[metric, boundary] = stats
-
-
-_META = ("call_no", "name", "program", "frame")
