@@ -203,9 +203,36 @@ def test_an_interrupted_profile_keeps_pass_1_and_resumes(uninterrupted, tmp_path
 
 
 def test_a_killed_profile_resumes(uninterrupted, tmp_path):
-    status, _, store = interrupt_after_pass_1(tmp_path, lambda p: os.killpg(p.pid, signal.SIGKILL))
+    def stop_then_kill(proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGSTOP)  # still running, frozen: its store is in use
+        (store,) = (tmp_path / "stores").iterdir()
+        busy = run_retrace("profile", "--resume", str(store))
+        assert busy.returncode == 1
+        assert one_error_line(busy).endswith(" is in use by another retrace still running")
+        os.killpg(proc.pid, signal.SIGKILL)
+
+    status, _, store = interrupt_after_pass_1(tmp_path, stop_then_kill)
     assert status == -signal.SIGKILL
     assert_resumes_to(uninterrupted, store, tmp_path)
+
+
+def test_an_interrupted_replay_says_so(tmp_path):
+    err = tmp_path / "stderr"
+    with err.open("wb") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrace", "replay", "--loop", "1000000000", str(TRACE)],
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+        )
+        try:
+            while "warning: --loop" not in err.read_text():  # the child is replaying
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=120) == 130
+        finally:
+            proc.kill()
+    assert err.read_text().splitlines()[-1] == "retrace: interrupted by SIGINT"
 
 
 def test_resume_refuses_a_changed_trace_and_finishes_a_finished_store(tmp_path):

@@ -3,11 +3,12 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import IO, Any
 
@@ -180,7 +181,8 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
     call that crashed. An error the child reported: its exit status.
     """
     live = Live()
-    ending = contain.supervise(lambda: _measure(job, path, live, progress))
+    with _exclusive(path):
+        ending = contain.supervise(lambda: _measure(job, path, live, progress))
     store = Store.load(path, keep=True)
     try:
         if ending.interrupted or ending.signal:
@@ -199,6 +201,25 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
             raise RetraceError(finish["error"])
     finally:
         store.close(flush=False)  # the manifest stays the child's last checkpoint
+
+
+@contextmanager
+def _exclusive(path: str) -> Iterator[None]:
+    """Hold the store's lock while measuring: two runs writing one store (a --resume
+    while the run is still going) would mix their passes. The kernel drops the lock
+    when the holders die, so a killed run leaves none."""
+    try:
+        fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RetraceError(f"{path} is in use by another retrace still running") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def _write_what_is_kept(
