@@ -61,8 +61,6 @@ class Ending:
 
 def supervise(body: Callable[[], None]) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does; wait for it."""
-    from retrace.replay import _vm
-
     words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
     progress = np.frombuffer(words, np.int64)
     progress[:] = (-1, 0)
@@ -76,27 +74,11 @@ def supervise(body: Callable[[], None]) -> Ending:
                 os.kill(child[0], signal.SIGKILL)
 
     previous = {number: signal.signal(number, stop) for number in _STOPS}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 1
-        try:
-            for number in _STOPS:
-                signal.signal(number, signal.SIG_DFL)  # die at once: the parent keeps the rest
-            _die_with(parent)
-            _vm.publish(words)
-            code = _run_reporting(body)
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    child.append(pid)
-    if received:  # a signal came between the handler and the fork
-        stop(received[0], None)
     try:
-        _, status = os.waitpid(pid, 0)
+        child.append(_fork(body, words))
+        if received:  # a signal came between the handler and the fork
+            stop(received[0], None)
+        _, status = os.waitpid(child[0], 0)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -108,6 +90,29 @@ def supervise(body: Callable[[], None]) -> Ending:
         call=int(progress[0]),
         in_call=bool(progress[1]),
     )
+
+
+def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
+    """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
+    from retrace.replay import _vm
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        for number in _STOPS:
+            signal.signal(number, signal.SIG_DFL)  # die at once: the parent keeps the rest
+        _die_with(parent)
+        _vm.publish(words)
+        code = _run_reporting(body)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 def check(ending: Ending, trace: str) -> None:

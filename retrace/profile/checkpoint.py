@@ -143,4 +143,4 @@ class Live:
         size = int(self._words[-1])
         if size < 0:
             return []
-        return self._mm[self._names_at : self._names_at + size].decode().split("\n")
+        return self._mm[self._names_at : self._names_at + size].decode(errors="replace").split("\n")
