@@ -121,9 +121,10 @@ class Live:
         count = min(len(lengths), self._COLUMNS)
         w[self._HEAD : self._HEAD + count] = lengths[:count]
         if len(names) != self._names:  # new functions compiled (rare): rewrite the table
-            data = "\n".join(names).encode()[: self._NAMES - 1]
-            self._mm[self._names_at : self._names_at + len(data)] = data
-            w[-1] = len(data)
+            data = "\n".join(names).encode()
+            if len(data) <= self._NAMES:  # else the last table that fitted stays
+                self._mm[self._names_at : self._names_at + len(data)] = data
+                w[-1] = len(data)
             self._names = len(names)
 
     @property
@@ -143,4 +144,4 @@ class Live:
         size = int(self._words[-1])
         if size < 0:
             return []
-        return self._mm[self._names_at : self._names_at + size].decode(errors="replace").split("\n")
+        return self._mm[self._names_at : self._names_at + size].decode().split("\n")

@@ -17,7 +17,7 @@ from retrace.backends.base import Boundary
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
-from retrace.profile.results import Profile
+from retrace.profile.results import Profile, meta_key
 from retrace.writer.store import Store
 from retrace.writer.tsv import MetricWriter
 
@@ -285,7 +285,11 @@ def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
     if state["expected"] is None and live.pass_index >= 0:
         profile = state["profile"]
         profile["frames"] = profile["frame_events"] = live.frames
-        profile["names"] = live.names or profile["names"]
+        names = live.names or profile["names"]
+        keys = [meta_key(b, "name") for b in (Boundary.CALL, Boundary.DRAWCALL)]
+        ids = [store[k].view() for k in keys if k in store]
+        known = max((int(v.max()) + 1 for v in ids if len(v)), default=0)
+        profile["names"] = names + ["?"] * (known - len(names))  # if a table did not fit
 
 
 def _missing(state: dict[str, Any] | None, runs: int) -> str:
