@@ -115,6 +115,11 @@ def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
         os._exit(code)
 
 
+def contained(trace: str, body: Callable[[], None]) -> None:
+    """Run `body`, which replays `trace`, in a child; raise what `check` raises."""
+    check(supervise(body), trace)
+
+
 def check(ending: Ending, trace: str) -> None:
     """Raise what the parent reports for an ending other than success: an interruption,
     a crash naming the call, or the child's own exit status (it has said why already)."""

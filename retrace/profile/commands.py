@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import IO, Any
@@ -29,15 +29,9 @@ def selections(
     return {b: spec for b, spec in given.items() if spec}
 
 
-def contained(trace: str, body: Callable[[], None]) -> None:
-    """Run `body`, which replays `trace`, in a child process (`retrace.contain`): a driver
-    crash is then one line naming the call, not the end of retrace."""
-    contain.check(contain.supervise(body), trace)
-
-
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
-    contained(trace, lambda: _list_metrics(trace, as_json))
+    contain.contained(trace, lambda: _list_metrics(trace, as_json))
 
 
 def _list_metrics(trace: str, as_json: bool) -> None:
@@ -107,7 +101,7 @@ def _list_metrics(trace: str, as_json: bool) -> None:
 
 
 def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
-    contained(trace, lambda: _gen_passes(trace, chosen, verbose))
+    contain.contained(trace, lambda: _gen_passes(trace, chosen, verbose))
 
 
 def _gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
@@ -132,7 +126,7 @@ def run_legacy_profile(trace: str, output: str | None, **options) -> None:
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
             run_legacy(trace, out=out, **options)
 
-    contained(trace, body)
+    contain.contained(trace, body)
 
 
 def run_profile(

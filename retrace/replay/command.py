@@ -33,7 +33,7 @@ def run_replay(trace: str, **options) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
     from retrace import contain
 
-    contain.check(contain.supervise(lambda: _replay(trace, **options)), trace)
+    contain.contained(trace, lambda: _replay(trace, **options))
 
 
 def _replay(
