@@ -331,6 +331,12 @@ class Profiler:
             plan.backend.end_query(Boundary.FRAME, event)
             plan.backend.begin_query(Boundary.FRAME, event + 1)
         self._events[Boundary.FRAME] += 1
+        if self.live is not None:
+            self._publish()
+
+    def _publish(self) -> None:
+        """At a frame end, for the parent to keep what was measured if the driver crashes:
+        the lengths of the columns and the first pass's event metadata so far."""
         if self._expected is None and self._ready:
             end = self.replayer.program.code.position + 1
             now = time.perf_counter()
@@ -339,10 +345,7 @@ class Profiler:
             if end - self._meta_done >= self._meta_done or now - self._meta_time >= 0.1:
                 self._meta_time = now
                 self._store_metadata(end)
-        if self.live is not None:
-            self.live.publish(
-                self._pass, self.replayer.frame, self.store.lengths(), self.profile.names
-            )
+        self.live.publish(self._pass, self.replayer.frame, self.store.lengths(), self.profile.names)
 
     def _record_frame_end(self) -> None:
         if self._expected is None:  # the first run counts
