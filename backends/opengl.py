@@ -38,6 +38,8 @@ from retrace.replay.program import NOT_MEASURED
 
 GL_TIMESTAMP = 0x8E28
 GL_SAMPLES_PASSED = 0x8914
+# GL_SAMPLES_PASSED, GL_ANY_SAMPLES_PASSED(_CONSERVATIVE): one active query among them
+OCCLUSION_TARGETS = (GL_SAMPLES_PASSED, 0x8C2F, 0x8D6A)
 GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_GPU_DISJOINT_EXT = 0x8FBB
@@ -350,6 +352,8 @@ class OpenGLBackend(MetricBackend):
             m in GPU_TIMES or m is PIXELS for ms in self._pass.values() for m in ms
         )
         self._needs_memory = any(m in MEMORY for ms in self._pass.values() for m in ms)
+        pixels = any(PIXELS in ms for ms in self._pass.values())
+        self.session.reserve_queries(OCCLUSION_TARGETS if pixels else ())
         self._cpu_base = time.perf_counter_ns()
         self._gpu_base: int | None = None
         if self._needs_memory:

@@ -339,6 +339,7 @@ class PipelineBackend(MetricBackend):
     def begin_pass(self, index: int, columns: dict[tuple[Metric, Boundary], Column]) -> None:
         chosen = {b: ms for b, ms in self.plan[index].items() if ms}
         self._metrics = {b: tuple(m for m in METRICS if m in ms) for b, ms in chosen.items()}
+        self.session.reserve_queries({TARGETS[m] for ms in self._metrics.values() for m in ms})
         # per boundary: metric -> the column's setter, looked up once per pass
         self._set = {b: {m: columns[m, b].set for m in ms} for b, ms in self._metrics.items()}
         self._open.clear()

@@ -153,6 +153,27 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     help="Accepted for glretrace compatibility: replay is always headless.",
 )
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
+@click.option(
+    "--query-handling",
+    type=click.Choice(["skip", "run", "check"]),
+    default="skip",
+    show_default=True,
+    help="The program's own query readbacks: leave out, run, or run and compare with the trace.",
+)
+@click.option(
+    "--query-tolerance",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="With --query-handling check: how far a result may be from the trace's.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
+    "GL errors the program did not get).",
+)
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
     from retrace.replay.command import run_replay
@@ -220,6 +241,12 @@ def replay(trace: str, **options) -> None:
     metavar="NS",
     help="With --pcpu: leave out calls faster than NS ns.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
+    "GL errors the program did not get).",
+)
 def profile(
     trace: str | None,
     pframes: str | None,
@@ -242,6 +269,7 @@ def profile(
     repeat: int,
     warmup: int,
     stats: bool,
+    strict: bool,
     resume: str | None,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
@@ -289,6 +317,7 @@ def profile(
             memory=pmem,
             frame_times=pframe_times,
             min_cpu_time=min_cpu_time,
+            strict=strict,
         )
     else:
         if not selections:
@@ -306,6 +335,7 @@ def profile(
             repeat=repeat,
             warmup=warmup,
             stats=stats,
+            strict=strict,
         )
 
 

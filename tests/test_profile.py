@@ -133,6 +133,94 @@ def test_gen_passes_equals_glretrace(selection, x_display):
     )
 
 
+def test_gen_passes_counts_the_replay_of_a_selection_with_nothing_measurable():
+    # OpenGL ES has no GL_SAMPLES_PASSED: no pass measures anything, yet one replay makes
+    # the table's rows (glretrace prints 0 here)
+    trace = TRACES / "es2gears.trace"
+    selection = ["--pdrawcalls=opengl: Pixels Drawn"]
+    assert retrace(["--gen-passes", *selection], trace).strip() == "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", *selection, str(trace)], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stderr.count("pass 1 of 1 done") == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "egl-two-threads.trace",  # glObjectLabelKHR, glDebugMessageInsertKHR: replayed, timed
+        "piglit-sync-api.trace",  # glGetSynciv: replayed (it waits for signalled fences)
+        "persistent-map.trace",
+        "piglit-ubo-rendering.trace",
+        "glmark2-es2-pulsar.trace",
+    ],
+)
+def test_call_rows_equal_glretrace(name, x_display):
+    """Which calls are timed follows glretrace's side-effect rule (`replay/effects.py`)."""
+    trace = TRACES / name
+    args = ["--pcalls=opengl: CPU Duration"]
+    if b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout:
+        env = dict(os.environ, WAFFLE_PLATFORM="surfaceless_egl")
+        exe = reference_tool("eglretrace")
+        out = subprocess.run(
+            [exe, *args, str(trace)], capture_output=True, env=env, timeout=300, check=True
+        ).stdout.decode()
+    else:
+        out = glretrace(args, trace, x_display)
+    (expected,) = tables(out).values()
+    (ours,) = tables(retrace(args, trace)).values()
+    assert len(ours.call_nos) > 20
+    assert ours.call_nos == expected.call_nos and ours.names == expected.names
+
+
+def test_pixels_drawn_inside_the_programs_own_occlusion_queries():
+    """piglit's occlusion_query brackets glBegin/glEnd draws with its own GL_SAMPLES_PASSED
+    queries, which the profiler's cannot nest in: they are left out while Pixels Drawn is
+    measured, and each draw reads what the program's own query read when traced
+    (glretrace prints the stale 3025 of an earlier draw for all of them)."""
+    trace = TRACES / "piglit-occlusion-query.trace"
+    recorded, inside, open_query = {}, {}, None
+    for line in run_retrace("dump", str(trace)).stdout.decode().splitlines():
+        no, call = line.split(" ", 1)
+        if call.startswith("glBeginQuery(target = GL_SAMPLES_PASSED"):
+            open_query = int(call.split("id = ")[1].rstrip(")"))
+        elif call.startswith("glEndQuery("):
+            open_query = None
+        elif call.startswith("glBegin(") and open_query is not None:
+            inside[int(no)] = open_query
+        elif call.startswith("glGetQueryObjectiv(") and "GL_QUERY_RESULT," in call:
+            query = int(call.split("id = ")[1].split(",")[0])
+            recorded[query] = int(call.split("params = &")[1].rstrip(")"))
+    r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", "--strict", str(trace))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode().startswith("note: left out the program's own queries (")
+    (draws,) = tables(r.stdout.decode()).values()
+    pixels = dict(zip(draws.call_nos, draws.column("Pixels Drawn"), strict=True))
+    assert len(inside) >= 10 and len(set(recorded.values())) >= 3
+    assert {no: pixels[no] for no in inside} == {no: recorded[q] for no, q in inside.items()}
+
+
+def test_gl_calls_with_no_context_current_are_not_issued_nor_timed(tmp_path):
+    """As glretrace on Linux: a program's clean-up after releasing its context (kitty
+    deletes its buffers then) makes no rows."""
+    w = TraceWriter()
+    glx_context(w)
+    clear = ("glClear", ("mask",), {0: w.int(0x4000)})
+    w.call(*clear)
+    w.call("glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(0), 2: w.null}, ret=w.true)
+    w.call(*clear)
+    w.call("glDeleteTextures", ("n", "textures"), {0: w.int(1), 1: w.array(w.int(1))})
+    w.call(
+        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
+    )
+    w.call(*clear)
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path = tmp_path / "released.trace"
+    path.write_bytes(w.snappy())
+    (calls,) = tables(retrace(["--pcalls=opengl: CPU Duration"], path)).values()
+    assert list(calls.call_nos) == [3, 8] and list(calls.names) == ["glClear", "glClear"]
+
+
 def test_design_card_spelling_and_canonical_header():
     out = retrace(["--pframes", "opengl: GPU time"], TRACES / "glxgears.trace")
     lines = out.splitlines()

@@ -6,9 +6,12 @@ identical frames. glretrace needs an X display even to replay, so the tests
 start their own Xvfb; eglretrace runs headless with WAFFLE_PLATFORM.
 
 Where the two differ, the reason is known and asserted precisely:
-- glxgears and glx-multithread draw their first frame before glretrace's
-  window has its final size (glretrace shows a black or garbage frame);
-  retrace sizes the stand-in from the trace before the first draw.
+- glxgears, glx-multithread, LOVE and Qt Quick draw their first frame before
+  glretrace's window has its final size (glretrace shows a black or garbage
+  frame, or the bottom-left 32x32 corner); retrace sizes the stand-in from the
+  trace before the first draw.
+- egl-image: glretrace draws the first frame's copy of a shared texture
+  every frame; retrace shares the image itself (checked pixel by pixel below).
 - arb_instanced_arrays: apitrace captured 64 bytes of an instanced client
   array that 8 instances read 128 bytes of; both replayers read past the
   blob, so that one draw is undefined.
@@ -37,6 +40,12 @@ CASES = {
     "es2gears.trace": (FRAMES, set()),
     "es2tri.trace": (FRAMES, set()),
     "egl-two-threads.trace": (FRAMES, set()),
+    "persistent-map.trace": (DRAWS, set()),  # buffers persistently mapped while others map
+    "egl-image.trace": (FRAMES, {1, 2}),  # glretrace repeats frame 0: see the EGLImage test
+    # cuts of third-party programs (traces/corpus/README.md)
+    "corpus/love-persistent.trace": (FRAMES, {0}),  # persistent coherent stream buffers
+    "corpus/qt6-qml.trace": (FRAMES, {0}),  # two threads, shared contexts; clears first
+    "corpus/mpv-gpu.trace": (FRAMES, set()),  # desktop GL 4.4 core through EGL, UBOs
     "glmark2-build-clientarrays.trace": (FRAMES, set()),
     "glmark2-texture-mipmap.trace": (FRAMES, set()),
     "glmark2-desktop-fbo.trace": (FRAMES, set()),
@@ -156,3 +165,21 @@ def test_swaps_keep_one_frame_in_flight(name):
         # (a deleted fence's handle may come back as a later fence's)
         assert [is_sync(fence) for _, fence in seen] == [fence == last[1] for _, fence in seen]
         assert is_sync(last[1]) == 1
+
+
+def test_egl_images_of_gl_textures_share_the_replays_texture(tmp_path):
+    """egl_image.c draws a texture that shares an EGLImage with a source texture it rewrites
+    every frame (colours and checker phase from the frame number). retrace makes the image
+    again from its own texture; glretrace uses apitrace's copy of the pixels taken when
+    the image was bound, so it draws frame 0 three times."""
+    from PIL import Image as Pil
+
+    trace = TRACES / "egl-image.trace"
+    r = run_retrace("replay", "--strict", "-s", str(tmp_path / "f"), str(trace))
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    frames = sorted(tmp_path.glob("f*.png"))
+    assert len(frames) == 3
+    for frame, png in enumerate(frames):
+        on, off = (255, 80 * frame, 30), (60 * frame, 40, 200)
+        colours = Pil.open(png).convert("RGB").crop((16, 16, 48, 48)).getcolors()
+        assert sorted(c for _, c in colours) == sorted([on, off]), (frame, colours)

@@ -212,6 +212,14 @@ def glx_context(w: TraceWriter) -> None:
     )
 
 
+def occlusion_query(w: TraceWriter, query: int, rect: tuple[float, ...] = (0, 0, 1, 1)) -> None:
+    """The program's own GL_SAMPLES_PASSED query `query` around a glRectf."""
+    w.call("glGenQueries", ("n", "ids"), {0: w.int(1), 1: w.array(w.int(query))})
+    w.call("glBeginQuery", ("target", "id"), {0: w.int(0x8914), 1: w.int(query)})
+    w.call("glRectf", ("x1", "y1", "x2", "y2"), {i: w.float(v) for i, v in enumerate(rect)})
+    w.call("glEndQuery", ("target",), {0: w.int(0x8914)})
+
+
 def wrap_snappy(stream: bytes, chunk_size: int = 1 << 20) -> bytes:
     """apitrace's snappy container around a decompressed stream."""
     out = bytearray(b"at")

@@ -4,12 +4,14 @@
 # What it does:
 #   1. Installs what is missing (Debian 12 packages: apitrace,
 #      apitrace-tracers, xvfb, mesa-utils, glmark2-x11, glmark2-es2-x11,
-#      piglit, gcc, libegl-dev, libgles-dev; Python: cramjam, zstandard).
+#      piglit, gcc, libegl-dev, libgles-dev, libgl-dev; Python: cramjam, zstandard).
 #   2. Starts its own Xvfb on a free display (stopped again on exit) and
 #      forces Mesa's llvmpipe software driver, so the traces do not depend on
 #      the machine's GPU.
-#   3. Compiles the two C files in src/: egl_two_threads (our own headless
-#      EGL/GLES2 program) and stop_after_frames.so (an LD_PRELOAD helper that
+#   3. Compiles the C files in src/: egl_two_threads (our own headless
+#      EGL/GLES2 program), persistent_map (our own GL 4.5 core program),
+#      egl_image (our own EGLImage sharing program)
+#      and stop_after_frames.so (an LD_PRELOAD helper that
 #      ends glxgears/es2gears_x11/es2tri after a fixed number of frames).
 #   4. Traces each program with apitrace 11.1 (Snappy container), checks the
 #      result (`apitrace info`, no incomplete last call unless intended, size
@@ -30,21 +32,13 @@ mkdir -p "$OUT" "$OUT/expected"
 
 log() { printf 'record.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+. "$HERE/record_lib.sh"
 
 # --------------------------------------------------------------------------
 # 1. Dependencies
 DEBS=(apitrace apitrace-tracers xvfb mesa-utils glmark2-x11 glmark2-es2-x11
-      piglit gcc libc6-dev libegl-dev libgles-dev python3)
-missing=()
-for pkg in "${DEBS[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
-        || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    log "installing: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+      piglit gcc libc6-dev libegl-dev libgles-dev libgl-dev python3)
+install_debs "${DEBS[@]}"
 if ! python3 -c 'import cramjam, zstandard' 2>/dev/null; then
     log "installing Python packages cramjam and zstandard"
     python3 -m pip install cramjam zstandard
@@ -61,32 +55,7 @@ WRAPPERS=$(dirname "$(dpkg -L apitrace-tracers | grep -m1 '/glxtrace\.so$')")
 WORK=/tmp/retrace-record-traces
 rm -rf "$WORK"
 mkdir -p "$WORK"
-XVFB_PID=
-cleanup() {
-    if [[ -n $XVFB_PID ]]; then
-        kill "$XVFB_PID" 2>/dev/null || true
-        wait "$XVFB_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-display_num=
-for n in $(seq 90 199); do
-    if [[ ! -e /tmp/.X$n-lock && ! -e /tmp/.X11-unix/X$n ]]; then
-        display_num=$n
-        break
-    fi
-done
-[[ -n $display_num ]] || die "no free X display number"
-Xvfb ":$display_num" -screen 0 1024x768x24 -nolisten tcp >"$WORK/xvfb.log" 2>&1 &
-XVFB_PID=$!
-for _ in $(seq 100); do
-    [[ -e /tmp/.X11-unix/X$display_num ]] && break
-    kill -0 "$XVFB_PID" 2>/dev/null || die "Xvfb failed: $(cat "$WORK/xvfb.log")"
-    sleep 0.1
-done
-export DISPLAY=":$display_num"
+start_private_xvfb "$WORK"
 export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
 export PIGLIT_PLATFORM=glx
 export LC_ALL=C
@@ -97,6 +66,10 @@ log "Xvfb on $DISPLAY, work dir $WORK"
 # 3. Build our helpers
 gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/egl_two_threads" "$HERE/src/egl_two_threads.c" -lEGL -lGLESv2 -lpthread
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
+    -o "$WORK/persistent_map" "$HERE/src/persistent_map.c" -lEGL -lGL
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
+    -o "$WORK/egl_image" "$HERE/src/egl_image.c" -lEGL -lGLESv2
 gcc -shared -fPIC -O2 -Wall -Wextra -Werror \
     -o "$WORK/stop_after_frames.so" "$HERE/src/stop_after_frames.c" -ldl
 
@@ -185,6 +158,10 @@ check glxgears-interrupted gl incomplete
 
 # Our own program: EGL surfaceless, two threads, non-ASCII strings.
 trace egl-two-threads egl "$WORK/egl_two_threads"
+# Our own GL 4.5 core program: persistently mapped buffers, as engines stream data.
+trace persistent-map egl "$WORK/persistent_map"
+# Our own GLES2 program: a texture shared through an EGLImage.
+trace egl-image egl "$WORK/egl_image"
 
 # glmark2 (GLX) and glmark2-es2 (EGL on X11): 5 frames of one scene each.
 GM=(-s 256x256)
@@ -202,6 +179,7 @@ trace_piglit piglit-instanced-arrays arb_instanced_arrays-drawarrays -auto -fbo
 trace_piglit piglit-xfb-draw-auto arb_transform_feedback2-draw-auto -auto -fbo
 trace_piglit piglit-fbo-blit fbo-blit -auto -fbo
 trace_piglit piglit-map-buffer-range map_buffer_range_test -auto -fbo
+trace_piglit piglit-occlusion-query occlusion_query -auto -fbo
 trace_piglit piglit-ubo-rendering arb_uniform_buffer_object-rendering -auto -fbo
 trace_piglit piglit-client-arrays draw-vertices -auto -fbo
 trace_piglit piglit-dlist-beginend gl-1.0-dlist-beginend -auto -fbo

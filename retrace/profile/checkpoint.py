@@ -41,6 +41,7 @@ class Job:
     repeat: int = 1
     warmup: int = 0
     stats: bool = False
+    strict: bool = False
 
     @classmethod
     def start(
@@ -51,6 +52,7 @@ class Job:
         repeat: int,
         warmup: int,
         stats: bool,
+        strict: bool,
     ) -> Job:
         trace = os.path.abspath(trace)
         size, mtime_ns = _identity(trace)
@@ -63,6 +65,7 @@ class Job:
             repeat,
             warmup,
             stats,
+            strict,
         )
 
     @property

@@ -139,13 +139,14 @@ def run_profile(
     repeat: int = 1,
     warmup: int = 0,
     stats: bool = False,
+    strict: bool = False,
 ) -> None:
     """Profile in a child process, then write the tables here (see `_measure_and_write`).
 
     The store is made here and kept until the tables are written, with the job in its
     manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
     """
-    job = Job.start(trace, chosen, output, repeat, warmup, stats)
+    job = Job.start(trace, chosen, output, repeat, warmup, stats, strict)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     store.close()  # writes the manifest: resumable from here on
@@ -192,7 +193,10 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
             print(line, file=sys.stderr)
         store.keep = keep_store
         if finish["error"]:
-            raise RetraceError(finish["error"])
+            message, code = finish["error"]
+            error = RetraceError(message)
+            error.exit_code = code
+            raise error
     finally:
         store.close(flush=False)  # the manifest stays the child's last checkpoint
 
@@ -260,11 +264,11 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         if state is not None:
             profiler.resume(state)
         profiler.run()
-        error = profiler.replayer.trace_error
+        lines, error = profiler.replayer.ending(job.strict)
         store.meta["finish"] = {
             "summary": profiler.summary(),
-            "warnings": profiler.replayer.skipped_warnings(),
-            "error": None if error is None else str(error),
+            "warnings": lines,
+            "error": None if error is None else [str(error), error.exit_code],
         }
         store.flush()
     finally:

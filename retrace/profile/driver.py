@@ -660,6 +660,8 @@ class Profiler:
         raise RetraceError("the trace never makes a GL context current: nothing to measure")
 
     def count_passes(self) -> int:
+        """How many replays a profile runs: one even when no selected metric can be measured
+        here, since the tables' rows still come from a replay."""
         result: list[int] = []
         self.until_first_context(lambda: (self._resolve(), result.append(len(self.plan))))
-        return result[0]
+        return max(result[0], 1)

@@ -132,6 +132,7 @@ def run_legacy(
     progress: TextIO | None = None,
     store_dir: str | None = None,
     keep_store: bool = False,
+    strict: bool = False,
 ) -> None:
     """Profile `trace` and print glretrace's legacy lines to `out`.
 
@@ -158,7 +159,7 @@ def run_legacy(
         write_legacy(profiler, writer, stamps)
         out.write(profiler.summary() + "\n")
         out.flush()
-        profiler.replayer.finish()
+        profiler.replayer.finish(strict)
     finally:
         profiler.close()
 

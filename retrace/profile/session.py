@@ -6,6 +6,7 @@ Backends never reach into the replayer; they get this narrow view instead.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterable
 from functools import cached_property
 
 from retrace.replay.dispatch import Dispatch
@@ -89,6 +90,11 @@ class Session:
         context = self.context
         suffix = "EXT" if context is not None and context.api == "gles" else ""
         return tuple(self.dispatch.address(name + suffix) for name in _QUERY_FUNCTIONS)
+
+    def reserve_queries(self, targets: Iterable[int]) -> None:
+        """The query targets this pass's own queries use: the program's queries of them are
+        left out until the next pass (`replay.state.AppQueries`)."""
+        self._state.app_queries.reserved = frozenset(targets)
 
     def forget_contexts(self) -> None:
         """A new pass creates new contexts."""

@@ -53,12 +53,16 @@ def _replay(
     verbose: bool,
     headless: bool,
     window: bool,
+    strict: bool,
+    query_handling: str,
+    query_tolerance: int,
 ) -> None:
     first_frame, last_frame = _frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
     with ExitStack() as stack:
         replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))
         replayer.compiler.limit(CallSet.parse(calls_spec) if calls_spec else None, single_buffer)
+        replayer.compiler.handle_queries(query_handling, query_tolerance)
         replayer.ws.force_core = core
         replayer.ws.samples = samples
         replayer.last_frame = last_frame
@@ -90,8 +94,10 @@ def _replay(
                 "expects from its own start may differ, so frames can render wrongly",
                 file=sys.stderr,
             )
+            if verbose:  # (a pass's brackets end with it)
+                replayer.check_errors()
             result = replayer.loop_last_frame(loop)
         if benchmark:
             frames = max(result.frames - first_frame, 0) if loop is None else result.frames
             click.echo(rendered(frames, result.seconds))
-        replayer.finish()
+        replayer.finish(strict)

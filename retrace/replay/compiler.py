@@ -32,9 +32,10 @@ import numpy as np
 from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
+from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
-from retrace.replay.ws import WsCompiler, is_window_system_call
+from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
@@ -50,7 +51,6 @@ from retrace.trace.model import (
 
 _MAP_BUFFER = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|OES|EXT)?$")
 _UNMAP_BUFFER = re.compile(r"glUnmap(Named)?Buffer(ARB|OES|EXT)?$")
-_APP_QUERY_READBACK = re.compile(r"glGet(Query|QueryBuffer)Object")
 # Calls whose result the replay needs, though they have no side effects.
 _LOCATION_QUERIES = {
     "glGetUniformLocation",
@@ -58,37 +58,65 @@ _LOCATION_QUERIES = {
     "glGetProgramResourceLocation",
 }
 _VIEWPORTS = {"glViewport"}
+_BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
+_MAKE_CURRENT = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$")
+GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER = 0x8D40, 0x8CA9
 _BLITS = {"glBlitFramebuffer", "glBlitFramebufferEXT"}
 _USE_PROGRAM = {"glUseProgram", "glUseProgramObjectARB"}
+_BIND_PIPELINE = {"glBindProgramPipeline", "glBindProgramPipelineEXT"}
+_ACTIVE_PROGRAM = {"glActiveShaderProgram", "glActiveShaderProgramEXT"}
+# Object names whose class another argument gives: function -> (name index, kind index,
+# class when the kind is none of _OBJECT_KINDS)
+_NAMES_BY_KIND: dict[str, tuple[tuple[int, int, str | None], ...]] = {
+    **dict.fromkeys(
+        ("glCopyImageSubData", "glCopyImageSubDataEXT", "glCopyImageSubDataOES"),
+        ((0, 1, "texture"), (6, 7, "texture")),  # a texture target or GL_RENDERBUFFER
+    ),
+    **dict.fromkeys(("glObjectLabel", "glObjectLabelKHR", "glLabelObjectEXT"), ((1, 0, None),)),
+}
+# identifiers of glObjectLabel (and glLabelObjectEXT's *_OBJECT_EXT) -> name class
+_OBJECT_KINDS = {
+    **dict.fromkeys((0x82E0, 0x9151), "buffer"),
+    **dict.fromkeys((0x82E1, 0x8B48), "shader"),
+    **dict.fromkeys((0x82E2, 0x8B40), "program"),
+    **dict.fromkeys((0x8074, 0x9154), "vertex array"),
+    **dict.fromkeys((0x82E3, 0x9153), "query"),
+    **dict.fromkeys((0x82E4, 0x8A4F), "program pipeline"),
+    0x8E22: "transform feedback",
+    0x82E6: "sampler",
+    0x1702: "texture",
+    0x8D41: "renderbuffer",
+    0x8D40: "framebuffer",
+}
+# the program's own queries, and conditional rendering on their results (`AppQueries`)
+_APP_QUERY = re.compile(r"gl(Begin|End)Query(Indexed)?(ARB|EXT)?$")
+_CONDITIONAL_RENDER = re.compile(r"gl(Begin|End)ConditionalRender(NV|NVX)?$")
 _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
+# (target, image): EGLImages made from GL objects are made again (`ws.create_image`)
+_IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
-_IMAGE_READBACKS = {
-    "glGetTexImage",
-    "glGetnTexImage",
-    "glGetnTexImageARB",
-    "glGetTextureImage",
-    "glGetTextureSubImage",
-    "glGetCompressedTexImage",
-    "glGetCompressedTexImageARB",
-    "glGetnCompressedTexImage",
-    "glGetnCompressedTexImageARB",
-    "glGetCompressedTextureImage",
-    "glGetCompressedTextureSubImage",
-}
 _SPECIAL = (
     _LOCATION_QUERIES
     | _VIEWPORTS
     | _BLITS
     | _USE_PROGRAM
     | _READ_PIXELS
-    | _IMAGE_READBACKS
+    | IMAGE_READBACKS
+    | _BIND_PIPELINE
+    | _ACTIVE_PROGRAM
+    | _NAMES_BY_KIND.keys()
     | {"glGenLists"}
 )
+_SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
+_FAKE = int(CallFlag.FAKE)
 GL_BUFFER_SIZE = 0x8764
+GL_BUFFER_MAP_POINTER = 0x88BD
+GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
+GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
@@ -198,9 +226,22 @@ class Compiler:
         self._in_list = False  # between glNewList and glEndList
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
+        self._call_no = 0  # the call being compiled
+        self._image_shared_at = -2  # the last glEGLImageTarget*OES call made to share an image
+        self._after_image_target = False  # the last batch ended with one
+        self._unbound_threads: set[int] = set()  # traced threads left with no context current
+        # per traced thread, as read ahead: (current drawable, whether it draws to it)
+        self._window_scan: dict[int, tuple[Any, bool]] = {}
+        self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
+
+    def handle_queries(self, how: str, tolerance: int = 0) -> None:
+        """glretrace's --query-handling: the program's glGetQueryObject* calls are left out
+        ("skip"), run ("run": a result the program saw available is waited for) or run and
+        their results compared with the trace's ("check", within `tolerance`)."""
+        self._query_handling, self._query_tolerance = how, tolerance
 
     def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
         """Replay only `calls` (window-system calls always run, so contexts exist); with
@@ -220,19 +261,22 @@ class Compiler:
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
         stops = self._stops(batch, sigs)
+        self._scan_window_sizes(batch, sigs)
         values = None  # the batch's values as Python objects, once enough calls need them
         visited = 0  # calls compiled here so far
         i, count = 0, len(calls)
         while i < count:
-            thread = _NO_THREAD if self._thread is None else self._thread
+            # (with no context current, every call comes here, to be left out)
+            unbound = self._thread in self._unbound_threads
+            thread = _NO_THREAD if self._thread is None or unbound else self._thread
             i = code.compile(
                 calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin, stops
             )
             if i == count:
                 break
-            no, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = calls[
-                i
-            ].item()
+            no, _, sig_id, thread, call_flags, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
+                calls[i].item()
+            )
             i += 1
             plan = self._plans.get(sig_id)
             if plan is None:
@@ -250,6 +294,7 @@ class Compiler:
             )
             self._add_call(
                 plan,
+                bool(call_flags & _FAKE),
                 no,
                 thread,
                 base,
@@ -259,17 +304,66 @@ class Compiler:
                 sigs,
             )
 
+    def _scan_window_sizes(self, batch: CallBatch, sigs: Signatures) -> None:
+        """Read ahead for each window's first viewport on its default framebuffer: a program
+        may clear its window before it sets the viewport (Qt does), and a stand-in that grew
+        only then would have lost the clear. Runs over the batch's few make-current, bind-
+        framebuffer and viewport calls; what it learns is the window system's `size_hints`."""
+        sig_ids = batch.calls["sig"]
+        unique = np.unique(sig_ids).tolist()
+        wanted = [
+            s
+            for s in unique
+            if (name := sigs.functions[s].name) in _VIEWPORTS
+            or _BIND_FRAMEBUFFER.match(name)
+            or _MAKE_CURRENT.match(name)
+        ]
+        hints, seen = self.ws.ws.size_hints, self._window_scan
+        for i in np.flatnonzero(np.isin(sig_ids, wanted)).tolist():
+            _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
+                batch.calls[i].item()
+            )
+            name = sigs.functions[sig_id].name
+            values = NodeLists.of_call(batch, node_start, nodes_n)
+            slots = batch.slots[slot_start : slot_start + nargs]
+            args, result = _arguments(values, 0, slots, ret, sigs)
+            drawable, on_window = seen.get(thread, (0, True))
+            if _MAKE_CURRENT.match(name):
+                entry = self.ws.compile(name, args, result, thread)
+                if entry is not None and entry[0] == self.ws.ws.make_current:
+                    seen[thread] = (entry[1][1], True)
+            elif _BIND_FRAMEBUFFER.match(name):
+                if args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
+                    seen[thread] = (drawable, not args[1])
+            elif drawable and on_window and drawable not in hints:
+                x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
+                if w > 0 and h > 0:
+                    hints[drawable] = (x + w, y + h)
+
     def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
-        call the hooks want, or one outside the call subset (which may be dropped)."""
-        if self._only is None and self._hook_calls is None:
-            return None
+        call the hooks want, one outside the call subset (which may be dropped), or a fake
+        call right after a glEGLImageTarget*OES (which may be left out)."""
         sig_ids = batch.calls["sig"]
-        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
-        for sig_id in np.unique(sig_ids).tolist():
-            flags[sig_id] = int(sigs.functions[sig_id].flags)
-        nos, call_flags = batch.calls["no"], flags[sig_ids]
+        unique = np.unique(sig_ids).tolist()
+        targets = [s for s in unique if _IMAGE_TARGETS.match(sigs.functions[s].name)]
+        after_target = self._after_image_target
+        self._after_image_target = bool(targets) and int(sig_ids[-1]) in targets
+        if self._only is None and self._hook_calls is None and not (targets or after_target):
+            return None
+        nos = batch.calls["no"]
         stops = np.zeros(len(nos), bool)
+        if targets or after_target:
+            follows = np.empty(len(nos), bool)
+            follows[0] = after_target
+            follows[1:] = np.isin(sig_ids[:-1], targets)
+            stops |= follows & (batch.calls["flags"] & _FAKE != 0)
+        if self._only is None and self._hook_calls is None:
+            return stops.view(np.uint8).tobytes()
+        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
+        for sig_id in unique:
+            flags[sig_id] = int(sigs.functions[sig_id].flags)
+        call_flags = flags[sig_ids]
         if self._hook_calls is not None:
             stops |= self._hook_calls.contains_many(nos, call_flags)
         if self._only is not None:
@@ -288,6 +382,7 @@ class Compiler:
     def _add_call(
         self,
         plan: _Plan,
+        fake: bool,
         no: int,
         thread: int,
         node_start: int,
@@ -300,24 +395,30 @@ class Compiler:
         program = self.program
         if self._only is not None and plan.row != _NONE and not self._only.contains(no, plan.flags):
             return
+        if thread in self._unbound_threads and plan.name.startswith("gl") and plan.row != _NONE:
+            return  # a GL call with no context current: the driver would ignore it
+        if fake and no == self._image_shared_at + 1:
+            return  # apitrace's copy of a shared image's pixels (see `_image_target`)
         if thread != self._thread:
             if self._thread is not None:
                 program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
             self._thread = thread
-        value = values.value
-        args = [value(node_start + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
-        result = value(node_start + ret, sigs) if ret >= 0 else None
+        args, result = _arguments(values, node_start, arg_slots, ret, sigs)
+        self._call_no = no
         try:
             entry = plan.compile(args, result, thread)
         except Unsupported as e:
             program.skipped[plan.name] += 1
             program.reasons.setdefault(plan.name, str(e))
             return
+        # no hook while a display list compiles or inside glBegin/glEnd: draws there draw
+        # nothing yet, and the hook's own GL calls (a snapshot's glReadPixels) are errors
         hooked = self._hook_calls is not None and self._hook_calls.contains(no, plan.flags)
+        drawing = not (self._in_list or self._in_begin)
         # a SwapBuffers ends its frame itself, the snapshot coming before it; a GL call
         # ending a frame (glFlush/glFinish with --sb) runs first, then the frame ends
         swap = plan.ends_frame and plan.row == _NONE
-        if hooked and (swap or entry is None):
+        if hooked and drawing and (swap or entry is None):
             program.add((self._hook, (no,)), no, plan.name_id)
         if entry is None:
             return
@@ -326,7 +427,8 @@ class Compiler:
         row = self._row(plan)
         checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
         program.add(entry, no, plan.name_id, row, checkable)
-        if hooked and not swap:
+        drawing = not (self._in_list or self._in_begin)  # after this call
+        if hooked and drawing and not swap:
             program.add((self._hook, (no,)), no, plan.name_id)
         if plan.ends_frame and not swap:
             program.frame_ends.append(len(program))
@@ -358,18 +460,27 @@ class Compiler:
             self._single_buffer and name in ("glFlush", "glFinish")
         )
         plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
-        if (
-            (flags & _NO_SIDE_EFFECTS and name not in _LOCATION_QUERIES)
-            or _APP_QUERY_READBACK.match(name)  # glretrace's default --query-handling=skip
-            or name.startswith("glDebugMessageCallback")  # a function of the traced process
+        if name == "glGetError":  # where the program asked, the trace says which error it got
+            plan.compile = lambda args, ret, thread: self._get_error(ret)
+        elif QUERY_RESULTS.match(name):
+            plan.compile = lambda args, ret, thread: self._query_result(name, args)
+            plan.row = Row.CALL
+        elif (
+            not has_side_effects(name, self.dispatch.command(name))
+            if name.startswith("gl") and not is_window_system_call(name)
+            else bool(flags & _NO_SIDE_EFFECTS)
         ):
-            plan.skip = True
+            plan.skip = True  # (the app's query readbacks too: glretrace's --query-handling=skip)
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
-            plan.compile = lambda args, ret, thread: self.ws.compile(name, args, ret, thread)
+            plan.compile = lambda args, ret, thread: self._window_system(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
-            plan.compile, plan.proto = self._gl_plan(name, len(sig.arg_names))
+            plan.compile, plan.proto = (
+                (self._get_synciv, -1)
+                if name == "glGetSynciv"
+                else self._gl_plan(name, len(sig.arg_names))
+            )
             plan.row = (
                 Row.BEGIN
                 if name == "glBegin"
@@ -398,6 +509,8 @@ class Compiler:
             return _unsupported(
                 f"the trace gives {nargs} arguments, the registry {len(command.params)}"
             ), -1
+        if _IMAGE_TARGETS.match(name):
+            return (lambda args, ret, thread: self._image_target(fn, args)), -1
         if any(p.base in _FOREIGN_HANDLES for p in command.params):
             return _unsupported(
                 "takes an EGL image or VDPAU surface of the traced process, which the replay "
@@ -413,8 +526,7 @@ class Compiler:
             command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
             or name in _SPECIAL
-            or _MAP_BUFFER.match(name)
-            or _UNMAP_BUFFER.match(name)
+            or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
 
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
@@ -431,8 +543,7 @@ class Compiler:
             or command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
             or (name in _SPECIAL and name not in _USE_PROGRAM)
-            or _MAP_BUFFER.match(name)
-            or _UNMAP_BUFFER.match(name)
+            or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
             return compile_, -1  # its calls need Python: after-effects, outputs, handles
         types = bytes(code for code, _ in direct)
@@ -478,8 +589,13 @@ class Compiler:
         only_into_buffer = False
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
+        classes = {
+            index: _OBJECT_KINDS.get(int(_number(args[kind])), default)
+            for index, kind, default in _NAMES_BY_KIND.get(name, ())
+        }
         for index, (param, value) in enumerate(zip(command.params, args, strict=True)):
-            cls = param.object_class or ("handle" if param.base == "GLhandleARB" else None)
+            cls = classes.get(index) or param.object_class
+            cls = cls or ("handle" if param.base == "GLhandleARB" else None)
             if param.pointer_depth == 0 or param.base == "GLsync":
                 if cls is not None:
                     before.append((index, self._lookup(cls)))
@@ -497,7 +613,7 @@ class Compiler:
                 before.append((index, self._pack_destination(args)))
                 template.append(int(value))
                 continue
-            if param.output and isinstance(value, Pointer) and name in _IMAGE_READBACKS:
+            if param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
                 # into a pack buffer it changes GL state; into the program's memory it does
                 # not, and its size is unknown: run it only in the first case
                 template.append(int(value))
@@ -510,6 +626,11 @@ class Compiler:
             after.append(lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r))
         elif name in _USE_PROGRAM:
             after.append(lambda a, r, p=int(args[0] or 0): st.use_program(p))
+        elif name in _BIND_PIPELINE:
+            after.append(lambda a, r, p=int(args[0] or 0): st.bind_pipeline(p))
+        elif name in _ACTIVE_PROGRAM:
+            pipeline, program = int(args[0] or 0), int(args[1] or 0)
+            after.append(lambda a, r: st.set_active_program(pipeline, program))
         elif name in _VIEWPORTS:
             x, y, w, h = (int(v or 0) for v in args)
             after.append(lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size))
@@ -518,14 +639,27 @@ class Compiler:
             after.append(lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size))
         elif _MAP_BUFFER.match(name):
             after.append(self._map_buffer(command, args, ret))
-        elif _UNMAP_BUFFER.match(name):
-            key = ("buffer" if "Named" in name else "target", int(args[0] or 0))
-            after.append(lambda a, r, k=key: st.unmap_region(k))
         if only_into_buffer:
             return (self._into_pack_buffer, (fn, tuple(template)))
-        if not before and not after:
-            return (fn, tuple(template))
-        return (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+        entry: Entry = (
+            (fn, tuple(template))
+            if not before and not after
+            else (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
+        )
+        unmap = _UNMAP_BUFFER.match(name)
+        if unmap:
+            return (self._unmap_buffer, (self._map_pointer(unmap, int(args[0] or 0)), entry))
+        query = _APP_QUERY.match(name)
+        if query:
+            begin = query[1] == "Begin"
+            traced_id = int(_number(args[-1])) if begin else 0
+            return (self._app_query, (begin, int(_number(args[0])), traced_id, entry))
+        conditional = _CONDITIONAL_RENDER.match(name)
+        if conditional:
+            begin = conditional[1] == "Begin"
+            traced_id = int(_number(args[0])) if begin else 0
+            return (self._conditional_render, (begin, traced_id, entry))
+        return entry
 
     def _into_pack_buffer(self, fn: Any, args: tuple[Any, ...]) -> None:
         if self.ws.ws.gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING):
@@ -557,7 +691,7 @@ class Compiler:
         if program_index is not None:
             traced_program = int(args[program_index] or 0)
             return lambda v: st.location(traced_program, v)
-        return lambda v: st.location(st.current.program if st.current else 0, v)
+        return lambda v: st.location(st.uniform_program(), v)
 
     def _pointer(self, param, value, cls, index, before, after) -> Any:
         """Convert a pointer argument; registers replay-time work for object names."""
@@ -635,9 +769,9 @@ class Compiler:
     def _map_buffer(
         self, command: Command, args: list[Any], ret: Any
     ) -> Callable[[list, Any], None]:
-        st = self.state
+        """After a map: the region from the traced address to the driver's pointer."""
+        mapped = self.state.mapped
         named = "Named" in command.name
-        key = ("buffer" if named else "target", int(args[0] or 0))
         length_index = next((i for i, p in enumerate(command.params) if p.name == "length"), None)
         size = int(args[length_index]) if length_index is not None else None
         get_size = self.dispatch.raw(
@@ -651,25 +785,174 @@ class Compiler:
 
         def record(a, real):
             n = size
-            if n is None:
+            if n is None:  # glMapBuffer maps the whole buffer
                 value = ctypes.c_int64()
                 get_size(a[0], GL_BUFFER_SIZE, ctypes.byref(value))
                 n = value.value
-            st.map_region(traced, n, real or 0, key)
+            mapped.map(traced, n, real or 0)
 
         return record
+
+    def _map_pointer(self, unmap: re.Match[str], traced: int) -> Callable[[], int]:
+        """Where the buffer an unmap call names is mapped now (its GL_BUFFER_MAP_POINTER):
+        the buffer bound to the target, or the named buffer; 0 when the driver cannot say."""
+        named, suffix = unmap[1] or "", unmap[2] or ""
+        try:
+            get = self.dispatch.raw(
+                f"glGet{named}BufferPointerv{suffix}",
+                None,
+                ctypes.c_uint,
+                ctypes.c_uint,
+                ctypes.POINTER(ctypes.c_void_p),
+            )
+        except LookupError:
+            return lambda: 0
+        lookup = self._lookup("buffer") if named else None
+
+        def pointer() -> int:
+            value = ctypes.c_void_p()
+            get(lookup(traced) if lookup else traced, GL_BUFFER_MAP_POINTER, ctypes.byref(value))
+            return value.value or 0
+
+        return pointer
+
+    def _unmap_buffer(self, pointer: Callable[[], int], entry: Entry) -> None:
+        """Unmap a buffer, and end the region of the mapping it had."""
+        real = pointer()
+        fn, args = entry
+        fn(*args)
+        if real:
+            self.state.mapped.unmap(real)
+
+    def _window_system(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
+        """A window-system call's entry; notes the threads it leaves with no context
+        current, whose GL calls glretrace does not issue (nor time) and neither do we."""
+        entry = self.ws.compile(name, args, ret, thread)
+        if entry is not None and entry[0] == self.ws.ws.make_current:
+            _, _, context = entry[1]
+            if context:
+                self._unbound_threads.discard(thread)
+            else:
+                self._unbound_threads.add(thread)
+        return entry
+
+    def _image_target(self, fn: Any, args: list[Any]) -> Entry:
+        """glEGLImageTarget*OES with an image the replay made again from a GL object. apitrace
+        follows the call with a fake upload of the image's pixels at that moment, which
+        would end the sharing here: `_add_call` leaves it out."""
+        target, traced = _number(args[0]), args[1]
+        if not isinstance(traced, int) or traced not in self.ws.gl_images:
+            raise Unsupported(
+                "takes an EGL image of the traced process (a dma-buf or pixmap), which the "
+                "replay cannot recreate; apitrace's copy of its pixels is used instead"
+            )
+        images = self.state.images
+        self._image_shared_at = self._call_no
+        return (_Call(fn, (target, int(traced)), ((1, lambda t: images.get(t, 0)),), ()), ())
+
+    def _get_error(self, traced: Any) -> Entry:
+        errors = self.ws.ws.gl_errors
+        if errors is None:
+            raise Unsupported("no GL error accounting")
+        return (errors.check, (traced if isinstance(traced, int) else 0, self._call_no))
+
+    def _app_query(self, begin: bool, target: int, traced_id: int, entry: Entry) -> None:
+        """The program's glBeginQuery/glEndQuery: left out while the profiler's own queries
+        use the target (`AppQueries`)."""
+        queries = self.state.app_queries
+        if target in queries.reserved:
+            if begin:
+                queries.left_out[target] += 1
+                queries.left_out_ids.add(traced_id)
+            return
+        fn, args = entry
+        fn(*args)
+
+    def _conditional_render(self, begin: bool, traced_id: int, entry: Entry) -> None:
+        """Conditional rendering on a query left out this pass cannot be reproduced: its
+        draws run unconditionally (a departure the fidelity report counts)."""
+        queries = self.state.app_queries
+        if begin and traced_id in queries.left_out_ids:
+            queries.unconditional = True
+            queries.unconditional_renders += 1
+            return
+        if not begin and queries.unconditional:
+            queries.unconditional = False
+            return
+        fn, args = entry
+        fn(*args)
+
+    def _query_result(self, name: str, args: list[Any]) -> Entry | None:
+        """A glGetQueryObject* call (see `handle_queries`); into a bound query buffer (an
+        offset, not an address) it changes GL state and always runs."""
+        command, fn = self.dispatch.command(name), self.dispatch.function(name)
+        if command is None or fn is None:
+            raise Unsupported("the driver does not provide it")
+        traced_id, pname, params = int(_number(args[0])), int(_number(args[1])), args[2]
+        lookup = self._lookup("query")
+        if isinstance(params, Pointer) and params < _NOT_AN_OFFSET:
+            return (_Call(fn, (traced_id, pname, int(params)), ((0, lookup),), ()), ())
+        if self._query_handling == "skip":
+            return None
+        values = _flatten(params) if isinstance(params, list) else []
+        expected = int(values[0]) if values and isinstance(values[0], (int, float)) else None
+        ctype = ctypes_type(command.params[2].base) or ctypes.c_int64
+        read = (fn, lookup, traced_id, pname, ctype, expected, self._call_no)
+        return (self._read_query, read)
+
+    def _read_query(
+        self, fn: Any, lookup: Callable[[int], int], traced_id: int, pname: int,
+        ctype: Any, expected: int | None, call_no: int,
+    ) -> None:  # fmt: skip
+        result = ctype()
+        query = lookup(traced_id)
+        fn(query, pname, ctypes.byref(result))
+        if pname == GL_QUERY_RESULT_AVAILABLE:
+            while expected and not result.value:  # the program saw it available: wait
+                fn(query, pname, ctypes.byref(result))
+            return
+        queries = self.state.app_queries
+        if (
+            self._query_handling == "check"
+            and expected is not None
+            and abs(result.value - expected) > self._query_tolerance
+        ):
+            queries.mismatches += 1
+            if queries.first_mismatch is None:
+                queries.first_mismatch = (call_no, result.value, expected)
+
+    def _get_synciv(self, args: list[Any], ret: Any, thread: int) -> Entry:
+        """glretrace's rule: where the program saw its fence signalled, wait for the fence
+        there; the query itself changes nothing."""
+        values = _flatten(args[4]) if isinstance(args[4], list) else [args[4]]
+        wait = self.dispatch.function("glClientWaitSync")
+        if args[1] != GL_SYNC_STATUS or values[:1] != [GL_SIGNALED] or wait is None:
+            return (_nothing, ())
+        sync = int(_number(args[0]))
+        return (self._block_on_fence, (wait, self._lookup("sync"), sync))
+
+    @staticmethod
+    def _block_on_fence(wait: Any, lookup: Callable[[int], int], sync: int) -> None:
+        wait(lookup(sync), GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_IGNORED)
 
     def _memcpy(self, args: list[Any]) -> Entry:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise Unsupported("memcpy without a destination address and data")
-        return (self._copy_to_mapping, (int(dest), bytes(data)))
+        return (self.state.mapped.write, (int(dest), bytes(data)))
 
-    def _copy_to_mapping(self, dest: int, data: bytes) -> None:
-        """apitrace's fake memcpy: bytes the program wrote into a mapped buffer."""
-        if not self.state.write_mapped(dest, data):
-            self.program.skipped["memcpy"] += 1
-            self.program.reasons.setdefault("memcpy", "its destination is in no mapped buffer")
+
+def _arguments(
+    values: NodeLists, base: int, arg_slots: np.ndarray, ret: int, sigs: Signatures
+) -> tuple[list[Any], Any]:
+    """A call's arguments and result as Python values (None where the trace has none)."""
+    value = values.value
+    args = [value(base + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
+    return args, (value(base + ret, sigs) if ret >= 0 else None)
+
+
+def _nothing() -> None:
+    """The op of a call that is a row of the profile but needs nothing done."""
 
 
 def _arg_type(ctype: type | None) -> int | None:

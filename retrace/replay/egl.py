@@ -261,6 +261,8 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
 _QueryDevicesEXT = ctypes.CFUNCTYPE(_BOOL, _INT, ctypes.POINTER(_VP), _INTP)
 _QueryDeviceStringEXT = ctypes.CFUNCTYPE(ctypes.c_char_p, _VP, _INT)
 _GetPlatformDisplayEXT = ctypes.CFUNCTYPE(_VP, _ENUM, _VP, _INTP)
+_CreateImageKHR = ctypes.CFUNCTYPE(_VP, _VP, _VP, _ENUM, _VP, _INTP)
+_DestroyImageKHR = ctypes.CFUNCTYPE(_BOOL, _VP, _VP)
 
 # GL entry points used to identify a context.
 _GetString = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_uint32)
@@ -362,6 +364,7 @@ class EglDisplay:
         self._contexts: dict[int, Context] = {}
         self._surfaces: dict[int, Surface] = {}
         self._current: tuple[Context, Surface | None] | None = None
+        self._images: set[int] = set()
         self._configs: dict[tuple[PixelFormat, str], int] = {}
         self._procs: dict[tuple[str, str], int] = {}
         self._gl_funcs: dict[tuple[str, str], object] = {}
@@ -481,6 +484,8 @@ class EglDisplay:
             egl.eglBindAPI(_api_enum(self._current[0].api))
             egl.eglMakeCurrent(self.handle, None, None, None)
             self._current = None
+        for image in list(self._images):
+            self.destroy_image(image)
         for surface in list(self._surfaces.values()):
             egl.eglDestroySurface(self.handle, surface.handle)
         for context in list(self._contexts.values()):
@@ -852,6 +857,31 @@ class EglDisplay:
             self.make_current(None, None)
         if not self._egl.eglDestroySurface(self.handle, surface.handle):
             raise EglError(f"eglDestroySurface failed: {self._error()}")
+
+    # --- images ---------------------------------------------------------------------------
+
+    def create_image(
+        self, context: Context, target: int, buffer: int, attribs: Sequence[int]
+    ) -> int:
+        """An EGLImage of a GL texture or renderbuffer of `context` (EGL_KHR_gl_image), or 0
+        when EGL cannot make one."""
+        address = self._egl.eglGetProcAddress(b"eglCreateImageKHR")
+        if not address or "EGL_KHR_image_base" not in self.extensions:
+            return 0
+        create = _CreateImageKHR(address)
+        image = create(self.handle, context.handle, target, buffer, _attrib_list(attribs)) or 0
+        if image:
+            self._images.add(image)
+        return image
+
+    def destroy_image(self, image: int) -> None:
+        """Destroy an image made by `create_image`; others are ignored."""
+        if image not in self._images:
+            return
+        self._images.discard(image)
+        address = self._egl.eglGetProcAddress(b"eglDestroyImageKHR")
+        if address:
+            _DestroyImageKHR(address)(self.handle, image)
 
     @property
     def current(self) -> tuple[Context, Surface | None] | None:

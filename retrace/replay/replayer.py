@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from retrace.errors import RetraceError, TraceError
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
+from retrace.replay.fidelity import Fidelity, FidelityError, GlErrors, enum_name
 from retrace.replay.program import Marks, Program
 from retrace.replay.snapshot import Image, OwnGL, read_current
 from retrace.replay.state import Drawable, ReplayState
@@ -76,6 +78,8 @@ class Replayer:
         self.dispatch = Dispatch(self.display.get_proc_address)
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
+        self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry.enum_names)
+        self.ws.gl_errors = self.gl_errors
         self.ws.on_frame_end = self._frame_end
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws))
         if snapshots is not None:
@@ -121,6 +125,7 @@ class Replayer:
         the caller's to take and stop.
         """
         self.state.reset()
+        self.gl_errors.clear()
         self.frame = 0
         start = time.perf_counter()
         try:
@@ -133,6 +138,7 @@ class Replayer:
         finally:
             self.program.bracket()
         if self.state.current is not None:
+            self.gl_errors.settle()
             self.gl.Finish()
         seconds = time.perf_counter() - start
         return PassResult(self.frame, seconds, len(self.program))
@@ -166,31 +172,53 @@ class Replayer:
 
     def check_errors(self) -> None:
         """For the next pass: report GL errors after every call where glGetError is allowed."""
-        get_error = self.dispatch.raw("glGetError", ctypes.c_uint)
-        program, names = self.program, self.dispatch.registry.enum_names
+        program, errors = self.program, self.gl_errors
 
         def check(i: int, mark: int) -> None:
-            error = get_error()
-            while error:
-                name = next((n for n in names.get(error, ()) if n.startswith("GL_")), hex(error))
+            for name in errors.drain():
                 print(f"{program.where(i)}: {name}", file=sys.stderr)
-                error = get_error()
 
         program.bracket(Marks.CHECKABLE, after=check)
 
-    def finish(self) -> None:
-        """After the output: report what was skipped, then raise the trace's damage if any."""
-        self.report_skipped()
-        if self.trace_error is not None:
-            raise self.trace_error
+    def fidelity(self) -> Fidelity:
+        """How the last pass departed from the trace."""
+        program, mapped, errors = self.program, self.state.mapped, self.gl_errors
+        queries, names = self.state.app_queries, self.dispatch.registry.enum_names
+        return Fidelity(
+            {
+                name: (count, program.reasons.get(name, ""))
+                for name, count in program.skipped.items()
+            },
+            mapped.misses,
+            mapped.first_miss,
+            Counter(errors.unexpected),
+            errors.first_unexpected,
+            Counter(errors.counts),
+            errors.first_frame,
+            Counter({enum_name(t, names): n for t, n in queries.left_out.items()}),
+            queries.unconditional_renders,
+            queries.mismatches,
+            queries.first_mismatch,
+        )
 
-    def report_skipped(self) -> None:
-        """One warning per function the replay could not issue, with its count."""
-        for line in self.skipped_warnings():
+    def finish(self, strict: bool = False) -> None:
+        """After the output: say how the replay departed from the trace, then raise the
+        trace's damage if any, or with `strict` the departure."""
+        lines, error = self.ending(strict)
+        for line in lines:
             print(line, file=sys.stderr)
+        if error is not None:
+            raise error
 
-    def skipped_warnings(self) -> list[str]:
-        return [
-            f"warning: skipped {count} call(s) to {name}: {self.program.reasons.get(name, '')}"
-            for name, count in sorted(self.program.skipped.items())
-        ]
+    def ending(self, strict: bool = False) -> tuple[list[str], RetraceError | None]:
+        """What `finish` prints and raises (a profiling child hands them to its parent)."""
+        fidelity = self.fidelity()
+        lines = fidelity.warnings()
+        if not fidelity.faithful:
+            advice = "" if strict else " (--strict makes this an error)"
+            lines.append(f"retrace: warning: {fidelity.summary()}{advice}")
+        if self.trace_error is not None:
+            return lines, self.trace_error
+        if strict and not fidelity.faithful:
+            return lines, FidelityError(fidelity.summary())
+        return lines, None

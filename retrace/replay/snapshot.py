@@ -45,6 +45,7 @@ class OwnGL:
         self.BindBuffer = dispatch.raw("glBindBuffer", None, u, u)
         self.ReadBuffer = dispatch.raw("glReadBuffer", None, u)
         self.Finish = dispatch.raw("glFinish", None)
+        self.GetError = dispatch.raw("glGetError", u)
         self.Flush = dispatch.raw("glFlush", None)
         self.FenceSync = dispatch.raw("glFenceSync", p, u, u)
         self.ClientWaitSync = dispatch.raw("glClientWaitSync", u, p, u, ctypes.c_uint64)

@@ -1,4 +1,5 @@
-"""What a replay pass tracks while it runs: contexts, drawables, object names, mapped memory.
+"""What a replay pass tracks while it runs: contexts, drawables, object names,
+uniform locations, mapped memory (`mapped.py`).
 
 Everything here is keyed by the values *recorded in the trace* (context and
 drawable handles, object names, addresses) and maps them to what the driver
@@ -9,11 +10,12 @@ hold references to this object and to its dictionaries, stay valid.
 from __future__ import annotations
 
 import bisect
-import ctypes
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
+from retrace.replay.mapped import MappedMemory
 
 # Object classes whose names live in one context rather than in the share group.
 CONTAINER_CLASSES = frozenset(
@@ -49,18 +51,42 @@ class TracedContext:
     real: Context | None = None
     containers: dict[str, dict[int, int]] = field(default_factory=dict)
     program: int = 0  # the traced name of the program in use, for uniform locations
+    pipeline: int = 0  # the traced program pipeline bound, used when no program is
+    active_programs: dict[int, int] = field(default_factory=dict)  # pipeline -> glUniform*'s
     # the fence of its last frame and the real context it belongs to (swap throttling)
     frame_fence: tuple[Context, int] | None = None
 
 
-@dataclass(eq=False)
-class Region:
-    """A mapped buffer range: where the traced program saw it and where it is now."""
+@dataclass
+class AppQueries:
+    """The traced program's own queries in a pass whose profiler queries use their target.
 
-    traced: int
-    size: int
-    real: int
-    key: tuple[str, int]  # ("target", GL target) or ("buffer", traced name): what unmaps it
+    Two queries of one target cannot be active at once, and the replay never reads
+    the program's results back, so while the profiler measures a target (Pixels
+    Drawn: the occlusion targets) the program's queries of it are left out and
+    the profiler measures true values. Conditional rendering on a query left out
+    cannot be reproduced: those draws run unconditionally, and that is a
+    departure from the trace.
+    """
+
+    reserved: frozenset[int] = frozenset()  # targets the profiler's queries use this pass
+    left_out: Counter[int] = field(default_factory=Counter)  # target -> queries left out
+    left_out_ids: set[int] = field(default_factory=set)  # their traced names
+    unconditional: bool = False  # inside a conditional render on a query left out
+    unconditional_renders: int = 0
+    # --query-handling check: results that differ from the trace's, and the first
+    # (call number, the replay's result, the trace's)
+    mismatches: int = 0
+    first_mismatch: tuple[int, int, int] | None = None
+
+    def clear(self) -> None:
+        self.reserved = frozenset()
+        self.left_out.clear()
+        self.left_out_ids.clear()
+        self.unconditional = False
+        self.unconditional_renders = 0
+        self.mismatches = 0
+        self.first_mismatch = None
 
 
 class ReplayState:
@@ -74,7 +100,9 @@ class ReplayState:
         self.names: dict[str, dict[int, int]] = {}
         self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
         self._location_keys: dict[int, list[int]] = {}
-        self.regions: list[Region] = []
+        self.mapped = MappedMemory()
+        self.app_queries = AppQueries()
+        self.images: dict[int, int] = {}  # traced EGLImage -> the replay's (from GL objects)
         self.current: TracedContext | None = None
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
@@ -91,7 +119,11 @@ class ReplayState:
                 self.display.destroy_context(context.real)
                 context.real = None
             context.containers.clear()
-            context.program = 0
+            context.program = context.pipeline = 0
+            context.active_programs.clear()
+        for image in self.images.values():
+            self.display.destroy_image(image)
+        self.images.clear()
         for drawable in self.drawables.values():
             if drawable.surface is not None:
                 self.display.destroy_surface(drawable.surface)
@@ -103,7 +135,8 @@ class ReplayState:
             table.clear()
         self.locations.clear()
         self._location_keys.clear()
-        self.regions.clear()
+        self.mapped.clear()
+        self.app_queries.clear()
         self.current = None
         self.current_drawable = None
         self.thread_current.clear()
@@ -128,6 +161,23 @@ class ReplayState:
             self.current.program = traced
             self.on_program_change()
 
+    def bind_pipeline(self, traced: int) -> None:
+        if self.current is not None:
+            self.current.pipeline = traced
+
+    def set_active_program(self, pipeline: int, program: int) -> None:
+        """glActiveShaderProgram: where glUniform* goes while the pipeline is bound."""
+        if self.current is not None:
+            self.current.active_programs[pipeline] = program
+
+    def uniform_program(self) -> int:
+        """The traced program glUniform* sets: the one in use, else the active program of
+        the bound pipeline."""
+        context = self.current
+        if context is None:
+            return 0
+        return context.program or context.active_programs.get(context.pipeline, 0)
+
     def record_location(self, program: int, traced: int, real: int) -> None:
         if traced < 0:
             return
@@ -150,22 +200,3 @@ class ReplayState:
             return traced
         base = keys[i]
         return table[base] + (traced - base)
-
-    # --- mapped memory --------------------------------------------------------------------
-
-    def map_region(self, traced: int, size: int, real: int, key: tuple[str, int]) -> None:
-        self.unmap_region(key)
-        if traced and real:
-            self.regions.append(Region(traced, size, real, key))
-
-    def unmap_region(self, key: tuple[str, int]) -> None:
-        self.regions = [r for r in self.regions if r.key != key]
-
-    def write_mapped(self, traced: int, data: bytes) -> bool:
-        """Copy data to where a traced address now lives; False if no mapping covers it."""
-        for r in self.regions:
-            offset = traced - r.traced
-            if offset >= 0 and offset + len(data) <= r.size:
-                ctypes.memmove(r.real + offset, data, len(data))
-                return True
-        return False

@@ -24,6 +24,7 @@ from typing import Any
 
 from retrace.errors import RetraceError
 from retrace.replay.egl import ContextRequest, PixelFormat
+from retrace.replay.fidelity import GlErrors
 from retrace.replay.state import DEFAULT_SIZE, Drawable, ReplayState, TracedContext
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -66,6 +67,16 @@ EGL_CONTEXT_PROFILE_MASK, EGL_CONTEXT_FLAGS = 0x30FD, 0x30FC
 EGL_CONTEXT_OPENGL_DEBUG, EGL_CONTEXT_FORWARD, EGL_CONTEXT_ROBUST = 0x31B0, 0x31B1, 0x31B2
 
 GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
+
+
+# EGL_GL_TEXTURE_2D, _3D, the six cube-map faces, EGL_GL_RENDERBUFFER (EGL_KHR_gl_image)
+EGL_GL_RENDERBUFFER = 0x30B9
+EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
+
+
+def _number_arg(value: Any) -> int:
+    """An integer argument or handle of the trace; 0 for anything else (a damaged value)."""
+    return int(value) if isinstance(value, int) else 0
 
 
 def _pairs(attribs: Any, terminator: int = 0) -> dict[int, int]:
@@ -188,7 +199,7 @@ def _key(value: Any) -> Any:
 
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
-_FOREVER = (1 << 64) - 1  # glClientWaitSync's timeout, in ns
+GL_TIMEOUT_IGNORED = (1 << 64) - 1  # glClientWaitSync: wait for as long as it takes
 
 
 class WindowSystem:
@@ -198,6 +209,10 @@ class WindowSystem:
         self.state = state
         self.gl = gl  # the replayer's own GL functions (GetIntegerv, Scissor)
         self.on_frame_end: Callable[[Drawable | None], None] = lambda drawable: None
+        self.gl_errors: GlErrors | None = None  # counted at every frame end when set
+        # a window's first viewport on its default framebuffer, read ahead in the trace
+        # (`compiler.Compiler._scan_window_sizes`): its stand-in starts that big
+        self.size_hints: dict[DrawableKey, tuple[int, int]] = {}
         # around every change of the current context (the profiler pauses its queries)
         self.before_switch: Callable[[], None] = lambda: None
         self.after_switch: Callable[[], None] = lambda: None
@@ -273,6 +288,9 @@ class WindowSystem:
             drawable = st.drawables.get(draw)
             if drawable is None:  # a window the trace never showed us being created
                 drawable = st.drawables[draw] = Drawable()
+            hint = self.size_hints.get(draw)
+            if hint is not None and drawable.surface is None and not drawable.fixed:
+                drawable.width, drawable.height = map(max, (drawable.width, drawable.height), hint)
         st.thread_current[thread] = (traced_context, drawable)
         self._bind(traced_context, drawable)
 
@@ -286,6 +304,8 @@ class WindowSystem:
         if context is st.current and drawable is st.current_drawable:
             return
         if context is not st.current and st.current is not None:
+            if self.gl_errors is not None:
+                self.gl_errors.settle()  # the errors of the context being left
             self.before_switch()
         switching = context is not st.current
         if context is None or context.real is None:
@@ -310,6 +330,26 @@ class WindowSystem:
         drawable.surface = display.create_surface(
             context.real.config, drawable.width, drawable.height
         )
+
+    def create_image(
+        self, traced: int, context: int, target: int, buffer: int, attribs: list[int]
+    ) -> None:
+        """An EGLImage of one of the trace's GL textures or renderbuffers, made again from
+        the replay's object (`EGL_GL_IMAGE_TARGETS`)."""
+        st = self.state
+        owner = st.contexts.get(context)
+        if owner is None or owner.real is None:
+            return
+        kind = "renderbuffer" if target == EGL_GL_RENDERBUFFER else "texture"
+        real_buffer = st.name_table(kind).get(buffer, buffer)
+        image = st.display.create_image(owner.real, target, real_buffer, attribs)
+        if image:
+            st.images[traced] = image
+
+    def destroy_image(self, traced: int) -> None:
+        image = self.state.images.pop(traced, 0)
+        if image:
+            self.state.display.destroy_image(image)
 
     def destroy_context(self, traced: int) -> None:
         st = self.state
@@ -339,6 +379,7 @@ class WindowSystem:
     def swap(self, draw: DrawableKey) -> None:
         st = self.state
         drawable = st.drawables.get(draw, st.current_drawable) if draw else st.current_drawable
+        self._count_errors()
         self.on_frame_end(drawable)
         if drawable is not None and drawable.surface is not None:
             st.display.swap_buffers(drawable.surface)
@@ -363,11 +404,19 @@ class WindowSystem:
         previous = context.frame_fence
         context.frame_fence = (real, fence) if fence else None
         if previous is not None and previous[0] is real:  # (not of a replaced context)
-            self.gl.ClientWaitSync(previous[1], 0, _FOREVER)
+            self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
             self.gl.DeleteSync(previous[1])
 
     def frame_terminator(self) -> None:
+        self._count_errors()
         self.on_frame_end(self.state.current_drawable)
+
+    def _count_errors(self) -> None:
+        """The program's GL errors of the frame, before the replayer's own calls at its end."""
+        if self.gl_errors is not None:
+            if self.state.current is not None:
+                self.gl_errors.settle()
+            self.gl_errors.frames += 1
 
 
 class WsCompiler:
@@ -377,6 +426,7 @@ class WsCompiler:
         self.ws = ws
         self.formats: dict[Any, tuple[PixelFormat, int]] = {}
         self.egl_api = EGL_OPENGL_ES_API
+        self.gl_images: set[int] = set()  # traced EGLImages the replay makes again
         self.handlers: dict[str, Callable[[list[Any], Any, int], Entry | None]] = {
             "glXChooseVisual": self._glx_choose_visual,
             "glXChooseFBConfig": self._glx_choose_fbconfig,
@@ -403,6 +453,10 @@ class WsCompiler:
             "eglSwapBuffersWithDamageKHR": self._swap_first_drawable(1),
             "eglSwapBuffersWithDamageEXT": self._swap_first_drawable(1),
             "eglDestroyContext": self._destroy_context(1),
+            "eglCreateImage": self._egl_create_image,
+            "eglCreateImageKHR": self._egl_create_image,
+            "eglDestroyImage": self._egl_destroy_image,
+            "eglDestroyImageKHR": self._egl_destroy_image,
             "glFrameTerminatorGREMEDY": lambda args, ret, thread: (self.ws.frame_terminator, ()),
         }
         # Imported here: the WGL and CGL readers build on this module's helpers.
@@ -492,6 +546,21 @@ class WsCompiler:
             self.ws.create_context,
             (int(ret or 0), request, self._format_of(args[1]), int(args[2] or 0)),
         )
+
+    def _egl_create_image(self, args, ret, thread) -> Entry | None:
+        """Images of GL textures and renderbuffers are made again from the replay's objects;
+        others (dma-bufs, pixmaps) belong to the traced process, and the calls that use
+        them are skipped (`compiler.Compiler._image_target`)."""
+        target, traced = int(_number_arg(args[2])), int(_number_arg(ret))
+        if target not in EGL_GL_IMAGE_TARGETS or not traced:
+            return None
+        self.gl_images.add(traced)
+        pairs = [v for kv in _pairs(args[4], EGL_NONE).items() for v in kv]
+        context, buffer = int(_number_arg(args[1])), int(_number_arg(args[3]))
+        return (self.ws.create_image, (traced, context, target, buffer, pairs))
+
+    def _egl_destroy_image(self, args, ret, thread) -> Entry:
+        return (self.ws.destroy_image, (int(_number_arg(args[1])),))
 
     def _egl_create_window(self, args, ret, thread) -> Entry:
         return (self.ws.create_drawable, (int(ret or 0), DEFAULT_SIZE, DEFAULT_SIZE, False))

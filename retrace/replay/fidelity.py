@@ -1,0 +1,199 @@
+"""Whether a replay did what the trace did, and what it did not.
+
+A replay that departs from its trace draws other frames, and every time, pixel
+count and counter measured on it is then a number that looks right and means
+nothing. So every replay and profile ends by saying so when it departed:
+calls it could not issue (and why), data the program wrote into mapped
+buffers that landed in no mapping, GL errors the program's own glGetError did
+not see, conditional renders on queries the profiler had to leave out, and
+with --query-handling check, query results unlike the trace's. The per-kind
+lines come first, then one summary line; `--strict` makes any departure an
+error (exit 3). GL errors the trace cannot vouch for are reported only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from retrace.errors import RetraceError
+
+# glGetError keeps answering GL_CONTEXT_LOST on a lost context: drain at most this many
+_MAX_ERRORS_PER_CHECK = 32
+
+
+class FidelityError(RetraceError):
+    """--strict: the replay departed from the trace."""
+
+    exit_code = 3
+
+
+def enum_name(code: int, enum_names: Mapping[int, list[str]]) -> str:
+    """GL_INVALID_OPERATION for 0x502: the GL_ name among the registry's names for a value."""
+    return next((n for n in enum_names.get(code, ()) if n.startswith("GL_")), hex(code))
+
+
+@dataclass
+class GlErrors:
+    """GL errors the driver raised during a pass.
+
+    Where the traced program called glGetError, the trace says which error it
+    got: there the replay asks the driver too (`check`), and an error the
+    program did not get is a departure. Errors raised where the program never
+    asked are drained at frame ends, context switches and the end of the pass
+    (and after every call with `replay -v`): the trace cannot say whether the
+    program had them too, so they are reported but do not fail --strict.
+    """
+
+    get_error: Callable[[], int]
+    enum_names: Mapping[int, list[str]]
+    counts: Counter[str] = field(default_factory=Counter)  # where the program never asked
+    unexpected: Counter[str] = field(default_factory=Counter)  # where it got no such error
+    first_unexpected: int | None = None  # the call number of the first glGetError contradicted
+    frames: int = 0  # frames ended so far this pass
+    first_frame: int | None = None  # the frame by whose end the first unasked error came
+    _pending: list[str] = field(default_factory=list)  # drained, not yet accounted for
+
+    def clear(self) -> None:
+        self.counts.clear()
+        self.unexpected.clear()
+        self.first_unexpected = None
+        self.frames = 0
+        self.first_frame = None
+        self._pending.clear()
+
+    def drain(self) -> list[str]:
+        """The errors raised on the current context since the last drain, by name; they
+        stay pending until the program's next glGetError or the next `settle`."""
+        names = []
+        for _ in range(_MAX_ERRORS_PER_CHECK):
+            code = self.get_error()
+            if not code:
+                break
+            names.append(enum_name(code, self.enum_names))
+        self._pending += names
+        return names
+
+    def check(self, traced: int, call_no: int) -> None:
+        """The program's own glGetError, which returned `traced` when it was traced: pending
+        errors other than that one are errors the program did not get."""
+        self.drain()
+        expected = enum_name(traced, self.enum_names) if traced else None
+        unexpected = [name for name in self._pending if name != expected]
+        self._pending.clear()
+        if unexpected:
+            self.unexpected.update(unexpected)
+            if self.first_unexpected is None:
+                self.first_unexpected = call_no
+
+    def settle(self) -> None:
+        """At a frame end, context switch or the end of a pass: pending errors are ones the
+        program never asked about."""
+        self.drain()
+        if self._pending:
+            self.counts.update(self._pending)
+            self._pending.clear()
+            if self.first_frame is None:
+                self.first_frame = self.frames
+
+
+@dataclass
+class Fidelity:
+    """What one replay left out or got wrong; empty when it was faithful."""
+
+    skipped: dict[str, tuple[int, str]]  # function -> (calls not issued, why)
+    lost_memcpys: int = 0  # fake memcpys whose destination is in no live mapping
+    first_lost: int | None = None
+    unexpected_errors: Counter[str] = field(default_factory=Counter)
+    first_unexpected: int | None = None
+    gl_errors: Counter[str] = field(default_factory=Counter)  # unvouched for: see GlErrors
+    first_error_frame: int | None = None
+    left_out_queries: Counter[str] = field(default_factory=Counter)  # target -> count
+    unconditional_renders: int = 0  # conditional renders on a query left out
+    query_mismatches: int = 0  # --query-handling check: results unlike the trace's
+    first_query_mismatch: tuple[int, int, int] | None = None  # call, replay's, trace's
+
+    @property
+    def faithful(self) -> bool:
+        """No departure the trace proves (GL errors it cannot vouch for are only warned of)."""
+        departures = (self.skipped, self.lost_memcpys, self.unexpected_errors)
+        return not (any(departures) or self.unconditional_renders or self.query_mismatches)
+
+    def warnings(self) -> list[str]:
+        """One line per kind of departure, with its count and why."""
+        lines = [
+            f"warning: skipped {count} call(s) to {name}: {why}"
+            for name, (count, why) in sorted(self.skipped.items())
+        ]
+        if self.lost_memcpys:
+            lines.append(
+                f"warning: {self.lost_memcpys} memcpy(s) into mapped buffers landed in no "
+                f"live mapping (the first at {self.first_lost:#x}): their data is missing"
+            )
+        if self.unexpected_errors:
+            lines.append(
+                "warning: GL errors the traced program did not get "
+                f"({_listed(self.unexpected_errors)}), the first before call "
+                f"{self.first_unexpected}, where its own glGetError said otherwise"
+            )
+        if self.left_out_queries:
+            lines.append(
+                f"note: left out the program's own queries ({_listed(self.left_out_queries)}) "
+                "while the profiler's queries used their target; the replay never reads "
+                "their results"
+            )
+        if self.unconditional_renders:
+            lines.append(
+                f"warning: {self.unconditional_renders} conditional render(s) on the "
+                "program's own queries, left out while the profiler used their target, "
+                "drew unconditionally"
+            )
+        if self.first_query_mismatch is not None:
+            call, got, traced = self.first_query_mismatch
+            lines.append(
+                f"warning: {self.query_mismatches} query result(s) differ from the trace's "
+                f"(the first at call {call}: {got}, the trace has {traced})"
+            )
+        if self.gl_errors:
+            lines.append(
+                f"warning: GL errors where the trace does not show whether the program had them "
+                f"({_listed(self.gl_errors)}), the first by the end of frame "
+                f"{self.first_error_frame}; `retrace replay -v` names the calls"
+            )
+        return lines
+
+    def summary(self) -> str:
+        """One line: how the replay departed from the trace."""
+        parts = []
+        if self.skipped:
+            calls = sum(count for count, _ in self.skipped.values())
+            parts.append(f"{calls} call(s) of {len(self.skipped)} function(s) not issued")
+        if self.lost_memcpys:
+            parts.append(f"{self.lost_memcpys} mapped-buffer write(s) lost")
+        if self.unexpected_errors:
+            parts.append(
+                f"{sum(self.unexpected_errors.values())} GL error(s) the program did not get"
+            )
+        if self.unconditional_renders:
+            parts.append(f"{self.unconditional_renders} conditional render(s) drawn always")
+        if self.query_mismatches:
+            parts.append(f"{self.query_mismatches} query result(s) unlike the trace's")
+        return "the replay departed from the trace: " + "; ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        """For results that record how faithful their replay was."""
+        return {
+            "faithful": self.faithful,
+            "skipped": {n: {"calls": c, "why": w} for n, (c, w) in sorted(self.skipped.items())},
+            "lost_memcpys": self.lost_memcpys,
+            "unexpected_gl_errors": dict(self.unexpected_errors),
+            "gl_errors": dict(self.gl_errors),
+            "left_out_queries": dict(self.left_out_queries),
+            "unconditional_renders": self.unconditional_renders,
+            "query_mismatches": self.query_mismatches,
+        }
+
+
+def _listed(counts: Counter[str]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counts.most_common())
