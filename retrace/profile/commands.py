@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -117,16 +118,26 @@ def _gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
         profiler.close()
 
 
-def run_legacy_profile(trace: str, output: str | None, **options) -> None:
-    """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`)."""
+def run_legacy_profile(
+    trace: str, output: str | None, store_dir: str | None, keep_store: bool, **options
+) -> None:
+    """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`), measured
+    in a child into a store made here, so that a driver crash does not leave it behind."""
     from retrace.profile.legacy import run_legacy
 
+    made = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    made.close()
+
     def body() -> None:
+        store = Store.load(made.path, keep=keep_store)
         with ExitStack() as stack:
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
-            run_legacy(trace, out=out, **options)
+            run_legacy(trace, out=out, store=store, **options)
 
-    contain.contained(trace, body)
+    ending = contain.supervise(body)
+    if ending.signal and not keep_store:  # else the child removed or kept it, and said so
+        shutil.rmtree(made.path, ignore_errors=True)
+    contain.check(ending, trace)
 
 
 def run_profile(

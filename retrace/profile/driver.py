@@ -103,7 +103,8 @@ class Profiler:
         self._counting_calls = False  # whether this run brackets (and so counts) calls
         self.replayer = Replayer(trace)
         self.session = Session(self.replayer.state, self.replayer.dispatch)
-        self.store = store if store is not None else Store(store_dir, keep=keep_store)
+        self._store = store
+        self._store_dir, self._keep_store = store_dir, keep_store
         self.live = live
         self._first_run = 0  # where the first pass starts: 0, or a resumed run
         self._saved: dict[str, Any] | None = None  # a resumed profile's description
@@ -133,10 +134,19 @@ class Profiler:
         ws.before_switch = self._before_switch
         ws.on_frame_end = self._frame_end
 
+    @property
+    def store(self) -> Store:
+        """Where values go; made at first use, so that --list-metrics and --gen-passes,
+        which measure nothing, leave no store behind whatever happens to them."""
+        if self._store is None:
+            self._store = Store(self._store_dir, keep=self._keep_store)
+        return self._store
+
     def close(self) -> None:
         self.replayer.close()
-        # with checkpoints, the last one stays what the manifest says (not a partial pass)
-        self.store.close(flush=self.live is None)
+        if self._store is not None:
+            # with checkpoints, the last one stays what the manifest says (not a partial pass)
+            self._store.close(flush=self.live is None)
 
     # --- planning (at the first current context) ---------------------------------------------
 
