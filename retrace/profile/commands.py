@@ -129,8 +129,8 @@ def run_legacy_profile(
     made.close()
 
     def body() -> None:
-        store = Store.load(made.path, keep=keep_store)
-        with ExitStack() as stack:
+        with ExitStack() as stack:  # closes (removes unless kept) the store even on errors
+            store = stack.enter_context(Store.load(made.path, keep=keep_store))
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
             run_legacy(trace, out=out, store=store, **options)
 
