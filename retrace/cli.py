@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 
 import click
 
@@ -180,7 +182,7 @@ def replay(trace: str, **options) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--pframes", metavar="SPEC", help='Metrics per frame: "backend: metric, [group, id]; ..."'
 )
@@ -196,6 +198,13 @@ def replay(trace: str, **options) -> None:
 )
 @click.option("--store-dir", type=click.Path(file_okay=False), help="Where the result store lives.")
 @click.option("--keep-store", is_flag=True, help="Keep the result store after the run.")
+@click.option(
+    "--resume",
+    metavar="STORE",
+    type=click.Path(file_okay=False),
+    help="Finish the interrupted or killed profile kept in STORE (trace and options come "
+    "from there; -o, --keep-store and --quiet may be given).",
+)
 @click.option(
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
 )
@@ -239,7 +248,7 @@ def replay(trace: str, **options) -> None:
     "GL errors the program did not get).",
 )
 def profile(
-    trace: str,
+    trace: str | None,
     pframes: str | None,
     pcalls: str | None,
     pdrawcalls: str | None,
@@ -261,6 +270,7 @@ def profile(
     warmup: int,
     stats: bool,
     strict: bool,
+    resume: str | None,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
@@ -269,6 +279,22 @@ def profile(
     selections = commands.selections(pframes, pcalls, pdrawcalls)
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
     progress = None if quiet else sys.stderr
+    if resume is not None:
+        ctx = click.get_current_context()
+        given = [
+            f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
+            for p in ctx.command.params
+            if p.name not in ("resume", "output", "keep_store", "quiet")
+            and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise click.UsageError(
+                f"--resume takes the trace and options from the store: drop {', '.join(given)}"
+            )
+        commands.resume_profile(resume, output, keep_store, progress)
+        return
+    if trace is None:
+        raise click.UsageError("missing argument 'TRACE'")
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:
@@ -337,10 +363,11 @@ def summary(args: tuple[str, ...]) -> None:
     sys.exit(summary_main(list(args)))
 
 
-def main() -> None:
-    """Run the CLI, turning retrace's own errors into one stderr line and an exit code."""
+def main(run: Callable[[], object] | None = None) -> None:
+    """Run the CLI (or `run`: a replay child's work), turning retrace's own errors into one
+    stderr line and an exit code."""
     try:
-        cli.main(standalone_mode=False)
+        (run or partial(cli.main, standalone_mode=False))()
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
@@ -351,7 +378,7 @@ def main() -> None:
         sys.exit(130)
     except RetraceError as e:
         _flush_stdout()
-        click.echo(f"retrace: error: {e}", err=True)
+        click.echo(f"retrace: {e.prefix}{e}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
         # the reader of our output (head, less) went away: not an error of ours

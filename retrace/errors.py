@@ -11,6 +11,7 @@ class RetraceError(Exception):
     """An error the user caused or can fix; its message is one complete line."""
 
     exit_code = 1
+    prefix = "error: "  # after "retrace: " on stderr
 
 
 class UsageError(RetraceError):
@@ -28,3 +29,14 @@ class TraceError(RetraceError):
         self.problem = problem
         at = "" if offset is None else f" at byte {offset}{where}"
         super().__init__(f"{path}{at}: {problem}")
+
+
+class Interrupted(RetraceError):
+    """SIGINT or SIGTERM stopped the run; the message says what was kept and what is
+    missing. Exits as a shell reports a process killed by that signal (130, 143)."""
+
+    prefix = ""  # the message starts "interrupted by SIGINT"
+
+    def __init__(self, signal_number: int, message: str) -> None:
+        self.exit_code = 128 + signal_number
+        super().__init__(message)

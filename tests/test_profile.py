@@ -511,3 +511,13 @@ def test_a_full_disk_is_one_line_and_keeps_the_measurements(tmp_path):
     assert "cannot write the tables to /dev/full: No space left on device" in err
     (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("retrace-store-")]
     assert str(kept) in err and any(kept.iterdir())
+
+
+def test_repeated_runs_count_each_frame_once():
+    """--repeat used to count the frames of every run of pass 1: 3 runs printed three
+    times the frame_end rows."""
+    once = retrace(["--pcalls", "opengl: CPU Duration"], TRACES / "glxgears.trace")
+    thrice = retrace(
+        ["--pcalls", "opengl: CPU Duration", "--repeat", "3"], TRACES / "glxgears.trace"
+    )
+    assert strip_values(thrice) == strip_values(once)

@@ -275,3 +275,27 @@ def test_keep_decided_late(tmp_path: Path) -> None:
     )
     kept, dropped = out.stdout.split()
     assert os.path.isdir(kept) and not os.path.exists(dropped)  # never closed: exit decides
+
+
+def test_a_flush_is_a_checkpoint_a_later_writer_cannot_spoil(tmp_path: Path) -> None:
+    """What the profiler's resume relies on: `meta` and the lengths of the last flush come
+    back; rows and columns a writer added after it (then died) are not part of the store,
+    and `recover` takes such rows back only when asked (after a crash)."""
+    store = Store(str(tmp_path), keep=True)
+    store.meta["progress"] = {"pass": 1}
+    store.column("a", np.int64).extend([1, 2, 3])
+    store.flush()
+    store.column("a", np.int64).extend([4, 5])  # the pass that was cut short
+    store.column("b", np.float64).extend([0.5])
+    store.close(flush=False)
+    resumed = Store.load(store.path)
+    assert resumed.meta == {"progress": {"pass": 1}} and list(resumed) == ["a"]
+    assert resumed.lengths() == [3]
+    b = resumed.column("b", np.float64)  # replaces the file left behind
+    assert len(b) == 0 and os.path.getsize(b.path) == 0
+    resumed["a"].recover(5)
+    assert resumed["a"].view().tolist() == [1, 2, 3, 4, 5]
+    resumed["a"].recover(10**9)  # beyond what the file holds: ignored
+    assert len(resumed["a"]) == 5
+    resumed.close(flush=False)
+    assert Store.load(store.path).lengths() == [3]  # close(flush=False) kept the checkpoint

@@ -37,8 +37,11 @@ Design choices (each measured or forced by a failure mode):
   value for unsigned ones (their minimum, 0, is a common real value). Writers
   print a missing cell as ``-``. Only integer and float dtypes are accepted.
 * Persistence: ``flush()``/``close()`` write ``manifest.json`` (keys, files,
-  dtypes, lengths); a store created with ``keep=True`` can be reopened with
-  `Store.load`.
+  dtypes, lengths, and the caller's `Store.meta`) atomically; a store created
+  with ``keep=True`` can be reopened with `Store.load`. The lengths are the
+  truth: rows written after the last flush are not part of a reloaded column,
+  so a flush is a checkpoint (the profiler flushes after every complete pass,
+  and a resumed run rewrites what came after).
 """
 
 from __future__ import annotations
@@ -230,6 +233,12 @@ class Column:
             self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
         return out
 
+    def recover(self, length: int) -> None:
+        """Count as written the rows up to `length` that a writer which died wrote after the
+        last flush (they are in the file; the manifest did not say so yet)."""
+        if self._len < length <= self._cap:
+            self._len = length
+
     def flush(self) -> None:
         """Write the column's dirty pages to its file (msync)."""
         self._check_open()
@@ -335,6 +344,7 @@ class Store:
         self.release_bytes = release_bytes
         self._columns: dict[str, Column] = {}
         self._files: set[str] = set()
+        self.meta: dict[str, Any] = {}  # the caller's JSON data, saved with the manifest
         self._closed = False
         if _path is None:
             try:
@@ -368,6 +378,7 @@ class Store:
             ]
             chunk_bytes = int(manifest["chunk_bytes"])
             release_bytes = int(manifest["release_bytes"])
+            meta = dict(manifest.get("meta", {}))
         except OSError as exc:
             raise _disk_error(manifest_path, "cannot read store manifest", exc) from None
         except (ValueError, KeyError, TypeError):
@@ -376,6 +387,7 @@ class Store:
         store = cls(keep=True, chunk_bytes=chunk_bytes, release_bytes=release_bytes, _path=path)
         for key, file, dtype, length in entries:
             store._open(key, file, dtype, length, False)
+        store.meta = meta
         store.keep = keep
         return store
 
@@ -393,7 +405,13 @@ class Store:
         while name in self._files:
             n += 1
             name = f"{base}~{n}.bin"
+        with contextlib.suppress(FileNotFoundError):  # a writer's that died after the last flush
+            os.unlink(os.path.join(self.path, name))
         return self._open(key, name, dtype, 0, True)
+
+    def lengths(self) -> list[int]:
+        """Every column's length, in the order of the manifest (creation)."""
+        return [len(col) for col in self._columns.values()]
 
     def __getitem__(self, key: str) -> Column:
         return self._columns[key]
@@ -405,7 +423,7 @@ class Store:
         return iter(self._columns)
 
     def manifest(self) -> dict[str, Any]:
-        """What `load` needs: every column's key, file name, dtype and length."""
+        """What `load` needs: every column's key, file name, dtype and length, and `meta`."""
         return {
             "version": _MANIFEST_VERSION,
             "chunk_bytes": self.chunk_bytes,
@@ -419,6 +437,7 @@ class Store:
                 }
                 for key, col in self._columns.items()
             ],
+            "meta": self.meta,
         }
 
     def flush(self) -> None:
@@ -426,6 +445,10 @@ class Store:
         self._check_open()
         for col in self._columns.values():
             col.flush()
+        self.write_manifest()
+
+    def write_manifest(self) -> None:
+        """(Re)write manifest.json atomically (a new file renamed over the old one)."""
         target = os.path.join(self.path, MANIFEST)
         tmp = target + ".tmp"
         try:
@@ -436,12 +459,13 @@ class Store:
         except OSError as exc:
             raise _disk_error(target, "cannot write store manifest", exc) from None
 
-    def close(self) -> None:
-        """Flush and keep, or delete the directory; a second call does nothing."""
+    def close(self, flush: bool = True) -> None:
+        """Flush (unless told not to: the last flush stays the checkpoint) and keep, or
+        delete the directory; a second call does nothing."""
         if self._closed:
             return
         try:
-            if self.keep:
+            if self.keep and flush:
                 self.flush()
         finally:
             self._closed = True

@@ -3,14 +3,23 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import sys
-from contextlib import ExitStack
-from typing import IO
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import IO, Any
 
+from retrace import contain
 from retrace.backends.base import Boundary
-from retrace.errors import RetraceError
+from retrace.errors import Interrupted, RetraceError
+from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
+from retrace.profile.results import Profile, meta_key
+from retrace.writer.store import Store
 from retrace.writer.tsv import MetricWriter
 
 
@@ -23,6 +32,10 @@ def selections(
 
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
+    contain.contained(trace, lambda: _list_metrics(trace, as_json))
+
+
+def _list_metrics(trace: str, as_json: bool) -> None:
     with ExitStack() as stack:
         profiler = Profiler(trace, {})
         stack.callback(profiler.close)
@@ -89,6 +102,10 @@ def list_metrics(trace: str, as_json: bool) -> None:
 
 
 def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
+    contain.contained(trace, lambda: _gen_passes(trace, chosen, verbose))
+
+
+def _gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
     profiler = Profiler(trace, chosen)
     try:
         count = profiler.count_passes()
@@ -101,13 +118,26 @@ def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
         profiler.close()
 
 
-def run_legacy_profile(trace: str, output: str | None, **options) -> None:
-    """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`)."""
+def run_legacy_profile(
+    trace: str, output: str | None, store_dir: str | None, keep_store: bool, **options
+) -> None:
+    """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`), measured
+    in a child into a store made here, so that a driver crash does not leave it behind."""
     from retrace.profile.legacy import run_legacy
 
-    with ExitStack() as stack:
-        out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
-        run_legacy(trace, out=out, **options)
+    made = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    made.close()
+
+    def body() -> None:
+        with ExitStack() as stack:  # closes (removes unless kept) the store even on errors
+            store = stack.enter_context(Store.load(made.path, keep=keep_store))
+            out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
+            run_legacy(trace, out=out, store=store, **options)
+
+    ending = contain.supervise(body)
+    if ending.signal and not keep_store:  # else the child removed or kept it, and said so
+        shutil.rmtree(made.path, ignore_errors=True)
+    contain.check(ending, trace)
 
 
 def run_profile(
@@ -122,32 +152,177 @@ def run_profile(
     stats: bool = False,
     strict: bool = False,
 ) -> None:
-    """Profile, then write the tables; a failure keeps and names what earlier passes stored."""
+    """Profile in a child process, then write the tables here (see `_measure_and_write`).
+
+    The store is made here and kept until the tables are written, with the job in its
+    manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
+    """
+    job = Job.start(trace, chosen, output, repeat, warmup, stats, strict)
+    store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    store.meta["job"] = job.to_json()
+    store.close()  # writes the manifest: resumable from here on
+    _measure_and_write(job, store.path, keep_store, progress)
+
+
+def resume_profile(
+    path: str, output: str | None, keep_store: bool, progress: IO[str] | None
+) -> None:
+    """Finish the profile kept in the store at `path`: measure the runs its checkpoint
+    lacks, then write the tables (to `output`, else where the run was to write them)."""
+    store = Store.load(path)
+    job = Job.from_json(store.meta.get("job"), path)
+    store.close(flush=False)
+    job.check_trace(path)
+    if output:
+        job = replace(job, output=os.path.abspath(output))
+    _measure_and_write(job, path, keep_store, progress)
+
+
+def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] | None) -> None:
+    """Measure in a child (`_measure`), then write the tables from the store.
+
+    Finished: the tables, the `Rendered` line, the replay's warnings. Interrupted
+    (SIGINT, SIGTERM): the tables of the complete passes, what is missing and how to
+    resume. Driver crash: the tables with what was measured up to the crash, and the
+    call that crashed. An error the child reported: its exit status.
+    """
+    live = Live()
+    with _exclusive(path):
+        ending = contain.supervise(lambda: _measure(job, path, live, progress))
+    store = Store.load(path, keep=True)
+    try:
+        if ending.interrupted or ending.signal:
+            _write_what_is_kept(ending, job, store, live, keep_store)
+        state = store.meta.get("progress")
+        if ending.code:  # the child said what went wrong, and where earlier passes are kept
+            store.keep = keep_store or (state is not None and state["pass"] > 0)
+            raise SystemExit(ending.code)
+        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+        finish = store.meta["finish"]
+        print(finish["summary"])
+        for line in finish["warnings"]:
+            print(line, file=sys.stderr)
+        store.keep = keep_store
+        if finish["error"]:
+            message, code = finish["error"]
+            error = RetraceError(message)
+            error.exit_code = code
+            raise error
+    finally:
+        store.close(flush=False)  # the manifest stays the child's last checkpoint
+
+
+@contextmanager
+def _exclusive(path: str) -> Iterator[None]:
+    """Hold the store's lock while measuring: two runs writing one store (a --resume
+    while the run is still going) would mix their passes. The kernel drops the lock
+    when the holders die, so a killed run leaves none."""
+    try:
+        fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RetraceError(f"{path} is in use by another retrace still running") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write_what_is_kept(
+    ending: contain.Ending, job: Job, store: Store, live: Live, keep_store: bool
+) -> None:
+    """After a signal: the tables of what was measured, then the error that says what
+    happened (and, where measuring again can help, how to resume)."""
+    state = store.meta.get("progress")
+    complete = state is not None and state["expected"] is not None
+    if state is not None and ending.crashed:
+        _recover(store, state, live)
+    if state is not None and (complete or ending.crashed):
+        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+    resume = f"resume with: retrace profile --resume {store.path}"
+    if ending.interrupted:
+        missing = _missing(state, job.warmup + job.repeat)
+        name = contain.signal_name(ending.interrupted)
+        raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
+    message = contain.crash_message(ending, job.trace)
+    if ending.killed:  # by something else than the driver: measuring again can work
+        raise RetraceError(f"{message}; {resume}")
+    store.keep = keep_store  # replaying again would crash again
+    raise RetraceError(message)
+
+
+def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
+    """The child's part: the passes (those a checkpoint lacks), checkpointed as they end."""
+    store = Store.load(path, keep=True)
+    if "finish" in store.meta:  # measured to the end before: only the tables were missing
+        store.close(flush=False)
+        return
     profiler = Profiler(
-        trace,
-        chosen,
-        store_dir=store_dir,
-        keep_store=keep_store,
+        job.trace,
+        job.boundaries,
         progress=progress,
-        repeat=repeat,
-        warmup=warmup,
-        stats=stats,
+        repeat=job.repeat,
+        warmup=job.warmup,
+        stats=job.stats,
+        store=store,
+        live=live,
     )
     try:
+        state = store.meta.get("progress")
+        if state is not None:
+            profiler.resume(state)
         profiler.run()
-        try:
-            with ExitStack() as stack:
-                stream = stack.enter_context(open(output, "w")) if output else sys.stdout
-                MetricWriter(stream).write_all(profiler.tables())
-        except BrokenPipeError:
-            raise  # the reader went away: not an error (see cli.main)
-        except OSError as e:  # a full disk, an unwritable path: keep what was measured
-            profiler.store.keep = True
-            raise RetraceError(
-                f"cannot write the tables to {output or 'standard output'}: "
-                f"{e.strerror or e}; the measurements are kept in {profiler.store.path}"
-            ) from None
-        print(profiler.summary())
-        profiler.replayer.finish(strict)
+        lines, error = profiler.replayer.ending(job.strict)
+        store.meta["finish"] = {
+            "summary": profiler.summary(),
+            "warnings": lines,
+            "error": None if error is None else [str(error), error.exit_code],
+        }
+        store.flush()
     finally:
         profiler.close()
+
+
+def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
+    """After a crash: count what the child measured after its last checkpoint, up to its
+    last frame end (and, if the first pass never completed, its frames and names)."""
+    for index, key in enumerate(store):
+        store[key].recover(live.length(index))
+    if state["expected"] is None and live.pass_index >= 0:
+        profile = state["profile"]
+        profile["frames"] = profile["frame_events"] = live.frames
+        names = live.names or profile["names"]
+        keys = [meta_key(b, "name") for b in (Boundary.CALL, Boundary.DRAWCALL)]
+        ids = [store[k].view() for k in keys if k in store]
+        known = max((int(v.max()) + 1 for v in ids if len(v)), default=0)
+        profile["names"] = names + ["?"] * (known - len(names))  # if a table did not fit
+
+
+def _missing(state: dict[str, Any] | None, runs: int) -> str:
+    """What an interrupted run lacks, in words."""
+    if state is None or state["expected"] is None:
+        return "the first pass had not completed: nothing is measured yet"
+    passes, done, run = state["passes"], state["pass"], state["run"]
+    complete = {0: "no pass", 1: "pass 1"}.get(done, f"passes 1-{done}")
+    have = f"{complete} of {passes} complete"
+    if run:
+        have += f", pass {done + 1} has {run} of its {runs} replays"
+    return f"{have}; the cells of the rest read '-'"
+
+
+def _write_tables(profile: Profile, store: Store, output: str | None) -> None:
+    try:
+        with ExitStack() as stack:
+            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
+            MetricWriter(stream).write_all(profile.tables(store))
+    except BrokenPipeError:
+        raise  # the reader went away: not an error (see cli.main)
+    except OSError as e:  # a full disk, an unwritable path: keep what was measured
+        store.keep = True
+        raise RetraceError(
+            f"cannot write the tables to {output or 'standard output'}: "
+            f"{e.strerror or e}; the measurements are kept in {store.path}"
+        ) from None

@@ -14,16 +14,22 @@ the program in use is logged at each change in the first pass. Every pass must
 see the same number of events at each boundary, or the run stops rather than
 print a shifted table. Values live in the mmap
 store, so a failure in pass k leaves passes 1..k-1 on disk.
+
+Given a `Live` (a profile run in a child process, `commands.run_profile`), the
+store's manifest is rewritten after every complete run of a pass, and at every
+frame end the child publishes its progress to the parent; see `checkpoint.py`.
+`resume` starts from such a checkpoint.
 """
 
 from __future__ import annotations
 
+import bisect
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import IO
+from dataclasses import dataclass, replace
+from typing import IO, Any
 
 import numpy as np
 
@@ -37,6 +43,8 @@ from retrace.backends.base import (
 )
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
+from retrace.profile.checkpoint import Live
+from retrace.profile.results import META_FIELDS, Profile, column_key, meta_key
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.program import Marks, Row
@@ -69,19 +77,6 @@ class PassPlan:
     boundaries: frozenset[Boundary]
 
 
-@dataclass
-class Profile:
-    """What a run measured: columns per boundary, in output order, plus event metadata."""
-
-    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
-    columns: dict[tuple[Metric, Boundary], Column] = field(default_factory=dict)
-    names: list[str] = field(default_factory=list)
-    frames: int = 0  # frames that ended with a SwapBuffers
-    frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
-    # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
-    stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
-
-
 class Profiler:
     """One profiling run of one trace."""
 
@@ -95,7 +90,11 @@ class Profiler:
         repeat: int = 1,
         warmup: int = 0,
         stats: bool = False,
+        store: Store | None = None,
+        live: Live | None = None,
     ) -> None:
+        """`store`: an open store to measure into (else a new one in `store_dir`); `live`:
+        publish progress there at frame ends, and checkpoint the store after every run."""
         if repeat < 1 or warmup < 0:
             raise UsageError("--repeat must be at least 1 and --warmup at least 0")
         self.selections = selections
@@ -104,7 +103,13 @@ class Profiler:
         self._counting_calls = False  # whether this run brackets (and so counts) calls
         self.replayer = Replayer(trace)
         self.session = Session(self.replayer.state, self.replayer.dispatch)
-        self.store = Store(store_dir, keep=keep_store)
+        self._store = store
+        self._store_dir, self._keep_store = store_dir, keep_store
+        self.live = live
+        self._first_run = 0  # where the first pass starts: 0, or a resumed run
+        self._saved: dict[str, Any] | None = None  # a resumed profile's description
+        self._meta_done = 0  # ops whose event metadata is stored (first pass)
+        self._meta_time = 0.0  # when it was stored last (perf_counter)
         self.progress = progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
@@ -129,9 +134,19 @@ class Profiler:
         ws.before_switch = self._before_switch
         ws.on_frame_end = self._frame_end
 
+    @property
+    def store(self) -> Store:
+        """Where values go; made at first use, so that --list-metrics and --gen-passes,
+        which measure nothing, leave no store behind whatever happens to them."""
+        if self._store is None:
+            self._store = Store(self._store_dir, keep=self._keep_store)
+        return self._store
+
     def close(self) -> None:
         self.replayer.close()
-        self.store.close()
+        if self._store is not None:
+            # with checkpoints, the last one stays what the manifest says (not a partial pass)
+            self._store.close(flush=self.live is None)
 
     # --- planning (at the first current context) ---------------------------------------------
 
@@ -212,6 +227,8 @@ class Profiler:
                 chosen = set(per_backend.get(name, ()))
                 columns += [m for m in backends[name].metrics() if m in chosen]
             self.profile.metrics[boundary] = columns
+        if self._saved is not None:
+            self._restore_columns(self._saved)
         for name in order:
             backend = backends[name]
             for index in range(backend.generate_passes()):
@@ -229,8 +246,7 @@ class Profiler:
 
     def _column(self, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
         dtype = np.float64 if metric.num_type.is_float or suffix else np.int64
-        label = f"{metric.backend}.{metric.group}.{metric.id}.{boundary.name}{suffix}"
-        return self.store.column(label, dtype)
+        return self.store.column(column_key(metric, boundary, suffix), dtype)
 
     def _columns_for(self, plan: PassPlan) -> dict[tuple[Metric, Boundary], Column]:
         """Where this run of the pass writes: the final columns, or one set per repetition."""
@@ -301,6 +317,11 @@ class Profiler:
             Boundary.DRAWCALL in plan.boundaries,
         ]
         plan.backend.begin_pass(plan.index, self._columns_for(plan))
+        if self._expected is None:  # metadata is stored as the first pass goes
+            for boundary in self._event_tables():
+                for what in META_FIELDS:
+                    self._meta(boundary, what)
+        self._checkpoint(self._pass, self._run)  # the columns of this run exist, still empty
         if Boundary.FRAME in plan.boundaries:
             plan.backend.begin_query(Boundary.FRAME, 0)
         measured = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in plan.boundaries]
@@ -320,14 +341,32 @@ class Profiler:
             plan.backend.end_query(Boundary.FRAME, event)
             plan.backend.begin_query(Boundary.FRAME, event + 1)
         self._events[Boundary.FRAME] += 1
+        if self.live is not None:
+            self._publish()
+
+    def _publish(self) -> None:
+        """At a frame end, for the parent to keep what was measured if the driver crashes:
+        the lengths of the columns and the first pass's event metadata so far."""
+        if self._expected is None and self._ready:
+            end = self.replayer.program.code.position + 1
+            now = time.perf_counter()
+            # as a crash may come at any frame: as many ops waiting as stored, or 0.1 s
+            # since the last time (which keeps this at O(log n) + 10/s calls)
+            if end - self._meta_done >= self._meta_done or now - self._meta_time >= 0.1:
+                self._meta_time = now
+                self._store_metadata(end)
+        self.live.publish(self._pass, self.replayer.frame, self.store.lengths(), self.profile.names)
 
     def _record_frame_end(self) -> None:
-        if self._pass == 0:
+        if self._expected is None:  # the first run counts
             self.profile.frames += 1
 
     def _meta(self, boundary: Boundary, what: str) -> Column:
         """Per-event metadata of the calls and draw-calls tables, recorded in pass 1."""
-        return self.store.column(f"events.{boundary.name}.{what}", np.int64)
+        return self.store.column(meta_key(boundary, what), np.int64)
+
+    def _event_tables(self) -> list[Boundary]:
+        return [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in self.profile.metrics]
 
     def _log_program(self) -> None:
         if self._pass == 0 and self._run == 0:
@@ -432,18 +471,29 @@ class Profiler:
 
         program.bracket(Marks.ROWS, before, after)
 
-    def _store_metadata(self, chunk: int = 1 << 16) -> None:
-        """Call number, function and frame of every call and draw-call event, from the
-        compiled program (the same in every pass); the program in use, from the changes
-        logged in the first run. Only for the tables asked for, a chunk of ops at a time
-        (so memory stays flat on long traces)."""
+    def _store_metadata(self, end: int, chunk: int = 1 << 16) -> None:
+        """Call number, function and frame of every call and draw-call event of the ops
+        not stored yet before `end`, from the compiled program (the same in every pass);
+        the program in use, from the changes logged in the first run. Only for the tables
+        asked for, a chunk of ops at a time (so memory stays flat on long traces). Called
+        at frame ends of the first pass too, so a crash keeps the rows before it."""
         program = self.replayer.program
         self.profile.names = list(program.names)
-        wanted = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in self.profile.metrics]
-        frame_ends = np.asarray(program.frame_ends, np.int64)
-        log = np.asarray(self._program_log or [(-1, 0)], np.int64).reshape(-1, 2)
-        for start in range(0, len(program) if wanted else 0, chunk):
-            stop = min(start + chunk, len(program))
+        wanted = self._event_tables()
+        first, self._meta_done = self._meta_done, end
+        if not wanted or first >= end:
+            return
+        # only the frame ends and program changes that matter to ops [first, end): called
+        # at every frame end, this must not cost more as the trace goes on
+        ends = program.frame_ends
+        before = bisect.bisect_left(ends, first)  # frames that ended before op `first`
+        frame_ends = np.asarray(ends[before : bisect.bisect_left(ends, end)], np.int64)
+        changes = self._program_log
+        since = max(bisect.bisect_left(changes, (first,)) - 1, 0)
+        log = changes[since : bisect.bisect_left(changes, (end,))] or [(-1, 0)]
+        log = np.asarray(log, np.int64).reshape(-1, 2)
+        for start in range(first, end, chunk):
+            stop = min(start + chunk, end)
             ops = np.arange(start, stop)
             rows = program.column("rows", start, stop)
             call_nos = program.column("call_nos", start, stop)
@@ -452,14 +502,16 @@ class Profiler:
             # op before it (a glUseProgram's own row shows the program it replaces)
             last = np.searchsorted(log[:, 0], ops, side="left") - 1
             programs = np.where(last >= 0, log[np.maximum(last, 0), 1], 0)
+            frames = before + np.searchsorted(frame_ends, ops, side="left")
             for boundary in wanted:
                 mask = np.isin(rows, EVENT_ROWS[boundary])
                 self._meta(boundary, "call_no").extend(call_nos[mask])
                 self._meta(boundary, "name").extend(name_ids[mask])
                 self._meta(boundary, "program").extend(programs[mask])
-                self._meta(boundary, "frame").extend(np.searchsorted(frame_ends, ops[mask]))
+                self._meta(boundary, "frame").extend(frames[mask])
 
-    def _run_pass(self) -> None:
+    def _run_pass(self) -> float:
+        """Replay once with the current pass; returns the seconds it took."""
         self._events[:] = [0, 0, 0]
         self._brackets[:] = [None, False, False]
         self.session.forget_contexts()
@@ -480,13 +532,17 @@ class Profiler:
             self._active.backend.end_pass()
         self._events[Boundary.FRAME] += 1  # the trailing, partial frame
         self._check_events()
+        return time.perf_counter() - started
+
+    def _report(self, seconds: float) -> None:
+        """The progress line of a run, once it is complete (checkpointed)."""
         if self.progress is not None:
-            seconds = time.perf_counter() - started
             rate = self.replayer.frame / seconds if seconds else 0.0
             print(
                 f"retrace: pass {self._pass + 1} of {max(len(self.plan), 1)}{self._run_label()} "
                 f"done in {seconds:.2f} s ({rate:.1f} frames/s)",
                 file=self.progress,
+                flush=True,
             )
 
     def _run_label(self) -> str:
@@ -499,7 +555,8 @@ class Profiler:
     def _check_events(self) -> None:
         if self._expected is None:
             self._expected = {b: self._events[b] for b in Boundary}
-            self._store_metadata()
+            self.profile.frame_events = self._expected[Boundary.FRAME]
+            self._store_metadata(len(self.replayer.program))
             return
         for boundary, count in self._expected.items():
             if self._events[boundary] != count:
@@ -513,33 +570,7 @@ class Profiler:
 
     def tables(self) -> list[Table]:
         """The measured tables, ready for `MetricWriter`."""
-        profile = self.profile
-        tables = []
-        for boundary, chosen in profile.metrics.items():
-            metrics, values = [], []
-            for m in chosen:
-                metrics.append(m)
-                values.append(profile.columns.get((m, boundary), np.empty(0, np.int64)))
-                for derived, column in profile.stats.get((m, boundary), ()):
-                    metrics.append(derived)
-                    values.append(column)
-            if boundary == Boundary.FRAME:
-                tables.append(Table(boundary, metrics, values, rows=profile.frame_events))
-                continue
-            tables.append(
-                Table(
-                    boundary,
-                    metrics,
-                    values,
-                    call_nos=self._meta(boundary, "call_no"),
-                    programs=self._meta(boundary, "program"),
-                    names=self._meta(boundary, "name"),
-                    name_table=profile.names,
-                    frame_of_event=self._meta(boundary, "frame"),
-                    frames_ended=profile.frames,
-                )
-            )
-        return tables
+        return self.profile.tables(self.store)
 
     def run(self) -> Profile:
         """Every pass (each `warmup + repeat` times); returns what was measured.
@@ -547,18 +578,25 @@ class Profiler:
         A failure after the first pass keeps the store, and its message says where.
         """
         self._on_ready = self._resolve
+        runs = self.warmup + self.repeat
         while True:
             try:
-                for run in range(self.warmup + self.repeat):
+                for run in range(self._first_run, runs):
                     self._run = run
-                    self._run_pass()
+                    seconds = self._run_pass()
                     if not self._ready:
                         raise RetraceError(
                             "the trace never makes a GL context current: nothing to measure"
                         )
                     self._on_ready = lambda: None
-                if self._pass < len(self.plan) and (self.repeat > 1 or self.warmup > 0):
-                    self._combine_runs(self.plan[self._pass])
+                    if run + 1 < runs:
+                        self._checkpoint(self._pass, run + 1)
+                    else:  # the pass is complete
+                        if self._pass < len(self.plan) and (self.repeat > 1 or self.warmup > 0):
+                            self._combine_runs(self.plan[self._pass])
+                        self._checkpoint(self._pass + 1, 0)
+                    self._report(seconds)
+                self._first_run = 0
             except RetraceError as e:
                 if self._pass == 0:
                     raise
@@ -570,6 +608,52 @@ class Profiler:
                 break
         self.profile.frame_events = self._expected[Boundary.FRAME] if self._expected else 1
         return self.profile
+
+    # --- checkpoints ---------------------------------------------------------------------------
+
+    def _checkpoint(self, next_pass: int, next_run: int) -> None:
+        """With `live`: record in the store that every run before (next_pass, next_run) is
+        complete, with the column lengths and what the tables need (one atomic manifest)."""
+        if self.live is None:
+            return
+        if "progress" not in self.store.meta and self.progress is not None:
+            print(f"retrace: measuring into {self.store.path}", file=self.progress, flush=True)
+        expected = self._expected
+        self.store.meta["progress"] = {
+            "pass": next_pass,
+            "run": next_run,
+            "passes": max(len(self.plan), 1),
+            "expected": None if expected is None else {b.name: n for b, n in expected.items()},
+            "profile": self.profile.to_json(),
+        }
+        self.store.flush()
+
+    def resume(self, progress: dict[str, Any]) -> None:
+        """Start at the first run a checkpoint (`_checkpoint`'s record) lacks; what came
+        before is in the store. Passes are planned again at the first context, as the
+        first time, and take back their stored columns."""
+        expected = progress["expected"]
+        if expected is None:  # the first pass never completed: start afresh
+            return
+        self._pass, self._first_run = progress["pass"], progress["run"]
+        self._expected = {Boundary[name]: n for name, n in expected.items()}
+        self._saved = saved = progress["profile"]
+        self.profile.frames, self.profile.frame_events = saved["frames"], saved["frame_events"]
+        self.profile.names = list(saved["names"])
+
+    def _restore_columns(self, saved: dict[str, Any]) -> None:
+        """Give the planned metrics back the columns and statistics a checkpoint recorded."""
+        planned = {
+            (boundary.name, m.backend, m.group, m.id): (m, boundary)
+            for boundary, metrics in self.profile.metrics.items()
+            for m in metrics
+        }
+        for table in saved["tables"]:
+            for entry in table["metrics"]:
+                m = entry["metric"]
+                found = planned.get((table["boundary"], m["backend"], m["group"], m["id"]))
+                if found is not None:
+                    self.profile.restore(*found, entry, self.store)
 
     def until_first_context(self, action: Callable[[], None]) -> None:
         """Replay until the first context is current, run `action` there, stop."""

@@ -90,7 +90,7 @@ from retrace.backends.opengl import (
     VSIZE_START,
 )
 from retrace.profile.driver import ProfileError, Profiler
-from retrace.writer.store import Column, missing_mask
+from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import LegacyWriter, Table
 
 # Rows read from the store at a time when writing the lines.
@@ -133,6 +133,7 @@ def run_legacy(
     store_dir: str | None = None,
     keep_store: bool = False,
     strict: bool = False,
+    store: Store | None = None,
 ) -> None:
     """Profile `trace` and print glretrace's legacy lines to `out`.
 
@@ -140,6 +141,7 @@ def run_legacy(
     ``frame_end`` after each ended frame (followed by ``rendering_finished`` with
     `frame_times`), and last ``Rendered N frames in X secs, average of Y fps``,
     as glretrace prints when profiling. `progress` gets the driver's pass lines.
+    Values go to `store`, else to a new store in `store_dir`.
     Raises `RetraceError` (the store is kept and named when a pass failed after
     others finished); damage found in the trace is raised after the output.
     """
@@ -149,6 +151,7 @@ def run_legacy(
         store_dir=store_dir,
         keep_store=keep_store,
         progress=progress,
+        store=store,
     )
     try:
         stamps = _time_frames(profiler) if frame_times else None

@@ -41,6 +41,11 @@
  * Per op the program also keeps the trace call number, the function name id,
  * the profiling row kind and whether glGetError may follow it, in flat arrays
  * the profiler reads in bulk.
+ *
+ * The loop publishes the call it is running (publish()): before each op it
+ * stores the op's call number in a word the caller may share with another
+ * process (a MAP_SHARED mapping made before fork), so that a supervisor can
+ * say which call a driver crash happened in.  One store per op, no syscall.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -73,6 +78,13 @@
 #define SIG_SKIP (-2)    /* compiles to nothing */
 #define SIG_SLOW (-1)    /* compiled in Python */
 #define CHECK_SIGNALS_EVERY 65536
+
+/* What the loop publishes (publish()): [0] the call number of the op running or
+   last run, [1] 1 while a loop runs.  A private pair until publish() is called. */
+enum { PROGRESS_CALL, PROGRESS_RUNNING, PROGRESS_WORDS };
+static int64_t own_progress[PROGRESS_WORDS];
+static volatile int64_t *progress = own_progress;
+static Py_buffer progress_view; /* keeps the published buffer alive */
 
 /* Parameter types of direct calls, as add_proto() receives them: numbers, an input
    pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that type). */
@@ -848,6 +860,7 @@ static PyObject *Code_run(Code *c, PyObject *args) {
     }
     Py_INCREF(entries);
     PyObject *result = NULL;
+    progress[PROGRESS_RUNNING] = 1;
     for (Py_ssize_t i = start; i < end; i++) {
         /* read through c each time: callbacks may change the brackets */
         const Op op = AT(c->ops, Op)[i];
@@ -855,6 +868,7 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                        : c->marks == 2 ? AT(c->checkable, uint8_t)[i]
                                        : 0;
         c->position = i;
+        progress[PROGRESS_CALL] = AT(c->call_nos, int64_t)[i];
         uint8_t row = c->ev.on ? AT(c->rows, uint8_t)[i] : ROW_NONE;
         if (row != ROW_NONE && row != ROW_END && events_begin(&c->ev, row))
             goto done;
@@ -875,6 +889,7 @@ static PyObject *Code_run(Code *c, PyObject *args) {
     }
     result = PyLong_FromSsize_t(end);
 done:
+    progress[PROGRESS_RUNNING] = 0;
     Py_DECREF(entries);
     return result;
 }
@@ -990,8 +1005,35 @@ static PyTypeObject CodeType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* publish(buffer): from now on every loop writes its progress words (call number, running)
+   into `buffer`, a writable buffer of at least 16 bytes (a shared mmap) */
+static PyObject *vm_publish(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (view.len < (Py_ssize_t)sizeof own_progress || ((uintptr_t)view.buf & 7)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "publish() needs 16 aligned, writable bytes");
+        return NULL;
+    }
+    if (progress != own_progress)
+        PyBuffer_Release(&progress_view);
+    progress_view = view;
+    progress = (volatile int64_t *)view.buf;
+    progress[PROGRESS_CALL] = -1;
+    progress[PROGRESS_RUNNING] = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef vm_functions[] = {
+    {"publish", vm_publish, METH_O,
+     "publish(buffer): write (call number running, loop running) as two int64 there"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef vm_module = {
-    PyModuleDef_HEAD_INIT, "_vm", "The compiled trace and its replay loop.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_vm", "The compiled trace and its replay loop.", -1, vm_functions,
 };
 
 PyMODINIT_FUNC PyInit__vm(void) {

@@ -29,7 +29,14 @@ def _frame_range(spec: str | None) -> tuple[int, int | None]:
     return first, last
 
 
-def run_replay(
+def run_replay(trace: str, **options) -> None:
+    """Replay in a child process: a driver crash is reported with the call that caused it."""
+    from retrace import contain
+
+    contain.contained(trace, lambda: _replay(trace, **options))
+
+
+def _replay(
     trace: str,
     *,
     benchmark: bool,

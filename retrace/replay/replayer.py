@@ -204,13 +204,21 @@ class Replayer:
     def finish(self, strict: bool = False) -> None:
         """After the output: say how the replay departed from the trace, then raise the
         trace's damage if any, or with `strict` the departure."""
-        fidelity = self.fidelity()
-        for line in fidelity.warnings():
+        lines, error = self.ending(strict)
+        for line in lines:
             print(line, file=sys.stderr)
+        if error is not None:
+            raise error
+
+    def ending(self, strict: bool = False) -> tuple[list[str], RetraceError | None]:
+        """What `finish` prints and raises (a profiling child hands them to its parent)."""
+        fidelity = self.fidelity()
+        lines = fidelity.warnings()
         if not fidelity.faithful:
             advice = "" if strict else " (--strict makes this an error)"
-            print(f"retrace: warning: {fidelity.summary()}{advice}", file=sys.stderr)
+            lines.append(f"retrace: warning: {fidelity.summary()}{advice}")
         if self.trace_error is not None:
-            raise self.trace_error
+            return lines, self.trace_error
         if strict and not fidelity.faithful:
-            raise FidelityError(fidelity.summary())
+            return lines, FidelityError(fidelity.summary())
+        return lines, None

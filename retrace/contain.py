@@ -1,0 +1,192 @@
+"""Replay in a child process, so that a crash of the GL driver cannot take retrace with it.
+
+The driver runs inside whichever process replays: a segfault or abort in it (a
+pointer in the trace that reaches the driver, a driver bug) kills that process.
+So every command that replays forks first, before any EGL or GL is initialised;
+the child does the replay (and, when profiling, streams its values into the
+store's files on disk), and the parent only waits and reports.
+
+The child's replay loop publishes the number of the call it is running in a
+word shared with the parent (`_vm.publish`: one memory store per op, no
+syscall). When the child dies of a signal, the parent reads that word and names
+the call: ``driver crashed (SIGSEGV) at call 11 glDrawArrays(...)``.
+
+SIGINT and SIGTERM sent to the parent kill the child; `Ending.interrupted`
+says which arrived, for the caller to report and keep what is complete. The
+child dies with the parent too (PR_SET_PDEATHSIG), so a SIGKILL of the parent
+leaves no replay running on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import mmap
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrace.errors import Interrupted, RetraceError
+
+_PR_SET_PDEATHSIG = 1
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+_DESCRIPTION_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the child ended, and where its replay was."""
+
+    code: int  # exit status (0 when a signal killed it)
+    signal: int  # the signal that killed it, or 0
+    interrupted: int  # SIGINT or SIGTERM received by the parent meanwhile, or 0
+    call: int  # number of the call the loop ran last, -1 before the first
+    in_call: bool  # whether the loop was running that call when the child died
+
+    @property
+    def crashed(self) -> bool:
+        """Died of a signal the parent did not send (a driver crash, or `killed`)."""
+        return self.signal != 0 and not self.interrupted
+
+    @property
+    def killed(self) -> bool:
+        """Killed by something outside (the OOM killer, a user), not by its own fault."""
+        return self.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+
+
+def supervise(body: Callable[[], None]) -> Ending:
+    """Run `body` in a forked child reporting its own errors as the CLI does; wait for it."""
+    words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
+    progress = np.frombuffer(words, np.int64)
+    progress[:] = (-1, 0)
+    received: list[int] = []
+    child: list[int] = []
+
+    def stop(number: int, frame: object) -> None:
+        received.append(number)
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child[0], signal.SIGKILL)
+
+    previous = {number: signal.signal(number, stop) for number in _STOPS}
+    try:
+        child.append(_fork(body, words))
+        if received:  # a signal came between the handler and the fork
+            stop(received[0], None)
+        _, status = os.waitpid(child[0], 0)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    killed = os.WIFSIGNALED(status)
+    return Ending(
+        code=0 if killed else os.WEXITSTATUS(status),
+        signal=os.WTERMSIG(status) if killed else 0,
+        interrupted=received[0] if received else 0,
+        call=int(progress[0]),
+        in_call=bool(progress[1]),
+    )
+
+
+def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
+    """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
+    from retrace.replay import _vm
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        for number in _STOPS:
+            signal.signal(number, signal.SIG_DFL)  # die at once: the parent keeps the rest
+        _die_with(parent)
+        _vm.publish(words)
+        code = _run_reporting(body)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def contained(trace: str, body: Callable[[], None]) -> None:
+    """Run `body`, which replays `trace`, in a child; raise what `check` raises."""
+    check(supervise(body), trace)
+
+
+def check(ending: Ending, trace: str) -> None:
+    """Raise what the parent reports for an ending other than success: an interruption,
+    a crash naming the call, or the child's own exit status (it has said why already)."""
+    if ending.interrupted:
+        raise Interrupted(ending.interrupted, f"interrupted by {signal_name(ending.interrupted)}")
+    if ending.signal:
+        raise RetraceError(crash_message(ending, trace))
+    if ending.code:
+        raise SystemExit(ending.code)
+
+
+def _run_reporting(body: Callable[[], None]) -> int:
+    """Run `body` as the CLI runs a command: an error is one stderr line; the exit status."""
+    from retrace.cli import main
+
+    try:
+        main(body)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 1
+    return 0
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def crash_message(ending: Ending, trace: str) -> str:
+    """``driver crashed (SIGSEGV) at call N glFoo(...)``; "killed" when something outside
+    (the OOM killer, a user) sent the child SIGKILL or SIGTERM."""
+    what = "the replay process was killed" if ending.killed else "driver crashed"
+    if ending.call < 0:
+        where = "before the first call"
+    else:
+        where = f"{'at' if ending.in_call else 'after'} call {describe_call(trace, ending.call)}"
+    return f"{what} ({signal_name(ending.signal)}) {where}"
+
+
+def describe_call(trace: str, call_no: int) -> str:
+    """'N glFoo(args)' as `retrace dump` prints call N (shortened), or 'N' if unreadable."""
+    from retrace.trace.callset import CallSet
+    from retrace.trace.dump import dump_calls
+    from retrace.trace.reader import TraceReader
+
+    prefix = f"{call_no} "
+    try:
+        for text in dump_calls(TraceReader(trace), CallSet.parse(str(call_no)), verbose=True):
+            if text.startswith(prefix):
+                line = text.split("\n", 1)[0]
+                if len(line) > _DESCRIPTION_CHARS:
+                    line = line[: _DESCRIPTION_CHARS - 3] + "..."
+                return line
+    except (RetraceError, OSError, MemoryError):
+        pass
+    return str(call_no)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)

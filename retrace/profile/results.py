@@ -1,0 +1,137 @@
+"""What a profile measured, and how it becomes tables, from the profiler or from its store.
+
+The profiler replays in a child process (`retrace.contain`), so the tables are
+written by a parent that never saw the `Profiler`: everything the tables need
+besides the values (which metrics, in which column, function names, frame
+counts) goes into the store's manifest as JSON (`Profile.to_json`) and comes
+back with `Profile.from_json`. The same `tables` serves both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from retrace.backends.base import Boundary, Kind, Metric, NumType
+from retrace.writer.store import Column, Store
+from retrace.writer.tsv import Table
+
+META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
+
+
+def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
+    """The store key of a metric's values at a boundary (`suffix`: one run, one statistic)."""
+    return f"{metric.backend}.{metric.group}.{metric.id}.{boundary.name}{suffix}"
+
+
+def meta_key(boundary: Boundary, what: str) -> str:
+    """The store key of per-event metadata (call_no, name, program, frame) of a boundary."""
+    return f"events.{boundary.name}.{what}"
+
+
+@dataclass
+class Profile:
+    """What a run measured: columns per boundary, in output order, plus event metadata."""
+
+    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
+    columns: dict[tuple[Metric, Boundary], Column] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    frames: int = 0  # frames that ended with a SwapBuffers
+    frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
+    # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
+    stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
+
+    def tables(self, store: Store) -> list[Table]:
+        """The measured tables, ready for `MetricWriter`; columns not measured read '-'."""
+        tables = []
+        for boundary, chosen in self.metrics.items():
+            metrics, values = [], []
+            for m in chosen:
+                metrics.append(m)
+                values.append(self.columns.get((m, boundary), np.empty(0, np.int64)))
+                for derived, column in self.stats.get((m, boundary), ()):
+                    metrics.append(derived)
+                    values.append(column)
+            if boundary == Boundary.FRAME:
+                tables.append(Table(boundary, metrics, values, rows=self.frame_events))
+                continue
+            meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
+            tables.append(
+                Table(
+                    boundary,
+                    metrics,
+                    values,
+                    call_nos=meta["call_no"],
+                    programs=meta["program"],
+                    names=meta["name"],
+                    name_table=self.names,
+                    frame_of_event=meta["frame"],
+                    frames_ended=self.frames,
+                    rows=min(len(meta[w]) for w in META_FIELDS),
+                )
+            )
+        return tables
+
+    def to_json(self) -> dict[str, Any]:
+        """The description the parent needs to write the tables from the store."""
+        return {
+            "tables": [
+                {
+                    "boundary": boundary.name,
+                    "metrics": [self._metric_json(m, boundary) for m in chosen],
+                }
+                for boundary, chosen in self.metrics.items()
+            ],
+            "names": list(self.names),
+            "frames": self.frames,
+            "frame_events": self.frame_events,
+        }
+
+    def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
+        column = self.columns.get((metric, boundary))
+        return {
+            "metric": {
+                **asdict(metric),
+                "num_type": metric.num_type.value,
+                "kind": metric.kind.value,
+            },
+            "column": column.key if column is not None else None,
+            "stats": [
+                {"name": derived.name, "column": c.key}
+                for derived, c in self.stats.get((metric, boundary), ())
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], store: Store) -> Profile:
+        """A profile whose metrics are rebuilt from their description (for writing only)."""
+        profile = cls(
+            names=list(data["names"]), frames=data["frames"], frame_events=data["frame_events"]
+        )
+        for table in data["tables"]:
+            boundary = Boundary[table["boundary"]]
+            chosen = profile.metrics.setdefault(boundary, [])
+            for entry in table["metrics"]:
+                fields = dict(entry["metric"])
+                fields["num_type"] = NumType(fields["num_type"])
+                fields["kind"] = Kind(fields["kind"])
+                metric = Metric(**fields)
+                chosen.append(metric)
+                profile.restore(metric, boundary, entry, store)
+        return profile
+
+    def restore(
+        self, metric: Metric, boundary: Boundary, entry: dict[str, Any], store: Store
+    ) -> None:
+        """Take back the columns `entry` (from `to_json`) names for `metric`, if stored."""
+        if entry["column"] is not None and entry["column"] in store:
+            self.columns[metric, boundary] = store[entry["column"]]
+        stats = [
+            (replace(metric, name=s["name"], num_type=NumType.DOUBLE), store[s["column"]])
+            for s in entry["stats"]
+            if s["column"] in store
+        ]
+        if stats:
+            self.stats[metric, boundary] = stats
