@@ -60,18 +60,19 @@ def snappy_container_to_raw(data: bytes) -> bytes:
         pos += 4
         if pos + length > len(data):
             raise ValueError(f"truncated chunk at offset {pos}")
-        pieces.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + length])))
+        pieces.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + length])))
         pos += length
     return b"".join(pieces)
 
 
 def compress_frame(piece: bytes, level: int) -> bytes:
     """One zstd frame, produced through the streaming API with unknown size."""
-    cctx = zstandard.ZstdCompressor(level=level, write_checksum=False,
-                                    write_content_size=False)
+    cctx = zstandard.ZstdCompressor(level=level, write_checksum=False, write_content_size=False)
     cobj = cctx.compressobj()
-    out = [cobj.compress(piece[i:i + REPACK_WRITE_SIZE])
-           for i in range(0, len(piece), REPACK_WRITE_SIZE)]
+    out = [
+        cobj.compress(piece[i : i + REPACK_WRITE_SIZE])
+        for i in range(0, len(piece), REPACK_WRITE_SIZE)
+    ]
     out.append(cobj.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
     return b"".join(out)
 
@@ -80,7 +81,7 @@ def zstd_frames(raw: bytes, max_frame: int, level: int):
     """List of (compressed frame, decompressed size)."""
     frames = []
     for start in range(0, len(raw), max_frame):
-        piece = raw[start:start + max_frame]
+        piece = raw[start : start + max_frame]
         frames.append((compress_frame(piece, level), len(piece)))
     return frames
 
@@ -117,7 +118,7 @@ def read_back(data: bytes, seekable: bool) -> bytes:
     if seekable:
         out, pos = [], 0
         for csize, dsize in parse_seek_table(data):
-            piece = dctx.decompressobj().decompress(data[pos:pos + csize])
+            piece = dctx.decompressobj().decompress(data[pos : pos + csize])
             if len(piece) != dsize:
                 raise ValueError("frame decompressed size differs from seek table")
             out.append(piece)
@@ -135,8 +136,9 @@ def read_back(data: bytes, seekable: bool) -> bytes:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="Snappy trace written by apitrace")
-    parser.add_argument("--output-prefix", required=True,
-                        help="path prefix of the outputs, e.g. traces/es2tri")
+    parser.add_argument(
+        "--output-prefix", required=True, help="path prefix of the outputs, e.g. traces/es2tri"
+    )
     args = parser.parse_args(argv)
 
     with open(args.input, "rb") as f:
@@ -158,8 +160,10 @@ def main(argv=None) -> int:
         path = f"{args.output_prefix}.{suffix}.trace"
         with open(path, "wb") as f:
             f.write(data)
-        print(f"make_variants: wrote {path}: {len(frames)} zstd frame(s), "
-              f"{len(raw)} raw bytes -> {len(data)} bytes")
+        print(
+            f"make_variants: wrote {path}: {len(frames)} zstd frame(s), "
+            f"{len(raw)} raw bytes -> {len(data)} bytes"
+        )
 
     return 0
 
