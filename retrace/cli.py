@@ -330,6 +330,18 @@ def diff(args: tuple[str, ...]) -> None:
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def compare(args: tuple[str, ...]) -> None:
+    """Profile a trace under two environments, alternating runs; diff them (see compare --help)."""
+    from retrace.compare.command import compare_main
+
+    sys.exit(compare_main(list(args)))
+
+
+@cli.command(
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def summary(args: tuple[str, ...]) -> None:
     """Statistics of profiles per table, metric, function and program."""
     from retrace.compare.command import summary_main

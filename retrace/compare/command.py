@@ -10,10 +10,17 @@ not end the options here: a path that starts with "-" needs a "./" before it.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from retrace.compare.render import FORMATS
 from retrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from retrace.compare.diff import DiffOptions, DiffResult
 
 _SIDE_BREAK = "\0"
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -46,76 +53,108 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
+def _verdict_options(function: Callable[..., int]) -> Callable[..., int]:
+    """The options that decide and print a verdict, shared by `diff` and `compare`."""
+    options = [
+        _format_option,
+        click.option(
+            "--threshold",
+            type=click.FloatRange(min=0),
+            default=0.05,
+            show_default=True,
+            help="Smallest relative change of the median that counts (0.05: 5%).",
+        ),
+        click.option(
+            "--min-abs",
+            type=click.FloatRange(min=0),
+            default=1000.0,
+            show_default=True,
+            metavar="NS",
+            help="Smallest absolute change that counts, for Duration metrics (ns).",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="Significance level (of p adjusted for many rows); intervals are 1 - alpha.",
+        ),
+        click.option(
+            "--top",
+            type=click.IntRange(min=0),
+            default=10,
+            show_default=True,
+            help="Rows listed per table and metric in each of regressions and improvements.",
+        ),
+        click.option(
+            "--metric",
+            "metrics",
+            multiple=True,
+            metavar="NAME",
+            help="Compare only this metric (repeatable); also brings in a Start metric.",
+        ),
+        click.option(
+            "--lower-is-better",
+            multiple=True,
+            metavar="NAME",
+            help="Treat a larger value of this metric as a regression (repeatable).",
+        ),
+        click.option(
+            "--higher-is-better",
+            multiple=True,
+            metavar="NAME",
+            help="Treat a smaller value of this metric as a regression (repeatable).",
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(["totals", "rows"]),
+            default="totals",
+            show_default=True,
+            help="What decides the exit status: table totals, or also single rows.",
+        ),
+        click.option(
+            "--startup-frames",
+            type=click.IntRange(min=0),
+            default=1,
+            show_default=True,
+            metavar="N",
+            help="Frames reported apart as start-up (driver start, first compiles), not judged.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _diff_options(values: dict[str, Any]) -> DiffOptions:
+    """The `DiffOptions` among a command's parsed options (`_verdict_options`)."""
+    from retrace.compare.diff import DiffOptions
+
+    names = {f.name for f in dataclasses.fields(DiffOptions)}
+    return DiffOptions(**{k: v for k, v in values.items() if k in names})
+
+
+def report(base: Sequence[str], new: Sequence[str], options: DiffOptions, fmt: str) -> int:
+    """Compare the runs, print the report on stdout and return diff's exit status."""
+    from retrace.compare.render import render_diff
+
+    result = judge(base, new, options)
+    click.echo(render_diff(result, fmt), nl=False)
+    return result.exit_code
+
+
+def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> DiffResult:
+    """Load and compare the runs of two sides."""
+    from retrace.compare.diff import diff
+    from retrace.compare.load import load_comparison
+
+    return diff(load_comparison(base, new, options.metrics), options)
+
+
 @click.command(cls=_SidesCommand, context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="BASE... [--] NEW...")
-@_format_option
-@click.option(
-    "--threshold",
-    type=click.FloatRange(min=0),
-    default=0.05,
-    show_default=True,
-    help="Smallest relative change of the median that counts (0.05: 5%).",
-)
-@click.option(
-    "--min-abs",
-    type=click.FloatRange(min=0),
-    default=1000.0,
-    show_default=True,
-    metavar="NS",
-    help="Smallest absolute change that counts, for Duration metrics (ns).",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Significance level of the Mann-Whitney test (several runs per side).",
-)
-@click.option(
-    "--top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="Rows listed per table and metric in each of regressions and improvements.",
-)
-@click.option(
-    "--metric",
-    "metrics",
-    multiple=True,
-    metavar="NAME",
-    help="Compare only this metric (repeatable); also brings in a Start metric.",
-)
-@click.option(
-    "--lower-is-better",
-    multiple=True,
-    metavar="NAME",
-    help="Treat a larger value of this metric as a regression (repeatable).",
-)
-@click.option(
-    "--higher-is-better",
-    multiple=True,
-    metavar="NAME",
-    help="Treat a smaller value of this metric as a regression (repeatable).",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice(["totals", "rows"]),
-    default="totals",
-    show_default=True,
-    help="What decides the exit status: table totals, or also single rows.",
-)
-def _diff(
-    paths: tuple[str, ...],
-    fmt: str,
-    threshold: float,
-    min_abs: float,
-    alpha: float,
-    top: int,
-    metrics: tuple[str, ...],
-    lower_is_better: tuple[str, ...],
-    higher_is_better: tuple[str, ...],
-    fail_on: str,
-) -> int:
+@_verdict_options
+def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 
     BASE and NEW are TSV files or directories of *.tsv files; with several runs
@@ -123,27 +162,150 @@ def _diff(
     b1.tsv b2.tsv b3.tsv`. Frames are matched by index, calls and draw calls by
     call number and name; runs of different traces are refused (exit 2).
 
-    Duration metrics are costs: larger is a regression. Start metrics are left
-    out. Other metrics (Pixels Drawn, counters) are reported as changed, never as
-    regressions, unless --lower-is-better or --higher-is-better says otherwise.
-    A change counts if the median moves by more than --threshold (and --min-abs
-    for Durations) and, with 3 or more runs per side, a one-sided Mann-Whitney U
-    test finds it significant at --alpha.
+    Duration metrics are costs: larger is a regression. Start metrics and the
+    min/p95/stddev columns of --stats are left out. Other metrics (Pixels Drawn,
+    counters) are reported as changed, never as regressions, unless
+    --lower-is-better or --higher-is-better says otherwise. A change counts if
+    the median moves by more than --threshold (and --min-abs for Durations)
+    and, with 3 or more runs per side, a one-sided Mann-Whitney U test finds it
+    significant at --alpha after a false-discovery-rate adjustment over the
+    rows (or the totals) tested. The first --startup-frames frames are reported
+    apart and not judged.
 
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
-    from retrace.compare.diff import DiffOptions, diff
-    from retrace.compare.load import load_comparison
+    base, new = _split_sides(list(paths))
+    return report(base, new, _diff_options(options), fmt)
+
+
+@click.command(context_settings=_CONTEXT)
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--base",
+    "base_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An environment variable of the base runs (repeatable).",
+)
+@click.option(
+    "--new",
+    "new_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An environment variable of the new runs (repeatable).",
+)
+@click.option(
+    "--base-cmd",
+    default="",
+    metavar="COMMAND",
+    help="A command the base runs start behind (e.g. 'taskset -c 1').",
+)
+@click.option(
+    "--new-cmd", default="", metavar="COMMAND", help="A command the new runs start behind."
+)
+@click.option("--pframes", metavar="SPEC", help="Per-frame metrics, as for profiling.")
+@click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
+@click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    metavar="K",
+    help="Runs of each side first, thrown away.",
+)
+@click.option(
+    "--min-runs",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="Runs per side before stopping early.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="Runs per side at most.",
+)
+@click.option(
+    "--precision",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.02,
+    show_default=True,
+    metavar="P",
+    help="Stop once every cost total's change is known to +-P (0.02: 2%).",
+)
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).",
+)
+@_verdict_options
+def _compare(
+    trace: str,
+    base_env: tuple[str, ...],
+    new_env: tuple[str, ...],
+    base_cmd: str,
+    new_cmd: str,
+    pframes: str | None,
+    pcalls: str | None,
+    pdrawcalls: str | None,
+    warmup: int,
+    min_runs: int,
+    max_runs: int,
+    precision: float,
+    keep: str | None,
+    fmt: str,
+    **options: Any,
+) -> int:
+    """Profile TRACE under two environments, alternating runs, and compare them as diff does.
+
+    `retrace compare TRACE --base GALLIUM_DRIVER=llvmpipe --new GALLIUM_DRIVER=softpipe`
+
+    After --warmup runs of each side, base and new are profiled in turn, one
+    run each, so that a drift of the machine hits both alike, until every cost
+    total's interval is within +-P (and at least --min-runs runs per side) or
+    --max-runs is reached. Then the report of `retrace diff` on the kept runs.
+    Progress goes to stderr when it is a terminal.
+
+    Exit status: 0 no regression, 1 a regression, 2 bad usage or input or a failed run.
+    """
+    import shlex
+    import tempfile
+    from pathlib import Path
+
+    from retrace.compare.alternate import Budget, Side, alternate, parse_env
     from retrace.compare.render import render_diff
 
-    base, new = _split_sides(list(paths))
-    opts = DiffOptions(
-        threshold, min_abs, alpha, top, metrics, lower_is_better, higher_is_better, fail_on
+    if not Path(trace).is_file():
+        raise UsageError(f"{trace}: no such file")
+    selection = [
+        *(["--pframes", pframes] if pframes else []),
+        *(["--pcalls", pcalls] if pcalls else []),
+        *(["--pdrawcalls", pdrawcalls] if pdrawcalls else []),
+    ] or ["--pframes", "opengl: CPU Duration, GPU Duration"]
+    sides = (
+        Side("base", parse_env("base", base_env), tuple(shlex.split(base_cmd))),
+        Side("new", parse_env("new", new_env), tuple(shlex.split(new_cmd))),
     )
-    comparison = load_comparison(base, new, metrics)
-    result = diff(comparison, opts)
-    click.echo(render_diff(result, fmt), nl=False)
+    diff_options = _diff_options(options)
+    budget = Budget(warmup, min_runs, max_runs, precision)
+    with tempfile.TemporaryDirectory(prefix="retrace-compare-") as scratch:
+        folder = Path(keep) if keep else Path(scratch)
+        result = alternate(
+            trace, selection, sides, budget, folder, lambda b, n: judge(b, n, diff_options)
+        )
+        click.echo(render_diff(result, fmt), nl=False)
     return result.exit_code
+
+
+def compare_main(args: list[str]) -> int:
+    """Run `retrace compare` on unparsed arguments; the exit status (1: a regression)."""
+    return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
 
 
 @click.command(context_settings=_CONTEXT)
