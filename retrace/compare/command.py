@@ -179,7 +179,7 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
 
 
 @click.command(context_settings=_CONTEXT)
-@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.argument("trace")
 @click.option(
     "--base",
     "base_env",
@@ -216,15 +216,15 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
 )
 @click.option(
     "--min-runs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=3),
     default=5,
     show_default=True,
     metavar="N",
-    help="Runs per side before stopping early.",
+    help="Runs per side before stopping early (3 or more: a test).",
 )
 @click.option(
     "--max-runs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=3),
     default=20,
     show_default=True,
     metavar="N",
