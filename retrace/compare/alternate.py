@@ -3,8 +3,10 @@
 Profiling all of base and then all of new lets the machine's drift (other
 jobs, clocks, caches) pass for a change: on a shared machine glretrace against
 retrace looked like +49% run in sequence and -33% interleaved. So, as Mesa's
-gpu-trace-perf does, runs alternate (base, new, base, new...) after warm-up
-runs of each side that are thrown away, and sampling goes on until every cost
+gpu-trace-perf does, runs alternate after warm-up runs of each side that are
+thrown away: base, new, new, base, base, new... A run can also depend on the
+one before it (llvmpipe ran faster right after softpipe in the tests), so
+each side goes first in every other pair. Sampling goes on until every cost
 total's change is known to the precision asked (the half-width of its
 interval) or the run budget is spent. The kept runs are then compared by
 `retrace diff`'s own code.
@@ -96,7 +98,8 @@ def alternate(
             _profile(trace, selection, side, folder / f"warmup-{side.name}-{i}.tsv", show)
     paths: tuple[list[str], list[str]] = ([], [])
     while True:
-        for side, kept in zip(sides, paths, strict=True):
+        turn = list(zip(sides, paths, strict=True))
+        for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
             out = folder / f"{side.name}-{len(kept) + 1}.tsv"
             _profile(trace, selection, side, out, show)
             beside = Path(f"{out}.json")

@@ -22,12 +22,12 @@ the totals and of row verdicts; with no frame after them, nothing is left out.
 A row or total counts as changed only if the change of the median (the value
 itself with one run per side) exceeds `threshold` relative to the base, and,
 for Duration metrics, `min_abs` in absolute terms, and, with several runs per
-side, the change is significant by a one-sided Mann-Whitney test (`stats`) at
-`alpha`. A table has hundreds of rows, and at 5% noise alone would flag one
-in twenty, so rows are judged by q, their p-values adjusted by
-Benjamini-Hochberg over the rows of the table and metric. The totals are few
-and measure one replay each (frames, calls, draw calls: strongly dependent),
-so each is tested at `alpha` as it is.
+side, the change is significant: its two-sided Mann-Whitney p-value (`stats`),
+adjusted by Benjamini-Hochberg for the number of tests asked at once, is at
+most `alpha`. A table has hundreds of rows, and at 5% noise alone would flag
+one in twenty, so a row's p is adjusted over the rows of its table and
+metric; a total's over the totals, since the overall verdict asks whether
+any of them changed.
 Where the run counts cannot reach `alpha` at all, the threshold alone decides
 and a note says so. Each total's change comes with a 1 - alpha confidence
 interval for the ratio of new to base (`stats.shift_interval` on the logs).
@@ -49,7 +49,7 @@ import numpy as np
 
 from retrace.backends.base import Boundary
 from retrace.compare import stats
-from retrace.compare.load import AlignedTable, Comparison
+from retrace.compare.load import AlignedTable, Comparison, is_derived
 from retrace.errors import UsageError
 
 REGRESSION = "regression"
@@ -64,9 +64,6 @@ THRESHOLD = "threshold"
 
 # Per-row codes before a direction turns them into verdicts; _STARTUP rows are not judged.
 _SAME, _UP, _DOWN, _NO_DATA, _STARTUP = range(5)
-
-# What --stats derives from a column's repeats: "<metric> min" and so on.
-DERIVED = ("min", "p95", "stddev")
 
 
 class Direction(enum.Enum):
@@ -132,6 +129,7 @@ class MetricDiff:
     ci_low: float
     ci_high: float
     p: float | None
+    q: float | None
     verdict: str
     counts: dict[str, int]
     startup: Startup | None
@@ -157,12 +155,6 @@ class DiffResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.verdict == REGRESSION else 0
-
-
-def is_derived(metric: str, metrics: Sequence[str]) -> bool:
-    """Whether `metric` is a column --stats derived from another one of `metrics`."""
-    head, _, tail = metric.rpartition(" ")
-    return tail in DERIVED and head in metrics
 
 
 def direction_of(metric: str, options: DiffOptions) -> Direction | None:
@@ -206,12 +198,12 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
             notes.append(
                 f"{m} and {n} runs cannot reach alpha {options.alpha:g} (the smallest "
                 f"possible p is {stats.smallest_p(m, n):.3g}): the threshold alone decides; "
-                "use 3 or more runs per side"
+                "use 4 or more runs per side"
             )
     else:
         notes.append(
             "one run on a side: no significance test, the threshold alone decides "
-            "(use 3 or more runs per side, or retrace compare)"
+            "(use 4 or more runs per side, or retrace compare)"
         )
     results = []
     skipped = []
@@ -229,6 +221,8 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
                 results.append(
                     _diff_metric(comparison, table, metric, direction, ranked, startup, options)
                 )
+    if test == MANN_WHITNEY:
+        _judge_totals(results, options)
     notes += [
         f"{r.table}, {r.metric}: rows without a value in every run are left out "
         f"({r.counts[NO_DATA]:,})"
@@ -269,6 +263,16 @@ def _startup_rows(table: AlignedTable, options: DiffOptions, notes: list[str]) -
     return startup
 
 
+def _judge_totals(results: Sequence[MetricDiff], options: DiffOptions) -> None:
+    """Gate the totals' verdicts on their p-values adjusted together: the overall verdict
+    asks whether any total changed, one question asked of every total at once."""
+    q = stats.false_discovery(np.array([r.p for r in results], dtype=np.float64))
+    for result, adjusted in zip(results, q.tolist(), strict=True):
+        result.q = adjusted
+        if adjusted > options.alpha * stats.P_SLACK and result.verdict != NO_DATA:
+            result.verdict = SAME
+
+
 def _overall(results: Sequence[MetricDiff], options: DiffOptions) -> str:
     verdicts = {r.verdict for r in results}
     if REGRESSION in verdicts or (
@@ -290,7 +294,8 @@ def _diff_metric(
     startup: np.ndarray,
     options: DiffOptions,
 ) -> MetricDiff:
-    """One metric of one table: its total, its rows, its start-up rows apart."""
+    """One metric of one table: its total (with `ranked`, to be gated by `_judge_totals`),
+    its rows, its start-up rows apart."""
     base = table.base[metric]
     new = table.new[metric]
     valid = ~(np.isnan(base).any(axis=0) | np.isnan(new).any(axis=0))
@@ -300,8 +305,6 @@ def _diff_metric(
     base_totals = base[:, judged].sum(axis=1)
     new_totals = new[:, judged].sum(axis=1)
     total = _classify(base_totals[:, None], new_totals[:, None], ranked, floor, options)
-    if ranked:
-        total.codes[total.p > options.alpha * stats.P_SLACK] = _SAME
     low, high = _ratio_interval(base_totals, new_totals, 1 - options.alpha)
 
     rows = _classify(base, new, ranked, floor, options)
@@ -332,6 +335,7 @@ def _diff_metric(
         low,
         high,
         None if total.p is None else float(total.p[0]),
+        None,
         _verdict(int(total.codes[0]), direction),
         counts,
         _startup(base, new, startup & valid),
@@ -405,8 +409,8 @@ def _classify(
     base: np.ndarray, new: np.ndarray, ranked: bool, floor: float, options: DiffOptions
 ) -> _Rows:
     """Classify every column of the (runs, rows) matrices `base` and `new` by the size of
-    the change; with `ranked`, also give each the one-sided Mann-Whitney p-value in the
-    direction it moved (to be gated by the caller, after adjustment).
+    the change; with `ranked`, also give each its two-sided Mann-Whitney p-value (to be
+    gated by the caller, after adjustment).
 
     `floor`: the smallest absolute change that counts.
     """
@@ -418,8 +422,7 @@ def _classify(
     large = (np.abs(relative) > options.threshold) & (np.abs(change) > floor)
     p = None
     if ranked:
-        p_up, p_down = stats.mann_whitney(base, new)
-        p = np.where(change >= 0, p_up, p_down)
+        p = stats.two_sided(base, new)
     codes = np.full(change.shape, _SAME, dtype=np.int8)
     codes[large & (change > 0)] = _UP
     codes[large & (change < 0)] = _DOWN

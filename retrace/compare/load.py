@@ -35,6 +35,16 @@ from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 
+# What --stats derives from a column's repeats: "<metric> min" and so on.
+DERIVED = ("min", "p95", "stddev")
+
+
+def is_derived(metric: str, metrics: Sequence[str]) -> bool:
+    """Whether `metric` is a column --stats derived from another one of `metrics`: a spread
+    of the repeats, not a cost, so never summed nor required on both sides."""
+    head, _, tail = metric.rpartition(" ")
+    return tail in DERIVED and head in metrics
+
 
 @dataclass
 class Run:
@@ -296,6 +306,9 @@ def _table_metrics(
         return []
     union = {m for r in present for m in r.tables[boundary].metrics}
     chosen = {m for m in union if wanted is None or m.casefold() in wanted}
+    if wanted is None:  # --stats columns on one side only (glretrace has none) are not missed
+        shared = set.intersection(*(set(r.tables[boundary].metrics) for r in present))
+        chosen = {m for m in chosen if m in shared or not is_derived(m, union)}
     if not chosen:
         return []
     for run in runs:

@@ -131,8 +131,8 @@ def _describe(result: DiffResult) -> str:
         rule += " of the median over runs (of every row, and of the runs' totals)"
     if result.test == MANN_WHITNEY:
         rule += (
-            f", significant by a one-sided Mann-Whitney U test at alpha {o.alpha:g} (rows: "
-            "q, p adjusted for the number of rows by Benjamini-Hochberg)"
+            ", significant by a two-sided Mann-Whitney U test: q (p adjusted by "
+            f"Benjamini-Hochberg over the rows, or over the totals) at most {o.alpha:g}"
         )
     if o.startup_frames:
         first = "frame 0" if o.startup_frames == 1 else f"frames 0-{o.startup_frames - 1}"
@@ -159,7 +159,7 @@ def _runs(sources: list[str]) -> str:
 def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
     interval = f"{1 - result.options.alpha:.0%} interval"
     headers = ["table", "metric", "rows", "base total", "new total", "change", "change %",
-               interval, "p", "verdict", "rows worse", "rows better",
+               interval, "p", "q", "verdict", "rows worse", "rows better",
                "rows changed"]  # fmt: skip
     rows = [
         [
@@ -172,6 +172,7 @@ def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
             _percent(m.relative),
             _interval(m.ci_low, m.ci_high),
             _p(m.p),
+            _p(m.q),
             m.verdict,
             f"{m.counts[REGRESSION]:,}",
             f"{m.counts[IMPROVEMENT]:,}",
@@ -322,7 +323,7 @@ def _tsv(headers: list[str], rows: list[list[Any]]) -> str:
 def _diff_tsv(result: DiffResult) -> str:
     totals = [
         [m.table, m.metric, m.direction.value, m.rows, m.base_total, m.new_total, m.change,
-         m.relative * 100, m.ci_low * 100, m.ci_high * 100, m.p, m.verdict,
+         m.relative * 100, m.ci_low * 100, m.ci_high * 100, m.p, m.q, m.verdict,
          *(m.counts[v] for v in
          (REGRESSION, IMPROVEMENT, CHANGED, SAME, NO_DATA))]
         for m in result.metrics
@@ -341,7 +342,7 @@ def _diff_tsv(result: DiffResult) -> str:
             ]  # fmt: skip
     return _tsv(
         ["table", "metric", "direction", "rows", "base_total", "new_total", "change",
-         "change_pct", "ci_low_pct", "ci_high_pct", "p", "verdict", "regressed", "improved",
+         "change_pct", "ci_low_pct", "ci_high_pct", "p", "q", "verdict", "regressed", "improved",
          "changed", "same", "n/a"],
         totals,
     ) + _tsv(
