@@ -247,17 +247,17 @@ def test_compare_finds_softpipe(tmp_path):
     """Alternating runs of the two drivers: the report is diff's on the kept runs."""
     keep = tmp_path / "keep"
     args = ["--base", "GALLIUM_DRIVER=llvmpipe", "--new", "GALLIUM_DRIVER=softpipe",
-            "--min-runs", "3", "--max-runs", "3", *THRESHOLD, "--keep", keep]  # fmt: skip
+            "--min-runs", "4", "--max-runs", "4", *THRESHOLD, "--keep", keep]  # fmt: skip
     done = retrace("compare", TRACE, *args, "--format", "json")
     assert done.returncode == 1 and done.stderr == "", done.stderr  # no progress: not a terminal
     report = json.loads(done.stdout)
     assert report["verdict"] == "regression" and report["test"] == "mann-whitney"
     assert entry(report, "frames", "CPU Duration")["verdict"] == "regression"
-    runs = [f"{side}-{i}.tsv" for side in ("base", "new") for i in (1, 2, 3)]
+    runs = [f"{side}-{i}.tsv" for side in ("base", "new") for i in (1, 2, 3, 4)]
     expected = runs + [f"{r}.json" for r in runs] + ["warmup-base-0.tsv", "warmup-new-0.tsv"]
     assert sorted(p.name for p in keep.iterdir()) == sorted(expected)
-    base = [keep / f"base-{i}.tsv" for i in (1, 2, 3)]
-    new = [keep / f"new-{i}.tsv" for i in (1, 2, 3)]
+    base = [keep / f"base-{i}.tsv" for i in (1, 2, 3, 4)]
+    new = [keep / f"new-{i}.tsv" for i in (1, 2, 3, 4)]
     code, again = diff_json(*base, "--", *new, *THRESHOLD)
     assert code == 1 and again == report
 
@@ -266,7 +266,7 @@ def test_compare_finds_softpipe(tmp_path):
     ("args", "message"),
     [
         (["--base", "GALLIUM_DRIVER"], "--base: expected KEY=VALUE, got 'GALLIUM_DRIVER'"),
-        (["--min-runs", "4", "--max-runs", "3"], "--max-runs must be at least --min-runs"),
+        (["--min-runs", "5", "--max-runs", "4"], "--max-runs must be at least --min-runs"),
         (["--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
          "new run: cannot start /nonexistent/wrapper"),
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
@@ -395,7 +395,7 @@ def test_diff_markdown_and_tsv(runs):
     header, *lines = totals.splitlines()
     assert header.split("\t")[:4] == ["table", "metric", "direction", "rows"]
     frames = next(line.split("\t") for line in lines if line.startswith("frames\tCPU Duration"))
-    assert frames[11] == "regression" and float(frames[6]) > 0 and float(frames[8]) > 0
+    assert frames[12] == "regression" and float(frames[6]) > 0 and float(frames[8]) > 0
     assert rows.splitlines()[0].startswith("table\tmetric\tlist\tcall_no")
 
 

@@ -216,15 +216,15 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
 )
 @click.option(
     "--min-runs",
-    type=click.IntRange(min=3),
+    type=click.IntRange(min=4),
     default=5,
     show_default=True,
     metavar="N",
-    help="Runs per side before stopping early (3 or more: a test).",
+    help="Runs per side before stopping early (4 or more: a test at 0.05).",
 )
 @click.option(
     "--max-runs",
-    type=click.IntRange(min=3),
+    type=click.IntRange(min=4),
     default=20,
     show_default=True,
     metavar="N",
