@@ -53,81 +53,8 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
-def _verdict_options(function: Callable[..., int]) -> Callable[..., int]:
-    """The options that decide and print a verdict, shared by `diff` and `compare`."""
-    options = [
-        _format_option,
-        click.option(
-            "--threshold",
-            type=click.FloatRange(min=0),
-            default=0.05,
-            show_default=True,
-            help="Smallest relative change of the median that counts (0.05: 5%).",
-        ),
-        click.option(
-            "--min-abs",
-            type=click.FloatRange(min=0),
-            default=1000.0,
-            show_default=True,
-            metavar="NS",
-            help="Smallest absolute change that counts, for Duration metrics (ns).",
-        ),
-        click.option(
-            "--alpha",
-            type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-            default=0.05,
-            show_default=True,
-            help="Significance level (of p adjusted for many rows); intervals are 1 - alpha.",
-        ),
-        click.option(
-            "--top",
-            type=click.IntRange(min=0),
-            default=10,
-            show_default=True,
-            help="Rows listed per table and metric in each of regressions and improvements.",
-        ),
-        click.option(
-            "--metric",
-            "metrics",
-            multiple=True,
-            metavar="NAME",
-            help="Compare only this metric (repeatable); also brings in a Start metric.",
-        ),
-        click.option(
-            "--lower-is-better",
-            multiple=True,
-            metavar="NAME",
-            help="Treat a larger value of this metric as a regression (repeatable).",
-        ),
-        click.option(
-            "--higher-is-better",
-            multiple=True,
-            metavar="NAME",
-            help="Treat a smaller value of this metric as a regression (repeatable).",
-        ),
-        click.option(
-            "--fail-on",
-            type=click.Choice(["totals", "rows"]),
-            default="totals",
-            show_default=True,
-            help="What decides the exit status: table totals, or also single rows.",
-        ),
-        click.option(
-            "--startup-frames",
-            type=click.IntRange(min=0),
-            default=1,
-            show_default=True,
-            metavar="N",
-            help="Frames reported apart as start-up (driver start, first compiles), not judged.",
-        ),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
 def _diff_options(values: dict[str, Any]) -> DiffOptions:
-    """The `DiffOptions` among a command's parsed options (`_verdict_options`)."""
+    """The `DiffOptions` among a command's parsed options (those of `diff`)."""
     from retrace.compare.diff import DiffOptions
 
     names = {f.name for f in dataclasses.fields(DiffOptions)}
@@ -151,9 +78,70 @@ def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> Diff
     return diff(load_comparison(base, new, options.metrics), options)
 
 
+def _count_option(name: str, low: int, default: int, help: str) -> Callable[..., Any]:
+    return click.option(name, type=click.IntRange(min=low), default=default, metavar="N",
+                        show_default=True, help=help)  # fmt: skip
+
+
 @click.command(cls=_SidesCommand, context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="BASE... [--] NEW...")
-@_verdict_options
+@_format_option
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative change of the median that counts (0.05: 5%).",
+)
+@click.option(
+    "--min-abs",
+    type=click.FloatRange(min=0),
+    default=1000.0,
+    show_default=True,
+    metavar="NS",
+    help="Smallest absolute change that counts, for Duration metrics (ns).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level (of p adjusted for the tests at once); intervals are 1 - alpha.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Rows listed per table and metric in each of regressions and improvements.",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="Compare only this metric (repeatable); also brings in a Start metric.",
+)
+@click.option(
+    "--lower-is-better",
+    multiple=True,
+    metavar="NAME",
+    help="Treat a larger value of this metric as a regression (repeatable).",
+)
+@click.option(
+    "--higher-is-better",
+    multiple=True,
+    metavar="NAME",
+    help="Treat a smaller value of this metric as a regression (repeatable).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["totals", "rows"]),
+    default="totals",
+    show_default=True,
+    help="What decides the exit status: table totals, or also single rows.",
+)
+@_count_option("--startup-frames", 0, 1, "Frames reported apart as start-up, not judged.")
 def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 
@@ -167,10 +155,10 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     counters) are reported as changed, never as regressions, unless
     --lower-is-better or --higher-is-better says otherwise. A change counts if
     the median moves by more than --threshold (and --min-abs for Durations)
-    and, with 3 or more runs per side, a one-sided Mann-Whitney U test finds it
-    significant at --alpha after a false-discovery-rate adjustment over the
-    rows (or the totals) tested. The first --startup-frames frames are reported
-    apart and not judged.
+    and, with 4 or more runs per side, a two-sided Mann-Whitney U test finds it
+    significant at --alpha once adjusted (Benjamini-Hochberg) for the number
+    of rows, or of totals, tested. The first --startup-frames frames are
+    reported apart and not judged.
 
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
@@ -178,73 +166,32 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     return report(base, new, _diff_options(options), fmt)
 
 
+def _side_options(function: Callable[..., int]) -> Callable[..., int]:
+    """--base/--new KEY=VALUE and --base-cmd/--new-cmd COMMAND."""
+    for side in ("new", "base"):
+        function = click.option(f"--{side}-cmd", default="", metavar="COMMAND",
+                                help=f"A command the {side} runs start behind "
+                                "(e.g. 'taskset -c 1').")(function)  # fmt: skip
+        function = click.option(f"--{side}", f"{side}_env", multiple=True, metavar="KEY=VALUE",
+                                help=f"An environment variable of the {side} runs "
+                                "(repeatable).")(function)  # fmt: skip
+    return function
+
+
 @click.command(context_settings=_CONTEXT)
 @click.argument("trace")
-@click.option(
-    "--base",
-    "base_env",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An environment variable of the base runs (repeatable).",
-)
-@click.option(
-    "--new",
-    "new_env",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An environment variable of the new runs (repeatable).",
-)
-@click.option(
-    "--base-cmd",
-    default="",
-    metavar="COMMAND",
-    help="A command the base runs start behind (e.g. 'taskset -c 1').",
-)
-@click.option(
-    "--new-cmd", default="", metavar="COMMAND", help="A command the new runs start behind."
-)
+@_side_options
 @click.option("--pframes", metavar="SPEC", help="Per-frame metrics, as for profiling.")
 @click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
 @click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    metavar="K",
-    help="Runs of each side first, thrown away.",
-)
-@click.option(
-    "--min-runs",
-    type=click.IntRange(min=4),
-    default=5,
-    show_default=True,
-    metavar="N",
-    help="Runs per side before stopping early (4 or more: a test at 0.05).",
-)
-@click.option(
-    "--max-runs",
-    type=click.IntRange(min=4),
-    default=20,
-    show_default=True,
-    metavar="N",
-    help="Runs per side at most.",
-)
-@click.option(
-    "--precision",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.02,
-    show_default=True,
-    metavar="P",
-    help="Stop once every cost total's change is known to +-P (0.02: 2%).",
-)
-@click.option(
-    "--keep",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).",
-)
-@_verdict_options
+@_count_option("--warmup", 0, 1, "Runs of each side first, thrown away.")
+@_count_option("--min-runs", 4, 5, "Runs per side before stopping early (4: a test at 0.05).")
+@_count_option("--max-runs", 4, 20, "Runs per side at most.")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=0.02,
+              show_default=True, metavar="P",
+              help="Stop once every cost total's change is known to +-P (0.02: 2%).")  # fmt: skip
+@click.option("--keep", type=click.Path(file_okay=False), metavar="DIR",
+              help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).")  # fmt: skip
 def _compare(
     trace: str,
     base_env: tuple[str, ...],
@@ -301,6 +248,10 @@ def _compare(
         )
         click.echo(render_diff(result, fmt), nl=False)
     return result.exit_code
+
+
+# compare takes every option of diff (its verdict and report): one definition of each.
+_compare.params += [p for p in _diff.params if p.name != "paths"]
 
 
 def compare_main(args: list[str]) -> int:
