@@ -19,9 +19,11 @@ times as much, far beyond that.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import pty
 import statistics
 import subprocess
 import sys
@@ -260,6 +262,26 @@ def test_compare_finds_softpipe(tmp_path):
     new = [keep / f"new-{i}.tsv" for i in (1, 2, 3, 4)]
     code, again = diff_json(*base, "--", *new, *THRESHOLD)
     assert code == 1 and again == report
+
+
+def test_compare_shows_progress_on_a_terminal():
+    leader, follower = pty.openpty()
+    with os.fdopen(leader, "rb", buffering=0) as terminal:
+        done = subprocess.run(
+            [sys.executable, "-m", "retrace", "compare", str(TRACES / "es2tri.trace"),
+             "--warmup", "0", "--min-runs", "4", "--max-runs", "4"],
+            stdout=subprocess.PIPE, stderr=follower, timeout=300, check=False,
+        )  # fmt: skip
+        os.close(follower)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed
+            while chunk := terminal.read(4096):
+                shown += chunk
+    assert done.returncode == 0 and done.stdout.startswith(b"base: 4 runs")
+    lines = shown.decode().splitlines()
+    assert lines[0].startswith("retrace compare: base-1.tsv: ")
+    assert "retrace compare: new-4.tsv: " in shown.decode()
+    assert lines[-1].startswith("retrace compare: 4 runs per side: widest interval +-")
 
 
 @pytest.mark.parametrize(

@@ -27,9 +27,8 @@ adjusted by Benjamini-Hochberg for the number of tests asked at once, is at
 most `alpha`. A table has hundreds of rows, and at 5% noise alone would flag
 one in twenty, so a row's p is adjusted over the rows of its table and
 metric; a total's over the totals, since the overall verdict asks whether
-any of them changed.
-Where the run counts cannot reach `alpha` at all, the threshold alone decides
-and a note says so. Each total's change comes with a 1 - alpha confidence
+any of them changed. Where the run counts cannot reach `alpha` at all, the
+threshold alone decides and a note says so. Each total's change comes with a 1 - alpha confidence
 interval for the ratio of new to base (`stats.shift_interval` on the logs).
 
 Totals are per-run sums over the rows that have values in every run. The
@@ -212,9 +211,13 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
         startup = _startup_rows(table, options, notes)
         for metric in table.metrics:
             direction = direction_of(metric, options)
-            if is_derived(metric, table.metrics) and metric not in options.metrics:
-                derived.append(f"{table.title}: {metric}")
-            elif direction is None:
+            if is_derived(metric, table.metrics):
+                if not _named(metric, options.metrics):
+                    derived.append(f"{table.title}: {metric}")
+                    continue
+                if not _named(metric, options.lower_is_better + options.higher_is_better):
+                    direction = Direction.NONE  # a spread asked for: reported, never a cost
+            if direction is None:
                 skipped.append(f"{table.title}: {metric}")
             else:
                 ranked = test == MANN_WHITNEY
@@ -249,6 +252,10 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
         notes,
         _overall(results, options),
     )
+
+
+def _named(metric: str, names: Sequence[str]) -> bool:
+    return metric.casefold() in {name.casefold() for name in names}
 
 
 def _startup_rows(table: AlignedTable, options: DiffOptions, notes: list[str]) -> np.ndarray:

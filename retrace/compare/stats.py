@@ -38,7 +38,7 @@ import numpy as np
 
 # Run counts with m * n up to this get exact p-values; the recursion costs ~(m*n)^2 / 4.
 EXACT_LIMIT = 2500
-# Comparing probabilities with a level: 3 runs per side give exactly 1/20, which must pass 0.05.
+# Comparing probabilities with a level: a p-value of exactly the level passes despite rounding.
 P_SLACK = 1 + 1e-9
 # Rows compared at once: bounds the (m, n, rows) comparison block to ~32 MB of booleans.
 _BLOCK = 1 << 25
