@@ -101,13 +101,14 @@ def alternate(
         turn = list(zip(sides, paths, strict=True))
         for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
             out = folder / f"{side.name}-{len(kept) + 1}.tsv"
-            _profile(trace, selection, side, out, show)
             beside = Path(f"{out}.json")
+            beside.unlink(missing_ok=True)  # left by an earlier compare into the same --keep
+            _profile(trace, selection, side, out, show)
             if not beside.exists():
                 beside.write_text(metadata + "\n", encoding="utf-8")
             kept.append(str(out))
         runs = len(paths[0])
-        if runs < budget.min_runs and runs < budget.max_runs:
+        if runs < budget.min_runs:
             continue
         result = judge(*paths)
         width = widest_half_width(result)
