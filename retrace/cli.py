@@ -339,28 +339,30 @@ def profile(
         )
 
 
-@cli.command(
-    add_help_option=False,
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+def _forward(name: str, entry: str, summary: str) -> None:
+    """A subcommand that hands its arguments unparsed to `retrace.compare.command`, which
+    parses them itself (diff's `--` between sides) and is imported only when used."""
+
+    @cli.command(
+        name,
+        help=summary,
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def forwarded(args: tuple[str, ...]) -> None:
+        from retrace.compare import command
+
+        sys.exit(getattr(command, entry)(list(args)))
+
+
+_forward("diff", "diff_main", "Compare the profiles of two builds; exit 1 on a regression.")
+_forward(
+    "compare",
+    "compare_main",
+    "Profile a trace under two environments, alternating runs, and diff them.",
 )
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def diff(args: tuple[str, ...]) -> None:
-    """Compare the profiles of two builds; exit 1 on a regression (see diff --help)."""
-    from retrace.compare.command import diff_main
-
-    sys.exit(diff_main(list(args)))
-
-
-@cli.command(
-    add_help_option=False,
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def summary(args: tuple[str, ...]) -> None:
-    """Statistics of profiles per table, metric, function and program."""
-    from retrace.compare.command import summary_main
-
-    sys.exit(summary_main(list(args)))
+_forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
 
 
 def main(run: Callable[[], object] | None = None) -> None:

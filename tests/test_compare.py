@@ -1,23 +1,29 @@
-"""`retrace diff` and `retrace summary` on real profiles of one trace under two Mesa drivers.
+"""`retrace diff`, `retrace compare` and `retrace summary` on real profiles under two Mesa drivers.
 
 The two "builds" are Mesa's llvmpipe (LLVM-compiled shaders, threaded
 rasterizer) and softpipe (the reference rasterizer, interpreted), chosen with
-GALLIUM_DRIVER. softpipe is several times slower on glmark2's desktop scene,
-so a diff must find a regression one way and an improvement the other way,
-while llvmpipe against other llvmpipe runs must find none. Pixels Drawn must
-not change: both rasterize the same samples.
+GALLIUM_DRIVER. softpipe is many times slower on glmark2's desktop scene, so a
+diff must find a regression one way and an improvement the other way, while
+llvmpipe against other llvmpipe runs (A/A) must find nothing, rows included
+(`--fail-on rows`). Pixels Drawn must not change: both rasterize the same
+samples.
 
-Runs alternate between the drivers (llvmpipe, softpipe, llvmpipe again), so a
-drift of this shared machine (other jobs, warm caches) hits every side alike.
-Run-to-run noise here reaches +-30% of a total, so the driver comparisons use a
-50% threshold. softpipe costs 4 to 6 times as much, far beyond that.
+These are the calibration tests of the verdicts, the only tests here that
+depend on timing. Runs follow the README's recipe (separate runs per side,
+`--warmup 1 --stats`), and they alternate between the drivers (llvmpipe,
+softpipe, llvmpipe again), so a drift of this shared machine hits every side
+alike. Run-to-run noise here reaches +-30% of a total, so the driver
+comparisons use a 50% threshold and the A/A one 25%. softpipe costs 10 to 20
+times as much, far beyond that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import pty
 import statistics
 import subprocess
 import sys
@@ -29,23 +35,26 @@ from conftest import TRACES, reference_tool
 
 from retrace.backends.base import Boundary
 from retrace.compare.load import TABLE_NAMES, load_comparison
-from retrace.compare.stats import EXACT_LIMIT, mann_whitney
+from retrace.compare.stats import EXACT_LIMIT, false_discovery, mann_whitney, shift_interval
 from retrace.writer.tsv_reader import read_tables
 
 TRACE = TRACES / "glmark2-desktop-fbo.trace"
 OTHER_TRACE = TRACES / "glmark2-texture-mipmap.trace"
+SAME_FRAMES_TRACE = TRACES / "glmark2-es2-pulsar.trace"  # 6 frames, as TRACE
 SELECTION = [
     "--pframes", "opengl: CPU Start, CPU Duration, GPU Duration",
     "--pcalls", "opengl: CPU Duration",
     "--pdrawcalls", "opengl: GPU Duration, Pixels Drawn",
 ]  # fmt: skip
-RUNS = 3
+RECIPE = ["--warmup", "1", "--stats"]
+RUNS = 5
 THRESHOLD = ["--threshold", "0.5"]
+A_A_THRESHOLD = ["--threshold", "0.25"]
 
 
-def profile(trace: Path, out: Path, driver: str) -> Path:
+def profile(trace: Path, out: Path, driver: str, selection: list[str] = SELECTION) -> Path:
     env = {**os.environ, "GALLIUM_DRIVER": driver}
-    args = [*SELECTION, "--quiet", "-o", str(out), str(trace)]
+    args = [*selection, *RECIPE, "--quiet", "-o", str(out), str(trace)]
     subprocess.run(
         [sys.executable, "-m", "retrace", *args],
         env=env,
@@ -78,16 +87,21 @@ def entry(report: dict, table: str, metric: str) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Directories llvmpipe/, softpipe/ and llvmpipe-again/ of 3 runs each, and other.tsv."""
+    """Directories llvmpipe/, softpipe/ and llvmpipe-again/ of 5 runs each; other.tsv of
+    another trace; frames-only runs of two traces with as many frames."""
     root = tmp_path_factory.mktemp("profiles")
     sides = {"llvmpipe": "llvmpipe", "softpipe": "softpipe", "llvmpipe-again": "llvmpipe"}
     for side in sides:
         (root / side).mkdir()
-    for i in range(RUNS):
-        for side, driver in sides.items():
+    for i in range(RUNS):  # each side in every position in turn: a run affects the next one
+        order = list(sides.items())
+        for side, driver in order[i % 3 :] + order[: i % 3]:
             profile(TRACE, root / side / f"run{i}.tsv", driver)
     dirs = {side: root / side for side in sides}
     dirs["other"] = profile(OTHER_TRACE, root / "other.tsv", "llvmpipe")
+    frames_only = ["--pframes", "opengl: CPU Duration"]
+    for name, trace in (("frames", TRACE), ("frames-other", SAME_FRAMES_TRACE)):
+        dirs[name] = profile(trace, root / f"{name}.tsv", "llvmpipe", frames_only)
     return dirs
 
 
@@ -102,6 +116,8 @@ def test_softpipe_is_a_regression(runs):
         assert found["new_total"] > 2 * found["base_total"]
         assert found["change"] > 0 and found["relative"] > 1
         assert found["p"] <= 0.05
+        # 5 runs per side bound a 95% interval of the ratio, and softpipe is far beyond 2x
+        assert 1 < found["ci_low"] <= found["relative"] <= found["ci_high"] < math.inf
     frames = entry(report, "frames", "CPU Duration")
     assert frames["counts"]["regression"] >= 4  # the whole frames, the partial last one aside
     assert frames["counts"]["improvement"] == 0
@@ -109,20 +125,25 @@ def test_softpipe_is_a_regression(runs):
     # Pixels Drawn has no direction, and both rasterizers draw the same samples.
     pixels = entry(report, "draw calls", "Pixels Drawn")
     assert pixels["direction"] == "no direction" and pixels["verdict"] == "same"
-    assert pixels["counts"]["same"] == pixels["rows"] and pixels["change"] == 0
-    # CPU Start is a position in time, not a cost.
-    assert report["skipped"] == ["frames: CPU Start"]
+    assert pixels["counts"]["same"] == pixels["rows"] - pixels["startup"]["rows"]
+    assert pixels["change"] == 0
+    # CPU Start is a position in time, --stats columns are a spread: neither is a cost.
+    compared = {f"{m['table']}: {m['metric']}" for m in report["metrics"]}
+    assert "frames: CPU Start" in report["skipped"]
+    for name in ("frames: CPU Duration", "calls: CPU Duration", "draw calls: Pixels Drawn"):
+        derived = [f"{name} {suffix}" for suffix in ("min", "p95", "stddev")]
+        assert set(derived) <= set(report["skipped"]) and not set(derived) & compared
 
 
 def test_softpipe_text_output(runs):
     done = retrace("diff", *THRESHOLD, runs["llvmpipe"], "--", runs["softpipe"])
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert "3 runs" in lines[0] and "3 runs" in lines[1]
+    assert "5 runs" in lines[0] and "5 runs" in lines[1]
     header = next(line for line in lines if line.startswith("table"))
-    for column in ["base total", "new total", "change %", "p", "verdict"]:
+    for column in ["base total", "new total", "change %", "95% interval", "p", "verdict"]:
         assert column in header
-    (frames,) = [line for line in lines if line.split()[:3] == ["frames", "CPU", "Duration"]]
+    frames = next(line for line in lines if line.split()[:3] == ["frames", "CPU", "Duration"])
     assert frames.split()[-4] == "regression" and "+" in frames
     assert "frames, CPU Duration: regressions" in done.stdout
     assert "calls, CPU Duration: regressions" in done.stdout
@@ -151,10 +172,29 @@ def test_row_regressions_can_gate(runs):
     assert code == 1 and report["verdict"] == "regression"
 
 
-def test_same_driver_shows_no_regression(runs):
-    code, report = diff_json(runs["llvmpipe"], runs["llvmpipe-again"], *THRESHOLD)
-    assert code == 0, report
-    assert all(m["verdict"] != "regression" for m in report["metrics"])
+def test_same_driver_says_same(runs):
+    """A/A: hundreds of rows tested at once find nothing once adjusted for their number."""
+    args = [runs["llvmpipe"], runs["llvmpipe-again"], *A_A_THRESHOLD, "--fail-on", "rows"]
+    code, report = diff_json(*args)
+    assert code == 0 and report["verdict"] == "same", report
+    for found in report["metrics"]:
+        assert found["verdict"] == "same" and found["counts"]["regression"] == 0, found
+
+
+def test_startup_is_reported_apart(runs):
+    """Frame 0 (driver start, first compiles) is neither in the totals nor in row verdicts."""
+    code, report = diff_json(runs["llvmpipe"], runs["softpipe"], *THRESHOLD)
+    frames, calls = entry(report, "frames", "CPU Duration"), entry(report, "calls", "CPU Duration")
+    assert frames["startup"]["rows"] == 1 and calls["startup"]["rows"] > 1
+    assert frames["startup"]["new"] > frames["startup"]["base"] > 0
+    for found in report["metrics"]:
+        listed = found["regressions"] + found["improvements"] + found["changes"]
+        assert all(r["frame"] > 0 for r in listed)
+    done = retrace("diff", runs["llvmpipe"], runs["softpipe"], *THRESHOLD)
+    assert "start-up (frame 0), not judged" in done.stdout
+    code, report = diff_json(runs["llvmpipe"], runs["softpipe"], "--startup-frames", "0")
+    assert all(m["startup"] is None for m in report["metrics"])
+    assert any(r["frame"] == 0 for r in entry(report, "frames", "CPU Duration")["regressions"])
 
 
 def test_a_build_against_itself_shows_nothing(runs):
@@ -162,7 +202,7 @@ def test_a_build_against_itself_shows_nothing(runs):
     assert code == 0 and report["verdict"] == "same"
     for found in report["metrics"]:
         assert found["verdict"] == "same" and found["change"] == 0
-        assert found["counts"]["same"] == found["rows"]
+        assert found["counts"]["same"] == found["rows"] - found["startup"]["rows"]
 
 
 def test_one_run_per_side_uses_the_threshold(runs):
@@ -183,6 +223,81 @@ def test_different_traces_are_refused(runs):
     done = retrace("diff", run0, runs["other"], "--", runs["softpipe"])
     assert done.returncode == 2
     assert f"{run0} and {runs['other']} come from different traces" in done.stderr
+
+
+def test_frames_only_runs_are_told_apart_by_metadata(runs, tmp_path):
+    """Two traces with as many frames: only metadata beside the TSVs can tell them apart."""
+    base, new = tmp_path / "base.tsv", tmp_path / "new.tsv"
+    base.write_bytes(runs["frames"].read_bytes())
+    new.write_bytes(runs["frames-other"].read_bytes())
+    code, report = diff_json(base, new)
+    assert any("only the frame counts say" in note for note in report["notes"])
+    Path(f"{base}.json").write_text(json.dumps({"trace_sha256": "a" * 64, "renderer": "one"}))
+    Path(f"{new}.json").write_text(json.dumps({"trace": {"sha256": "b" * 64}}))
+    done = retrace("diff", base, new)
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
+    assert "come from different traces (their metadata name aaaa" in done.stderr
+    Path(f"{new}.json").write_text(json.dumps({"trace_sha256": "a" * 64, "renderer": "two"}))
+    code, report = diff_json(base, new)
+    assert "the sides ran on different renderers: base one; new two" in report["notes"]
+    Path(f"{new}.json").write_text("{not json")
+    done = retrace("diff", base, new)
+    assert done.returncode == 2 and "new.tsv.json: not readable JSON metadata" in done.stderr
+
+
+def test_compare_finds_softpipe(tmp_path):
+    """Alternating runs of the two drivers: the report is diff's on the kept runs."""
+    keep = tmp_path / "keep"
+    args = ["--base", "GALLIUM_DRIVER=llvmpipe", "--new", "GALLIUM_DRIVER=softpipe",
+            "--min-runs", "4", "--max-runs", "4", *THRESHOLD, "--keep", keep]  # fmt: skip
+    done = retrace("compare", TRACE, *args, "--format", "json")
+    assert done.returncode == 1 and done.stderr == "", done.stderr  # no progress: not a terminal
+    report = json.loads(done.stdout)
+    assert report["verdict"] == "regression" and report["test"] == "mann-whitney"
+    assert entry(report, "frames", "CPU Duration")["verdict"] == "regression"
+    runs = [f"{side}-{i}.tsv" for side in ("base", "new") for i in (1, 2, 3, 4)]
+    expected = runs + [f"{r}.json" for r in runs] + ["warmup-base-0.tsv", "warmup-new-0.tsv"]
+    assert sorted(p.name for p in keep.iterdir()) == sorted(expected)
+    base = [keep / f"base-{i}.tsv" for i in (1, 2, 3, 4)]
+    new = [keep / f"new-{i}.tsv" for i in (1, 2, 3, 4)]
+    code, again = diff_json(*base, "--", *new, *THRESHOLD)
+    assert code == 1 and again == report
+
+
+def test_compare_shows_progress_on_a_terminal():
+    leader, follower = pty.openpty()
+    with os.fdopen(leader, "rb", buffering=0) as terminal:
+        done = subprocess.run(
+            [sys.executable, "-m", "retrace", "compare", str(TRACES / "es2tri.trace"),
+             "--warmup", "0", "--min-runs", "4", "--max-runs", "4"],
+            stdout=subprocess.PIPE, stderr=follower, timeout=300, check=False,
+        )  # fmt: skip
+        os.close(follower)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed
+            while chunk := terminal.read(4096):
+                shown += chunk
+    assert done.returncode == 0 and done.stdout.startswith(b"base: 4 runs")
+    lines = shown.decode().splitlines()
+    assert lines[0].startswith("retrace compare: base-1.tsv: ")
+    assert "retrace compare: new-4.tsv: " in shown.decode()
+    assert lines[-1].startswith("retrace compare: 4 runs per side: widest interval +-")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--base", "GALLIUM_DRIVER"], "--base: expected KEY=VALUE, got 'GALLIUM_DRIVER'"),
+        (["--min-runs", "5", "--max-runs", "4"], "--max-runs must be at least --min-runs"),
+        (["--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
+         "new run: cannot start /nonexistent/wrapper"),
+        (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
+    ],
+)  # fmt: skip
+def test_compare_bad_usage_exits_2(args, message):
+    done = retrace("compare", TRACES / "es2tri.trace", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 
 @pytest.mark.parametrize(
@@ -302,7 +417,7 @@ def test_diff_markdown_and_tsv(runs):
     header, *lines = totals.splitlines()
     assert header.split("\t")[:4] == ["table", "metric", "direction", "rows"]
     frames = next(line.split("\t") for line in lines if line.startswith("frames\tCPU Duration"))
-    assert frames[9] == "regression" and float(frames[6]) > 0
+    assert frames[12] == "regression" and float(frames[6]) > 0 and float(frames[8]) > 0
     assert rows.splitlines()[0].startswith("table\tmetric\tlist\tcall_no")
 
 
@@ -329,3 +444,26 @@ def test_mann_whitney_matches_scipy(runs):
         for alternative, ours in (("greater", p_up), ("less", p_down)):
             theirs = scipy_stats.mannwhitneyu(n, b, alternative=alternative, method=method)
             np.testing.assert_allclose(ours, theirs.pvalue, rtol=1e-9)
+
+
+def test_interval_inverts_the_test():
+    """The interval holds exactly the shifts a two-sided Mann-Whitney test (scipy's) keeps."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(16)
+    for m, n in [(4, 4), (5, 5), (3, 7), (10, 12), (60, 60)]:
+        base, new = rng.lognormal(size=m), rng.lognormal(size=n) * 1.3
+        low, high = shift_interval(base, new, 0.95)
+        shifts = np.unique(new[None, :] - base[:, None])
+        method = "exact" if m * n <= EXACT_LIMIT else "asymptotic"
+        for s in (shifts[1:] + shifts[:-1]) / 2:  # between differences: no ties
+            p = scipy_stats.mannwhitneyu(new - s, base, method=method).pvalue
+            assert (low < s < high) == (p > 0.05), (m, n, s)
+    assert shift_interval(np.ones(3), np.ones(3), 0.95) == (-math.inf, math.inf)
+
+
+def test_false_discovery_matches_scipy():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(16)
+    for p in (rng.uniform(size=500) ** 4, np.array([0.004] * 7 + [0.5] * 3), np.array([0.2])):
+        expected = scipy_stats.false_discovery_control(p)
+        np.testing.assert_allclose(false_discovery(p), expected, rtol=1e-12)

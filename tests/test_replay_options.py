@@ -84,9 +84,18 @@ def test_handles_into_the_traced_process_are_never_passed_on(tmp_path):
     assert "glDebugMessageCallback" not in err  # simply not replayed, like glretrace
 
 
+def test_snapshot_folders_are_created(tmp_path):
+    """`-s out/frame` creates out/ as glretrace does (the README's command on a fresh clone)."""
+    r = run_retrace(
+        "replay", "-s", str(tmp_path / "out" / "sub" / "f"), str(TRACES / "es2tri.trace")
+    )
+    assert r.returncode == 0 and [p.name for p in (tmp_path / "out" / "sub").iterdir()]
+
+
 def test_unwritable_outputs_are_one_line_errors(tmp_path):
+    (tmp_path / "file").write_text("")
     for args, message in (
-        (["-s", str(tmp_path / "missing" / "f")], f"{tmp_path}/missing/f0000000051.png: No such"),
+        (["-s", str(tmp_path / "file" / "f")], f"{tmp_path}/file: File exists"),
         (["-s", "-", "--snapshot-format=MD5"], "No space left on device"),  # stdout is /dev/full
     ):
         with open("/dev/full", "wb") as full:

@@ -10,10 +10,17 @@ not end the options here: a path that starts with "-" needs a "./" before it.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from retrace.compare.render import FORMATS
 from retrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from retrace.compare.diff import DiffOptions, DiffResult
 
 _SIDE_BREAK = "\0"
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -46,6 +53,36 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
+def _diff_options(values: dict[str, Any]) -> DiffOptions:
+    """The `DiffOptions` among a command's parsed options (those of `diff`)."""
+    from retrace.compare.diff import DiffOptions
+
+    names = {f.name for f in dataclasses.fields(DiffOptions)}
+    return DiffOptions(**{k: v for k, v in values.items() if k in names})
+
+
+def report(base: Sequence[str], new: Sequence[str], options: DiffOptions, fmt: str) -> int:
+    """Compare the runs, print the report on stdout and return diff's exit status."""
+    from retrace.compare.render import render_diff
+
+    result = judge(base, new, options)
+    click.echo(render_diff(result, fmt), nl=False)
+    return result.exit_code
+
+
+def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> DiffResult:
+    """Load and compare the runs of two sides."""
+    from retrace.compare.diff import diff
+    from retrace.compare.load import load_comparison
+
+    return diff(load_comparison(base, new, options.metrics), options)
+
+
+def _count_option(name: str, low: int, default: int, help: str) -> Callable[..., Any]:
+    return click.option(name, type=click.IntRange(min=low), default=default, metavar="N",
+                        show_default=True, help=help)  # fmt: skip
+
+
 @click.command(cls=_SidesCommand, context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="BASE... [--] NEW...")
 @_format_option
@@ -69,7 +106,7 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
-    help="Significance level of the Mann-Whitney test (several runs per side).",
+    help="Significance level (of p adjusted for the tests at once); intervals are 1 - alpha.",
 )
 @click.option(
     "--top",
@@ -104,18 +141,8 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     show_default=True,
     help="What decides the exit status: table totals, or also single rows.",
 )
-def _diff(
-    paths: tuple[str, ...],
-    fmt: str,
-    threshold: float,
-    min_abs: float,
-    alpha: float,
-    top: int,
-    metrics: tuple[str, ...],
-    lower_is_better: tuple[str, ...],
-    higher_is_better: tuple[str, ...],
-    fail_on: str,
-) -> int:
+@_count_option("--startup-frames", 0, 1, "Frames reported apart as start-up, not judged.")
+def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 
     BASE and NEW are TSV files or directories of *.tsv files; with several runs
@@ -123,27 +150,113 @@ def _diff(
     b1.tsv b2.tsv b3.tsv`. Frames are matched by index, calls and draw calls by
     call number and name; runs of different traces are refused (exit 2).
 
-    Duration metrics are costs: larger is a regression. Start metrics are left
-    out. Other metrics (Pixels Drawn, counters) are reported as changed, never as
-    regressions, unless --lower-is-better or --higher-is-better says otherwise.
-    A change counts if the median moves by more than --threshold (and --min-abs
-    for Durations) and, with 3 or more runs per side, a one-sided Mann-Whitney U
-    test finds it significant at --alpha.
+    Duration metrics are costs: larger is a regression. Start metrics and the
+    min/p95/stddev columns of --stats are left out. Other metrics (Pixels Drawn,
+    counters) are reported as changed, never as regressions, unless
+    --lower-is-better or --higher-is-better says otherwise. A change counts if
+    the median moves by more than --threshold (and --min-abs for Durations)
+    and, with 4 or more runs per side, a two-sided Mann-Whitney U test finds it
+    significant at --alpha once adjusted (Benjamini-Hochberg) for the number
+    of rows, or of totals, tested. The first --startup-frames frames are
+    reported apart and not judged.
 
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
-    from retrace.compare.diff import DiffOptions, diff
-    from retrace.compare.load import load_comparison
+    base, new = _split_sides(list(paths))
+    return report(base, new, _diff_options(options), fmt)
+
+
+def _side_options(function: Callable[..., int]) -> Callable[..., int]:
+    """--base/--new KEY=VALUE and --base-cmd/--new-cmd COMMAND."""
+    for side in ("new", "base"):
+        function = click.option(f"--{side}-cmd", default="", metavar="COMMAND",
+                                help=f"A command the {side} runs start behind "
+                                "(e.g. 'taskset -c 1').")(function)  # fmt: skip
+        function = click.option(f"--{side}", f"{side}_env", multiple=True, metavar="KEY=VALUE",
+                                help=f"An environment variable of the {side} runs "
+                                "(repeatable).")(function)  # fmt: skip
+    return function
+
+
+@click.command(context_settings=_CONTEXT)
+@click.argument("trace")
+@_side_options
+@click.option("--pframes", metavar="SPEC", help="Per-frame metrics, as for profiling.")
+@click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
+@click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
+@_count_option("--warmup", 0, 1, "Runs of each side first, thrown away.")
+@_count_option("--min-runs", 4, 5, "Runs per side before stopping early (4: a test at 0.05).")
+@_count_option("--max-runs", 4, 20, "Runs per side at most.")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=0.02,
+              show_default=True, metavar="P",
+              help="Stop once every cost total's change is known to +-P (0.02: 2%).")  # fmt: skip
+@click.option("--keep", type=click.Path(file_okay=False), metavar="DIR",
+              help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).")  # fmt: skip
+def _compare(
+    trace: str,
+    base_env: tuple[str, ...],
+    new_env: tuple[str, ...],
+    base_cmd: str,
+    new_cmd: str,
+    pframes: str | None,
+    pcalls: str | None,
+    pdrawcalls: str | None,
+    warmup: int,
+    min_runs: int,
+    max_runs: int,
+    precision: float,
+    keep: str | None,
+    fmt: str,
+    **options: Any,
+) -> int:
+    """Profile TRACE under two environments, alternating runs, and compare them as diff does.
+
+    `retrace compare TRACE --base GALLIUM_DRIVER=llvmpipe --new GALLIUM_DRIVER=softpipe`
+
+    After --warmup runs of each side, base and new are profiled in turn, one
+    run each, so that a drift of the machine hits both alike, until every cost
+    total's interval is within +-P (and at least --min-runs runs per side) or
+    --max-runs is reached. Then the report of `retrace diff` on the kept runs.
+    Progress goes to stderr when it is a terminal.
+
+    Exit status: 0 no regression, 1 a regression, 2 bad usage or input or a failed run.
+    """
+    import shlex
+    import tempfile
+    from pathlib import Path
+
+    from retrace.compare.alternate import Budget, Side, alternate, parse_env
     from retrace.compare.render import render_diff
 
-    base, new = _split_sides(list(paths))
-    opts = DiffOptions(
-        threshold, min_abs, alpha, top, metrics, lower_is_better, higher_is_better, fail_on
+    if not Path(trace).is_file():
+        raise UsageError(f"{trace}: no such file")
+    selection = [
+        *(["--pframes", pframes] if pframes else []),
+        *(["--pcalls", pcalls] if pcalls else []),
+        *(["--pdrawcalls", pdrawcalls] if pdrawcalls else []),
+    ] or ["--pframes", "opengl: CPU Duration, GPU Duration"]
+    sides = (
+        Side("base", parse_env("base", base_env), tuple(shlex.split(base_cmd))),
+        Side("new", parse_env("new", new_env), tuple(shlex.split(new_cmd))),
     )
-    comparison = load_comparison(base, new, metrics)
-    result = diff(comparison, opts)
-    click.echo(render_diff(result, fmt), nl=False)
+    diff_options = _diff_options(options)
+    budget = Budget(warmup, min_runs, max_runs, precision)
+    with tempfile.TemporaryDirectory(prefix="retrace-compare-") as scratch:
+        folder = Path(keep) if keep else Path(scratch)
+        result = alternate(
+            trace, selection, sides, budget, folder, lambda b, n: judge(b, n, diff_options)
+        )
+        click.echo(render_diff(result, fmt), nl=False)
     return result.exit_code
+
+
+# compare takes every option of diff (its verdict and report): one definition of each.
+_compare.params += [p for p in _diff.params if p.name != "paths"]
+
+
+def compare_main(args: list[str]) -> int:
+    """Run `retrace compare` on unparsed arguments; the exit status (1: a regression)."""
+    return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
 
 
 @click.command(context_settings=_CONTEXT)

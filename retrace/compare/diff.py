@@ -6,17 +6,30 @@ name decides:
 * a name ending in "Start" (CPU Start, GPU Start, VSIZE Start...) is where the
   event began, or a level at that moment, not what it cost: it is left out
   unless named with ``--metric``, and then it has no direction;
+* ``<metric> min``, ``<metric> p95`` and ``<metric> stddev`` beside ``<metric>``
+  are what ``--stats`` derives from the repeats of a run: a spread, not a cost,
+  so they are left out too (summing standard deviations means nothing);
 * a name containing "Duration" is a cost: larger is worse (a regression);
 * anything else (Pixels Drawn, perf counters, GPU Disjoint) has no direction:
   a significant change is reported as "changed" and never fails the diff.
   ``--lower-is-better NAME`` and ``--higher-is-better NAME`` set a direction.
 
+Start-up. The first `startup_frames` frames (default 1) hold the driver's
+start, the first shader compiles and uploads: the first GL call alone can cost
+milliseconds. They are reported apart, per table and metric, and left out of
+the totals and of row verdicts; with no frame after them, nothing is left out.
+
 A row or total counts as changed only if the change of the median (the value
 itself with one run per side) exceeds `threshold` relative to the base, and,
-for Duration metrics, `min_abs` in absolute terms. With several runs per side
-the change must also be significant by a one-sided Mann-Whitney test at
-`alpha` (`stats`); where the run counts cannot reach `alpha` at all, the
-threshold alone decides and a note says so.
+for Duration metrics, `min_abs` in absolute terms, and, with several runs per
+side, the change is significant: its two-sided Mann-Whitney p-value (`stats`),
+adjusted by Benjamini-Hochberg for the number of tests asked at once, is at
+most `alpha`. A table has hundreds of rows, and at 5% noise alone would flag
+one in twenty, so a row's p is adjusted over the rows of its table and
+metric; a total's over the totals, since the overall verdict asks whether
+any of them changed. Where the run counts cannot reach `alpha` at all, the
+threshold alone decides and a note says so. Each total's change comes with a 1 - alpha confidence
+interval for the ratio of new to base (`stats.shift_interval` on the logs).
 
 Totals are per-run sums over the rows that have values in every run. The
 exit status follows the totals: 1 if any table/metric total regressed. Rows
@@ -27,6 +40,7 @@ unless `fail_on` is "rows".
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -34,7 +48,7 @@ import numpy as np
 
 from retrace.backends.base import Boundary
 from retrace.compare import stats
-from retrace.compare.load import AlignedTable, Comparison
+from retrace.compare.load import AlignedTable, Comparison, is_derived
 from retrace.errors import UsageError
 
 REGRESSION = "regression"
@@ -47,11 +61,8 @@ VERDICTS = (REGRESSION, IMPROVEMENT, CHANGED, SAME, NO_DATA)
 MANN_WHITNEY = "mann-whitney"
 THRESHOLD = "threshold"
 
-# Comparing p-values with alpha: 3 runs per side give exactly 1/20, which must pass 0.05.
-_P_SLACK = 1 + 1e-9
-
-# Per-row codes before a direction turns them into verdicts.
-_SAME, _UP, _DOWN, _NO_DATA = range(4)
+# Per-row codes before a direction turns them into verdicts; _STARTUP rows are not judged.
+_SAME, _UP, _DOWN, _NO_DATA, _STARTUP = range(5)
 
 
 class Direction(enum.Enum):
@@ -74,6 +85,7 @@ class DiffOptions:
     lower_is_better: tuple[str, ...] = ()
     higher_is_better: tuple[str, ...] = ()
     fail_on: str = "totals"
+    startup_frames: int = 1
 
 
 @dataclass
@@ -88,6 +100,17 @@ class RowChange:
     change: float
     relative: float
     p: float | None
+    q: float | None
+
+
+@dataclass
+class Startup:
+    """The start-up frames of one table and metric: medians of the runs' sums, not judged."""
+
+    rows: int
+    base: float
+    new: float
+    relative: float
 
 
 @dataclass
@@ -102,9 +125,13 @@ class MetricDiff:
     new_total: float
     change: float
     relative: float
+    ci_low: float
+    ci_high: float
     p: float | None
+    q: float | None
     verdict: str
     counts: dict[str, int]
+    startup: Startup | None
     regressions: list[RowChange] = field(default_factory=list)
     improvements: list[RowChange] = field(default_factory=list)
     changes: list[RowChange] = field(default_factory=list)
@@ -161,30 +188,44 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
     check_options(comparison, options)
     m = len(comparison.base_sources)
     n = len(comparison.new_sources)
-    notes = []
+    notes = list(comparison.notes)
     test = THRESHOLD
     if m > 1 and n > 1:
-        if stats.smallest_p(m, n) <= options.alpha * _P_SLACK:
+        if stats.smallest_p(m, n) <= options.alpha * stats.P_SLACK:
             test = MANN_WHITNEY
         else:
             notes.append(
                 f"{m} and {n} runs cannot reach alpha {options.alpha:g} (the smallest "
                 f"possible p is {stats.smallest_p(m, n):.3g}): the threshold alone decides; "
-                "use 3 or more runs per side"
+                "use 4 or more runs per side"
             )
-    elif m > 1 or n > 1:
-        notes.append("one run on a side: medians are compared with the threshold alone")
+    else:
+        notes.append(
+            "one run on a side: no significance test, the threshold alone decides "
+            "(use 4 or more runs per side, or retrace compare)"
+        )
     results = []
     skipped = []
+    derived = []
     for table in comparison.tables:
+        startup = _startup_rows(table, options, notes)
         for metric in table.metrics:
             direction = direction_of(metric, options)
+            if is_derived(metric, table.metrics):
+                if not _named(metric, options.metrics):
+                    derived.append(f"{table.title}: {metric}")
+                    continue
+                if not _named(metric, options.lower_is_better + options.higher_is_better):
+                    direction = Direction.NONE  # a spread asked for: reported, never a cost
             if direction is None:
                 skipped.append(f"{table.title}: {metric}")
-                continue
-            results.append(
-                _diff_metric(comparison, table, metric, direction, test == MANN_WHITNEY, options)
-            )
+            else:
+                ranked = test == MANN_WHITNEY
+                results.append(
+                    _diff_metric(comparison, table, metric, direction, ranked, startup, options)
+                )
+    if test == MANN_WHITNEY:
+        _judge_totals(results, options)
     notes += [
         f"{r.table}, {r.metric}: rows without a value in every run are left out "
         f"({r.counts[NO_DATA]:,})"
@@ -196,16 +237,47 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
             "not compared (a position in time or a level, not a cost; name it with --metric "
             "to compare it): " + ", ".join(skipped)
         )
+    if derived:
+        notes.append(
+            "not compared (--stats columns: the spread of a run's repeats, not costs): "
+            + ", ".join(derived)
+        )
     return DiffResult(
         comparison.base_sources,
         comparison.new_sources,
         test,
         options,
         results,
-        skipped,
+        skipped + derived,
         notes,
         _overall(results, options),
     )
+
+
+def _named(metric: str, names: Sequence[str]) -> bool:
+    return metric.casefold() in {name.casefold() for name in names}
+
+
+def _startup_rows(table: AlignedTable, options: DiffOptions, notes: list[str]) -> np.ndarray:
+    """The rows of the start-up frames, to be reported apart; none if nothing else is left."""
+    startup = table.frames < options.startup_frames
+    if startup.all() and table.rows:
+        notes.append(
+            f"{table.title}: no frame after the {options.startup_frames} start-up frame(s); "
+            "they are compared with the rest"
+        )
+        return np.zeros_like(startup)
+    return startup
+
+
+def _judge_totals(results: Sequence[MetricDiff], options: DiffOptions) -> None:
+    """Gate the totals' verdicts on their p-values adjusted together: the overall verdict
+    asks whether any total changed, one question asked of every total at once."""
+    q = stats.false_discovery(np.array([r.p for r in results], dtype=np.float64))
+    for result, adjusted in zip(results, q.tolist(), strict=True):
+        result.q = adjusted
+        if adjusted > options.alpha * stats.P_SLACK and result.verdict != NO_DATA:
+            result.verdict = SAME
 
 
 def _overall(results: Sequence[MetricDiff], options: DiffOptions) -> str:
@@ -226,18 +298,28 @@ def _diff_metric(
     metric: str,
     direction: Direction,
     ranked: bool,
+    startup: np.ndarray,
     options: DiffOptions,
 ) -> MetricDiff:
+    """One metric of one table: its total (with `ranked`, to be gated by `_judge_totals`),
+    its rows, its start-up rows apart."""
     base = table.base[metric]
     new = table.new[metric]
     valid = ~(np.isnan(base).any(axis=0) | np.isnan(new).any(axis=0))
     floor = options.min_abs if "duration" in metric.casefold() else 0.0
 
-    base_totals = base[:, valid].sum(axis=1)
-    new_totals = new[:, valid].sum(axis=1)
+    judged = valid & ~startup
+    base_totals = base[:, judged].sum(axis=1)
+    new_totals = new[:, judged].sum(axis=1)
     total = _classify(base_totals[:, None], new_totals[:, None], ranked, floor, options)
+    low, high = _ratio_interval(base_totals, new_totals, 1 - options.alpha)
 
     rows = _classify(base, new, ranked, floor, options)
+    if ranked:
+        rows.q = np.full(rows.change.shape, np.nan)
+        rows.q[judged] = stats.false_discovery(rows.p[judged])
+        rows.codes[~(rows.q <= options.alpha * stats.P_SLACK) & valid] = _SAME
+    rows.codes[startup] = _STARTUP
     up = int(np.count_nonzero(rows.codes == _UP))
     down = int(np.count_nonzero(rows.codes == _DOWN))
     if direction == Direction.NONE:
@@ -257,9 +339,13 @@ def _diff_metric(
         float(total.new[0]),
         float(total.change[0]),
         float(total.relative[0]),
+        low,
+        high,
         None if total.p is None else float(total.p[0]),
+        None,
         _verdict(int(total.codes[0]), direction),
         counts,
+        _startup(base, new, startup & valid),
     )
     up_rows = _top(np.flatnonzero(rows.codes == _UP), rows, comparison, table, options.top)
     down_rows = _top(np.flatnonzero(rows.codes == _DOWN), rows, comparison, table, options.top)
@@ -271,6 +357,35 @@ def _diff_metric(
         changed = np.flatnonzero((rows.codes == _UP) | (rows.codes == _DOWN))
         result.changes = _top(changed, rows, comparison, table, options.top)
     return result
+
+
+def _ratio_interval(base: np.ndarray, new: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The interval of the relative change new / base - 1 of the runs' totals.
+
+    From the shift of the logs where every total is positive (a ratio is what a
+    slowdown is); otherwise from the shift of the values, relative to the base
+    median. NaN with one run on a side, infinite where the run counts are too
+    few for `confidence`.
+    """
+    if base.size < 2 or new.size < 2:
+        return math.nan, math.nan
+    if (base > 0).all() and (new > 0).all():
+        low, high = stats.shift_interval(np.log(base), np.log(new), confidence)
+        return math.expm1(low), math.expm1(high)
+    low, high = stats.shift_interval(base, new, confidence)
+    scale = abs(float(np.median(base)))
+    if scale == 0:
+        return (0.0, 0.0) if low == high == 0 else (-math.inf, math.inf)
+    return low / scale, high / scale
+
+
+def _startup(base: np.ndarray, new: np.ndarray, rows: np.ndarray) -> Startup | None:
+    if not rows.any():
+        return None
+    before = float(np.median(base[:, rows].sum(axis=1)))
+    after = float(np.median(new[:, rows].sum(axis=1)))
+    relative = 0.0 if after == before else (after - before) / abs(before) if before else math.inf
+    return Startup(int(rows.sum()), before, after, relative)
 
 
 def _verdict(code: int, direction: Direction) -> str:
@@ -286,7 +401,7 @@ def _verdict(code: int, direction: Direction) -> str:
 
 @dataclass
 class _Rows:
-    """Per-row medians, changes, p-values and codes (_SAME, _UP, _DOWN) of one metric."""
+    """Per-row medians, changes, p-values (and q, adjusted), codes (_SAME, _UP...)."""
 
     base: np.ndarray
     new: np.ndarray
@@ -294,15 +409,17 @@ class _Rows:
     relative: np.ndarray
     p: np.ndarray | None
     codes: np.ndarray
+    q: np.ndarray | None = None
 
 
 def _classify(
     base: np.ndarray, new: np.ndarray, ranked: bool, floor: float, options: DiffOptions
 ) -> _Rows:
-    """Classify every column of the (runs, rows) matrices `base` and `new`.
+    """Classify every column of the (runs, rows) matrices `base` and `new` by the size of
+    the change; with `ranked`, also give each its two-sided Mann-Whitney p-value (to be
+    gated by the caller, after adjustment).
 
-    `ranked`: also require significance by the Mann-Whitney test; `floor`: the
-    smallest absolute change that counts.
+    `floor`: the smallest absolute change that counts.
     """
     base_median = np.median(base, axis=0)
     new_median = np.median(new, axis=0)
@@ -310,18 +427,12 @@ def _classify(
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(change == 0, 0.0, change / np.abs(base_median))
     large = (np.abs(relative) > options.threshold) & (np.abs(change) > floor)
-    up = large & (change > 0)
-    down = large & (change < 0)
     p = None
     if ranked:
-        p_up, p_down = stats.mann_whitney(base, new)
-        limit = options.alpha * _P_SLACK
-        up &= p_up <= limit
-        down &= p_down <= limit
-        p = np.where(change >= 0, p_up, p_down)
+        p = stats.two_sided(base, new)
     codes = np.full(change.shape, _SAME, dtype=np.int8)
-    codes[up] = _UP
-    codes[down] = _DOWN
+    codes[large & (change > 0)] = _UP
+    codes[large & (change < 0)] = _DOWN
     codes[np.isnan(change)] = _NO_DATA
     return _Rows(base_median, new_median, change, relative, p, codes)
 
@@ -349,6 +460,7 @@ def _top(
             float(rows.change[i]),
             float(rows.relative[i]),
             None if rows.p is None else float(rows.p[i]),
+            None if rows.q is None else float(rows.q[i]),
         )
         for i in indexes.tolist()
     ]

@@ -7,6 +7,13 @@ by (call no, name) in the call tables. Runs that do not line up are refused
 before any number is compared, because comparing two different traces would
 print numbers that look believable and mean nothing.
 
+A frames table has only its length to tell traces apart, so a run may bring
+metadata beside it: ``OUT.tsv.json``, a JSON object whose ``trace_sha256``
+(or ``trace.sha256``) names the trace's content, and whose ``renderer`` and
+``driver`` (or ``gl.renderer``, ``gl.version``) name what ran it. Runs naming
+different traces are refused; different renderers or drivers are stated in
+the report, since they may be the very thing compared.
+
 Per-row data stays in numpy arrays: one float64 matrix (runs x rows) per
 metric, plus one array each for call numbers, name codes, programs and frames.
 A table of millions of calls then needs no Python object per row.
@@ -14,6 +21,7 @@ A table of millions of calls then needs no Python object per row.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +35,16 @@ from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 
+# What --stats derives from a column's repeats: "<metric> min" and so on.
+DERIVED = ("min", "p95", "stddev")
+
+
+def is_derived(metric: str, metrics: Sequence[str]) -> bool:
+    """Whether `metric` is a column --stats derived from another one of `metrics`: a spread
+    of the repeats, not a cost, so never summed nor required on both sides."""
+    head, _, tail = metric.rpartition(" ")
+    return tail in DERIVED and head in metrics
+
 
 @dataclass
 class Run:
@@ -34,6 +52,7 @@ class Run:
 
     source: str
     tables: dict[Boundary, ParsedTable]
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,6 +124,7 @@ class Comparison:
     new_sources: list[str]
     tables: list[AlignedTable]
     vocabulary: Vocabulary
+    notes: list[str] = field(default_factory=list)
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
@@ -138,7 +158,36 @@ def read_run(path: Path) -> Run:
             f"{path}: no profile tables in it (expected the output of "
             "--pframes/--pcalls/--pdrawcalls)"
         )
-    return Run(str(path), tables)
+    return Run(str(path), tables, read_metadata(path))
+
+
+# Metadata fields and where each may be in OUT.tsv.json.
+_METADATA = {
+    "trace": (("trace_sha256",), ("trace", "sha256")),
+    "renderer": (("renderer",), ("gl", "renderer")),
+    "driver": (("driver",), ("gl", "version")),
+}
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """The fields of `_METADATA` found in ``PATH.json`` beside a TSV; {} without one."""
+    beside = Path(f"{path}.json")
+    try:
+        document = json.loads(beside.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{beside}: not readable JSON metadata ({exc})") from None
+    found = {}
+    for name, places in _METADATA.items():
+        for keys in places:
+            value = document
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, str) and value:
+                found[name] = value
+                break
+    return found
 
 
 def columns(table: ParsedTable, metrics: list[str], vocabulary: Vocabulary) -> Columns:
@@ -195,7 +244,39 @@ def load_comparison(
                 {m: np.vstack([c.values[m] for c in new_cols]) for m in chosen},
             )
         )
-    return Comparison([r.source for r in base], [r.source for r in new], tables, vocabulary)
+    notes = _check_metadata(base, new)
+    if [t.boundary for t in tables] == [Boundary.FRAME] and not all(
+        "trace" in r.metadata for r in base + new
+    ):
+        notes.append(
+            "only frames tables and no metadata naming the trace: only the frame counts "
+            "say that both sides replayed one trace"
+        )
+    sources = [r.source for r in base], [r.source for r in new]
+    return Comparison(*sources, tables, vocabulary, notes)
+
+
+def _check_metadata(base: list[Run], new: list[Run]) -> list[str]:
+    """Refuse runs whose metadata name different traces; notes where renderers or drivers
+    differ between the sides."""
+    runs = base + new
+    named = [r for r in runs if "trace" in r.metadata]
+    for run in named[1:]:
+        first = named[0]
+        if run.metadata["trace"] != first.metadata["trace"]:
+            raise UsageError(
+                f"{first.source} and {run.source} come from different traces (their metadata "
+                f"name {first.metadata['trace'][:16]} and {run.metadata['trace'][:16]})"
+            )
+    notes = []
+    for field_name in ("renderer", "driver"):
+        sides = [sorted({r.metadata.get(field_name, "?") for r in side}) for side in (base, new)]
+        if sides[0] != sides[1] and sides != [["?"], ["?"]]:
+            notes.append(
+                f"the sides ran on different {field_name}s: base {', '.join(sides[0])}; "
+                f"new {', '.join(sides[1])}"
+            )
+    return notes
 
 
 def _resolve_metrics(runs: list[Run], metrics: Sequence[str]) -> set[str] | None:
@@ -225,6 +306,9 @@ def _table_metrics(
         return []
     union = {m for r in present for m in r.tables[boundary].metrics}
     chosen = {m for m in union if wanted is None or m.casefold() in wanted}
+    if wanted is None:  # --stats columns on one side only (glretrace has none) are not missed
+        shared = set.intersection(*(set(r.tables[boundary].metrics) for r in present))
+        chosen = {m for m in chosen if m in shared or not is_derived(m, union)}
     if not chosen:
         return []
     for run in runs:

@@ -46,6 +46,13 @@ def render_diff(result: DiffResult, fmt: str) -> str:
     out.append(_describe(result))
     ranked = result.test == MANN_WHITNEY
     out.append(_table(*_without_p(*_totals_table(result), ranked), markdown))
+    startup = _startup_table(result)
+    if startup[1]:
+        frames = result.options.startup_frames
+        first = "frame 0" if frames == 1 else f"frames 0-{frames - 1}"
+        title = f"start-up ({first}), not judged"
+        out.append(_heading(title, markdown, 3))
+        out.append(_table(*startup, markdown))
     for metric in result.metrics:
         for label, rows in (
             ("regressions", metric.regressions),
@@ -123,17 +130,23 @@ def _describe(result: DiffResult) -> str:
     if len(result.base_sources) > 1 or len(result.new_sources) > 1:
         rule += " of the median over runs (of every row, and of the runs' totals)"
     if result.test == MANN_WHITNEY:
-        rule += f", significant by a one-sided Mann-Whitney U test at alpha {o.alpha:g}"
+        rule += (
+            ", significant by a two-sided Mann-Whitney U test: q (p adjusted by "
+            f"Benjamini-Hochberg over the rows, or over the totals) at most {o.alpha:g}"
+        )
+    if o.startup_frames:
+        first = "frame 0" if o.startup_frames == 1 else f"frames 0-{o.startup_frames - 1}"
+        rule += f"; {first} (start-up) reported apart"
     lines.append(f"test: {rule}; the verdict follows the {o.fail_on}")
     return "\n".join(lines)
 
 
 def _without_p(headers: list[str], rows: list[Row], ranked: bool) -> tuple[list[str], list[Row]]:
-    """The table without its p column when no test made p-values."""
+    """The table without its p, q and interval columns when no test made them."""
     if ranked:
         return headers, rows
-    i = headers.index("p")
-    return headers[:i] + headers[i + 1 :], [[*r[:i], *r[i + 1 :]] for r in rows]
+    keep = [i for i, h in enumerate(headers) if h not in ("p", "q") and not h.endswith("interval")]
+    return [headers[i] for i in keep], [[r[i] for i in keep] for r in rows]
 
 
 def _runs(sources: list[str]) -> str:
@@ -144,8 +157,10 @@ def _runs(sources: list[str]) -> str:
 
 
 def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
-    headers = ["table", "metric", "rows", "base total", "new total", "change", "change %", "p",
-               "verdict", "rows worse", "rows better", "rows changed"]  # fmt: skip
+    interval = f"{1 - result.options.alpha:.0%} interval"
+    headers = ["table", "metric", "rows", "base total", "new total", "change", "change %",
+               interval, "p", "q", "verdict", "rows worse", "rows better",
+               "rows changed"]  # fmt: skip
     rows = [
         [
             m.table,
@@ -155,7 +170,9 @@ def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
             _number(m.new_total),
             _number(m.change, signed=True),
             _percent(m.relative),
+            _interval(m.ci_low, m.ci_high),
             _p(m.p),
+            _p(m.q),
             m.verdict,
             f"{m.counts[REGRESSION]:,}",
             f"{m.counts[IMPROVEMENT]:,}",
@@ -166,10 +183,20 @@ def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
     return headers, rows
 
 
+def _startup_table(result: DiffResult) -> tuple[list[str], list[Row]]:
+    headers = ["table", "metric", "rows", "base", "new", "change %"]
+    rows = [
+        [m.table, m.metric, f"{s.rows:,}", _number(s.base), _number(s.new), _percent(s.relative)]
+        for m in result.metrics
+        if (s := m.startup) is not None
+    ]
+    return headers, rows
+
+
 def _rows_table(metric: MetricDiff, rows: list[RowChange]) -> tuple[list[str], list[Row]]:
     calls = metric.table != "frames"
     headers = (["call no", "name"] if calls else []) + [
-        "frame", "base", "new", "change", "change %", "p"]  # fmt: skip
+        "frame", "base", "new", "change", "change %", "p", "q"]  # fmt: skip
     out = []
     for r in rows:
         keys = [f"{r.call_no}", f"{r.name}"] if calls else []
@@ -182,6 +209,7 @@ def _rows_table(metric: MetricDiff, rows: list[RowChange]) -> tuple[list[str], l
                 _number(r.change, signed=True),
                 _percent(r.relative),
                 _p(r.p),
+                _p(r.q),
             ]
         )
     return headers, out
@@ -233,6 +261,14 @@ def _number(x: float | None, signed: bool = False) -> str:
 
 def _percent(x: float) -> str:
     return "-" if math.isnan(x) else f"{x * 100:+.1f}%"
+
+
+def _interval(low: float, high: float) -> str:
+    if math.isnan(low):
+        return "-"
+    if math.isinf(low) or math.isinf(high):
+        return "unbounded"
+    return f"{_percent(low)} to {_percent(high)}"
 
 
 def _p(p: float | None) -> str:
@@ -287,7 +323,8 @@ def _tsv(headers: list[str], rows: list[list[Any]]) -> str:
 def _diff_tsv(result: DiffResult) -> str:
     totals = [
         [m.table, m.metric, m.direction.value, m.rows, m.base_total, m.new_total, m.change,
-         m.relative * 100, m.p, m.verdict, *(m.counts[v] for v in
+         m.relative * 100, m.ci_low * 100, m.ci_high * 100, m.p, m.q, m.verdict,
+         *(m.counts[v] for v in
          (REGRESSION, IMPROVEMENT, CHANGED, SAME, NO_DATA))]
         for m in result.metrics
     ]  # fmt: skip
@@ -300,16 +337,17 @@ def _diff_tsv(result: DiffResult) -> str:
         ):
             rows += [
                 [m.table, m.metric, label, r.call_no, r.name, r.frame, r.base, r.new, r.change,
-                 r.relative * 100, r.p]
+                 r.relative * 100, r.p, r.q]
                 for r in changes
             ]  # fmt: skip
     return _tsv(
         ["table", "metric", "direction", "rows", "base_total", "new_total", "change",
-         "change_pct", "p", "verdict", "regressed", "improved", "changed", "same", "n/a"],
+         "change_pct", "ci_low_pct", "ci_high_pct", "p", "q", "verdict", "regressed", "improved",
+         "changed", "same", "n/a"],
         totals,
     ) + _tsv(
         ["table", "metric", "list", "call_no", "name", "frame", "base", "new", "change",
-         "change_pct", "p"],
+         "change_pct", "p", "q"],
         rows,
     )  # fmt: skip
 

@@ -7,6 +7,8 @@ sample standard deviation. For call and draw-call tables it also shows where
 the total goes, per function name and per program. glretrace's
 profileshader.py does that per program only.
 
+The ``min``, ``p95`` and ``stddev`` columns of ``--stats`` are left out: they
+describe the spread of one row's repeats, and summing them means nothing.
 Missing cells (``-``, ``#ERR``) are left out of every statistic, and `count`
 says how many cells are left. Grouping sorts the values once (numpy lexsort),
 so a table of millions of calls needs no Python object per row.
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retrace.backends.base import Boundary
-from retrace.compare.load import TABLE_NAMES, Run, Vocabulary, columns
+from retrace.compare.load import TABLE_NAMES, Run, Vocabulary, columns, is_derived
 from retrace.writer.tsv import TABLE_ORDER
 
 
@@ -81,6 +83,8 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
         cols = columns(parsed, parsed.metrics, vocabulary)
         metrics = []
         for metric in parsed.metrics:
+            if is_derived(metric, parsed.metrics):
+                continue  # --stats columns: a spread of repeats, which no sum describes
             values = cols.values[metric]
             summary = MetricSummary(metric, _stats(values))
             if boundary != Boundary.FRAME:

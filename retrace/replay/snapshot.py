@@ -120,9 +120,11 @@ class Image:
 
         return hashlib.md5(self.pixels).hexdigest().upper()
 
-    def save_png(self, path: Path) -> None:
+    def save_png(self, path: Path | str) -> None:
+        """Write a PNG, creating missing folders of `path` first, as glretrace does."""
         from PIL import Image as PILImage
 
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         mode = "RGBA" if self.channels == 4 else "RGB"
         PILImage.frombytes(mode, (self.width, self.height), self.pixels).save(path)
 

@@ -1,0 +1,157 @@
+"""`retrace compare`: profile one trace under two environments, run by run in turn.
+
+Profiling all of base and then all of new lets the machine's drift (other
+jobs, clocks, caches) pass for a change: on a shared machine glretrace against
+retrace looked like +49% run in sequence and -33% interleaved. So, as Mesa's
+gpu-trace-perf does, runs alternate after warm-up runs of each side that are
+thrown away: base, new, new, base, base, new... A run can also depend on the
+one before it (llvmpipe ran faster right after softpipe in the tests), so
+each side goes first in every other pair. Sampling goes on until every cost
+total's change is known to the precision asked (the half-width of its
+interval) or the run budget is spent. The kept runs are then compared by
+`retrace diff`'s own code.
+
+Each run is a ``python -m retrace`` profile in a child process, so that every
+run starts the driver afresh as a user's run does, under the side's
+environment variables and behind its command prefix (``taskset -c 2``, a
+wrapper script...). Where a run leaves no metadata beside its TSV, one is
+written naming the trace's SHA-256, so that a later `retrace diff` of the
+kept runs knows they replayed one trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrace.compare.diff import DiffResult, Direction
+from retrace.errors import RetraceError, UsageError
+
+
+class RunFailed(RetraceError):
+    """A profile run of one side failed: the comparison has no answer (exit 2, as bad input)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Side:
+    """How to run one side: "base" or "new", its environment and command prefix."""
+
+    name: str
+    env: dict[str, str]
+    prefix: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When to stop: after `min_runs` per side once `precision` is reached, or at `max_runs`."""
+
+    warmup: int
+    min_runs: int
+    max_runs: int
+    precision: float
+
+
+def parse_env(side: str, pairs: Sequence[str]) -> dict[str, str]:
+    """KEY=VALUE pairs as a dict; anything else is a usage error."""
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key or "\0" in pair:
+            raise UsageError(f"--{side}: expected KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def widest_half_width(result: DiffResult) -> float:
+    """The largest half-width of the cost totals' intervals (relative); inf if unbounded."""
+    costs = [m for m in result.metrics if m.direction != Direction.NONE] or result.metrics
+    widths = [(m.ci_high - m.ci_low) / 2 for m in costs]
+    return max((math.inf if math.isnan(w) else w for w in widths), default=math.inf)
+
+
+def alternate(
+    trace: str,
+    selection: Sequence[str],
+    sides: tuple[Side, Side],
+    budget: Budget,
+    folder: Path,
+    judge: Callable[[list[str], list[str]], DiffResult],
+) -> DiffResult:
+    """Run both sides in turn into `folder` until resolved; the last comparison."""
+    if budget.max_runs < budget.min_runs:
+        raise UsageError("--max-runs must be at least --min-runs")
+    folder.mkdir(parents=True, exist_ok=True)
+    metadata = json.dumps({"trace_sha256": _sha256(trace)})
+    show = _progress()
+    for i in range(budget.warmup):
+        for side in sides:
+            _profile(trace, selection, side, folder / f"warmup-{side.name}-{i}.tsv", show)
+    paths: tuple[list[str], list[str]] = ([], [])
+    while True:
+        turn = list(zip(sides, paths, strict=True))
+        for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
+            out = folder / f"{side.name}-{len(kept) + 1}.tsv"
+            beside = Path(f"{out}.json")
+            beside.unlink(missing_ok=True)  # left by an earlier compare into the same --keep
+            _profile(trace, selection, side, out, show)
+            if not beside.exists():
+                beside.write_text(metadata + "\n", encoding="utf-8")
+            kept.append(str(out))
+        runs = len(paths[0])
+        if runs < budget.min_runs:
+            continue
+        result = judge(*paths)
+        width = widest_half_width(result)
+        show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
+        if width <= budget.precision or runs >= budget.max_runs:
+            return result
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _profile(
+    trace: str, selection: Sequence[str], side: Side, out: Path, show: Callable[[str], None]
+) -> None:
+    """One profile run of `side` into `out`; a failure is one line naming the side."""
+    command = [*side.prefix, sys.executable, "-m", "retrace", *selection, "--quiet"]
+    command += ["-o", str(out), trace]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command,
+            env={**os.environ, **side.env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+    except OSError as exc:
+        raise RunFailed(f"{side.name} run: cannot start {command[0]}: {exc.strerror}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RunFailed(f"{side.name} run failed (exit {done.returncode}): {last}")
+    show(f"{out.name}: {time.monotonic() - started:.1f} s")
+
+
+def _progress() -> Callable[[str], None]:
+    """A printer of progress lines on stderr when it is a terminal, else one that does nothing."""
+    if not sys.stderr.isatty():
+        return lambda line: None
+    return lambda line: print(f"retrace compare: {line}", file=sys.stderr, flush=True)
