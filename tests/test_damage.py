@@ -243,6 +243,7 @@ def _limit_memory() -> None:
         (struct.pack("<I", 6) + b"\xff\xff\xff\xff\x0f\x00", "6 bytes with a length of 4294967295"),
         (struct.pack("<I", 6) + b"\xff" * 6, "6 bytes with no length"),
     ],
+    ids=["chunk length", "block header", "unterminated block header"],
 )
 def test_snappy_lengths_are_checked_before_allocating(tmp_path, damage, message):
     """A corrupt chunk length or block header claiming gigabytes is an error, not an
