@@ -121,6 +121,7 @@ GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
+_MAX_FRAMEBUFFER = 1 << 15  # pixels a side: more than any driver's GL_MAX_VIEWPORT_DIMS
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
 _NOT_AN_OFFSET = 1 << 40
 
@@ -781,6 +782,8 @@ class Compiler:
         """glReadPixels writes into a bound pack buffer at an offset, or else into memory
         the traced program owned: here a scratch buffer big enough for any format."""
         width, height = integer(args[2]), integer(args[3])
+        if max(width, height) > _MAX_FRAMEBUFFER:
+            raise BadValue(f"a readback of {width} x {height} pixels")
         scratch = ctypes.create_string_buffer(max(width * height * _MAX_PIXEL_BYTES, 1))
         gl = self.ws.ws.gl
 
@@ -799,7 +802,7 @@ class Compiler:
         if command.name == "glGenLists":
 
             def record_lists(a, r):
-                for i in range(integer(a[0])):
+                for i in range(a[0] if r else 0):  # 0: the driver made none (a range too big)
                     table[traced + i] = r + i
 
             after.append(record_lists)
