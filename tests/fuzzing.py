@@ -183,14 +183,19 @@ def mutate(seed: Seed, rng: random.Random) -> tuple[str, bytes]:
 
 
 def classify(code: int, stderr: str) -> str:
-    """ok: exit 0 and no traceback; clean error: non-zero, ending in one `retrace:` line."""
+    """ok: exit 0 and no traceback; clean error: non-zero, ending in the one `retrace:` line
+    that is not a warning."""
     if "Traceback" in stderr:
         return "traceback"
     lines = stderr.splitlines()
     if code == 0:
         return "ok"
-    ours = [line for line in lines if line.startswith("retrace: ")]
-    return "clean error" if len(ours) == 1 and lines[-1] == ours[0] else "traceback"
+    errors = [
+        line
+        for line in lines
+        if line.startswith("retrace: ") and not line.startswith("retrace: warning: ")
+    ]
+    return "clean error" if errors == lines[-1:] else "traceback"
 
 
 def crash_site(argv: list[str]) -> str:
