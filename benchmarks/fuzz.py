@@ -26,7 +26,6 @@ test suite is tests/test_fuzz.py.
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fuzzing import COMMANDS, FAILURES, OUTCOMES, Harness, Seed, mutate  # noqa: E402
+from fuzzing import COMMANDS, FAILURES, OUTCOMES, Harness, Seed, numbered_case  # noqa: E402
 
 
 def apitrace_outcome(apitrace: str, command: str, path: Path, timeout: float = 60) -> str:
@@ -78,8 +77,7 @@ def main() -> None:
     lock, mine, harnesses = Lock(), local(), []
 
     def run_case(i: int) -> None:
-        rng = random.Random(f"{options.seed}-{i}")  # a case is the same whatever ran before
-        kind, data = mutate(rng.choice(seeds), rng)
+        kind, data = numbered_case(seeds, options.seed, i)
         if not hasattr(mine, "harness"):
             mine.harness = Harness(options.timeout)
             harnesses.append(mine.harness)

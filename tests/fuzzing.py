@@ -179,6 +179,13 @@ def mutate(seed: Seed, rng: random.Random) -> tuple[str, bytes]:
     return kind, _wrap(bytes(_STREAM_DAMAGE[kind](seed, rng)), rng)
 
 
+def numbered_case(seeds: list[Seed], seed: int, number: int) -> tuple[str, bytes]:
+    """Case `number` of a run seeded with `seed` (benchmarks/fuzz.py): the same whatever
+    ran before it, so a failing case can be made again from its number."""
+    rng = random.Random(f"{seed}-{number}")
+    return mutate(rng.choice(seeds), rng)
+
+
 # --- running retrace ---------------------------------------------------------------------
 
 
@@ -199,20 +206,33 @@ def classify(code: int, stderr: str) -> str:
 
 
 def crash_site(argv: list[str]) -> str:
-    """Rerun a crashed case alone under gdb: 'driver crash' when the faulting frame is in
-    the GL driver, else 'crash' (retrace's own, or one gdb cannot place)."""
+    """Rerun a crashed case alone under gdb: 'driver crash' when the faulting instruction
+    is in the GL driver, a library of it or llvmpipe's JIT code (the only executable
+    memory no file backs), else 'crash' (retrace's own, or one gdb cannot place)."""
     gdb = shutil.which("gdb")
     if gdb is None:
         return "crash"
+    commands = ["run", "bt 1", "p/x $pc", "info proc mappings"]
     done = subprocess.run(
-        [gdb, "-q", "-batch", "-ex", "run", "-ex", "bt 1", "--args"]
+        [gdb, "-q", "-batch", *(a for c in commands for a in ("-ex", c)), "--args"]
         + [sys.executable, "-m", "retrace", *argv],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    frame = next((line for line in done.stdout.splitlines() if line.startswith("#0 ")), "")
-    return "driver crash" if _DRIVER_LIBRARIES.search(frame) else "crash"
+    out = done.stdout.splitlines()
+    frame = next((line for line in out if line.startswith("#0 ")), "")
+    pc = next((int(line.split()[-1], 16) for line in out if line.startswith("$1 = 0x")), None)
+    if _DRIVER_LIBRARIES.search(frame) or (pc is not None and _in_jit_code(pc, out)):
+        return "driver crash"
+    return "crash"
+
+
+def _in_jit_code(pc: int, mappings: list[str]) -> bool:
+    """Whether gdb's `info proc mappings` puts `pc` in executable memory no file backs."""
+    rows = (line.split() for line in mappings)
+    anonymous = (f for f in rows if len(f) == 5 and f[0].startswith("0x") and "x" in f[4])
+    return any(int(f[0], 16) <= pc < int(f[1], 16) for f in anonymous)
 
 
 class Harness:

@@ -7,6 +7,7 @@ test per problem that fuzzing found, each a small trace written here.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from collections import Counter
 
 import pytest
 from conftest import TRACES, run_retrace
-from fuzzing import COMMANDS, FAILURES, Harness, Seed, mutate
+from fuzzing import COMMANDS, FAILURES, Harness, Seed, crash_site, mutate, numbered_case
 from tracegen import TraceWriter, glx_context
 
 SEEDS = (
@@ -138,3 +139,25 @@ def test_a_display_list_that_calls_itself_is_skipped(tmp_path):
     assert r.returncode == 0 and r.stdout.startswith(b"Rendered 1 frames")
     skipped = "warning: skipped 3 call(s) to glCallList: it would make a display list call itself"
     assert skipped in r.stderr.decode().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("number", "sha256"), [(547, "e5293a7a6d9c7270"), (922, "8f954d2e8ac85234")]
+)
+def test_a_driver_crash_is_told_from_a_crash_of_retrace(tmp_path, number, sha256):
+    """Cases of `benchmarks/fuzz.py --seed 1` on which llvmpipe's JIT-compiled vertex
+    fetch crashes in a glDrawArrays (glretrace crashes on 922 too): the replay ends
+    cleanly, or dies in the driver (containing that is issue 11's item 3), never in
+    retrace."""
+    seeds = [Seed.load(path) for path in sorted(TRACES.glob("*.trace"))]
+    path = tmp_path / f"{number}.trace"
+    data = numbered_case(seeds, 1, number)[1]
+    # (a new trace in traces/ changes every case: then find these again by their hash)
+    assert hashlib.sha256(data).hexdigest().startswith(sha256)
+    path.write_bytes(data)
+    argv = [*COMMANDS["replay"], str(path)]
+    r = subprocess.run([sys.executable, "-m", "retrace", *argv], capture_output=True, timeout=300)
+    if r.returncode < 0:
+        assert crash_site(argv) == "driver crash"
+    else:
+        assert b"Traceback" not in r.stderr
