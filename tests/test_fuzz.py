@@ -67,6 +67,8 @@ W = TraceWriter  # value encoders only (static methods)
     [
         # found by fuzzing: each raised a TypeError from int() or an unhashable list
         ("glXSwapBuffers", ("dpy", "drawable"), {1: W.array(W.int(7), W.int(8))}, None),
+        # also read ahead for window sizes, where it must not fail first
+        ("glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: W.array(W.int(7), W.int(8))}, W.true),
         ("eglSwapBuffers", ("dpy", "surface"), {1: W.array(W.int(7), W.int(8))}, None),
         ("glXCreateContext", ("dpy", "vis", "share", "direct"), {2: W.array(W.int(1))}, None),
         ("glXChooseVisual", ("dpy", "screen", "attribList"), {2: W.array(W.array())}, W.int(1)),

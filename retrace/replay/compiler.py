@@ -341,13 +341,16 @@ class Compiler:
             args, result = _arguments(values, 0, slots, ret, sigs)
             drawable, on_window = seen.get(thread, (0, True))
             if _MAKE_CURRENT.match(name):
-                entry = self.ws.compile(name, args, result, thread)
+                try:
+                    entry = self.ws.compile(name, args, result, thread)
+                except BadValue:
+                    continue  # damage: reported when the call itself compiles, in order
                 if entry is not None and entry[0] == self.ws.ws.make_current:
                     seen[thread] = (entry[1][1], True)
             elif _BIND_FRAMEBUFFER.match(name):
-                if args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
+                if len(args) == 2 and args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
                     seen[thread] = (drawable, not args[1])
-            elif drawable and on_window and drawable not in hints:
+            elif len(args) == 4 and drawable and on_window and drawable not in hints:
                 x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
                 if w > 0 and h > 0:
                     hints[drawable] = (x + w, y + h)
