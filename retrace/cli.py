@@ -19,7 +19,7 @@ from retrace.errors import RetraceError
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
 MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass
-MAX_LOOPS = 1_000_000  # --loop: replays of the last frame (a negative N loops forever)
+MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loops forever)
 MAX_TOP = 10_000  # info --top
 
 

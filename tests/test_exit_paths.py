@@ -68,7 +68,7 @@ def test_closed_stdout_is_one_line():
         (("--pframes", "opengl: GPU Duration", "--repeat", "9" * 23, GEARS), "1<=x<=10000"),
         (("--pframes", "opengl: GPU Duration", "--warmup", "10001", GEARS), "0<=x<=10000"),
         (("info", "--top", "10001", GEARS), "0<=x<=10000"),
-        (("replay", "--loop", "1000001", GEARS), "x<=1000000"),
+        (("replay", "--loop", "1000000001", GEARS), "x<=1000000000"),
         (("--pframes", "opengl: GPU Duration, GPU time", GEARS), "selected twice"),
         (
             ("--pcalls", "cpu: Wall Duration; opengl: CPU Duration; cpu: wall duration", GEARS),
