@@ -7,6 +7,7 @@ of the project's own types become one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -14,6 +15,17 @@ from functools import partial
 import click
 
 from retrace.errors import RetraceError
+
+# Bounds on counts where a larger number can only be a typo: it would replay for days
+# (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
+MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass
+MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loops forever)
+MAX_TOP = 10_000  # info --top
+
+
+class _ReaderGone(Exception):
+    """The reader of standard output went away (`| head`); raised past click, which would
+    otherwise exit 1 in silence on a broken pipe."""
 
 
 class _Cli(click.Group):
@@ -25,6 +37,12 @@ class _Cli(click.Group):
         if args and first not in self.commands and not passthrough & set(args[:1]):
             args = ["profile", *args]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise _ReaderGone from e
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,7 +97,11 @@ def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("--dump-frames", is_flag=True, help="Add per-frame call ranges and sizes.")
 @click.option(
-    "--top", default=10, show_default=True, help="How many of the most frequent functions to list."
+    "--top",
+    type=click.IntRange(0, MAX_TOP),
+    default=10,
+    show_default=True,
+    help="How many of the most frequent functions to list.",
 )
 def info(trace: str, dump_frames: bool, top: int) -> None:
     """Print facts about TRACE as JSON: apitrace info's fields plus call and thread counts."""
@@ -131,7 +153,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 @click.option(
     "--loop",
-    type=int,
+    type=click.IntRange(max=MAX_LOOPS),
     is_flag=False,
     flag_value=-1,
     default=None,
@@ -211,7 +233,7 @@ def replay(trace: str, **options) -> None:
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option(
     "--repeat",
-    type=int,
+    type=click.IntRange(1, MAX_RUNS),
     default=1,
     show_default=True,
     metavar="N",
@@ -219,7 +241,7 @@ def replay(trace: str, **options) -> None:
 )
 @click.option(
     "--warmup",
-    type=int,
+    type=click.IntRange(0, MAX_RUNS),
     default=0,
     show_default=True,
     metavar="K",
@@ -368,9 +390,15 @@ _forward("summary", "summary_main", "Statistics of profiles per table, metric, f
 def main(run: Callable[[], object] | None = None) -> None:
     """Run the CLI (or `run`: a replay child's work), turning retrace's own errors into one
     stderr line and an exit code."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
+        click.echo("retrace: error: standard output is closed", err=True)
+        sys.exit(1)
     try:
         (run or partial(cli.main, standalone_mode=False))()
     except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.UsageError as e:  # a bad option value: one line, click's exit status 2
+        click.echo(f"retrace: error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
@@ -382,10 +410,11 @@ def main(run: Callable[[], object] | None = None) -> None:
         _flush_stdout()
         click.echo(f"retrace: {e.prefix}{e}", err=True)
         sys.exit(e.exit_code)
-    except BrokenPipeError:
-        # the reader of our output (head, less) went away: not an error of ours
+    except (_ReaderGone, BrokenPipeError):
+        # the reader of our output (head, less) went away: end quietly with the status a
+        # Unix tool killed by SIGPIPE leaves (128 + 13), after our own cleanup has run
         _drop_stdout()
-        sys.exit(0)
+        sys.exit(128 + signal.SIGPIPE)
     except OSError as e:  # an unwritable path, a full disk
         _drop_stdout()
         where = f"{e.filename}: " if e.filename else ""

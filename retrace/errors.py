@@ -30,6 +30,11 @@ class TraceError(RetraceError):
         at = "" if offset is None else f" at byte {offset}{where}"
         super().__init__(f"{path}{at}: {problem}")
 
+    @classmethod
+    def in_stream(cls, path: str, offset: int, problem: str) -> TraceError:
+        """Damage at an offset of the decompressed event stream."""
+        return cls(path, offset, problem, " of the decompressed stream")
+
 
 class Interrupted(RetraceError):
     """SIGINT or SIGTERM stopped the run; the message says what was kept and what is

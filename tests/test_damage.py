@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import random
+import struct
+import subprocess
+import sys
 
 import brotli
 import pytest
@@ -224,3 +227,37 @@ def test_random_chunking_of_a_big_blob(tmp_path):
     text, error = dump_text(path)
     assert error is None
     assert f"data = blob({len(payload)})" in text and "1 glFlush()" in text
+
+
+def _limit_memory() -> None:
+    """Run under 1.5 GiB of address space: a claimed 4 GiB allocation fails there."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (struct.pack("<I", 0xFFFFFFFF) + b"x" * 20, "file ends inside a chunk (20 of 4294967295"),
+        (struct.pack("<I", 6) + b"\xff\xff\xff\xff\x0f\x00", "6 bytes with a length of 4294967295"),
+        (struct.pack("<I", 6) + b"\xff" * 6, "6 bytes with no length"),
+    ],
+    ids=["chunk length", "block header", "unterminated block header"],
+)
+def test_snappy_lengths_are_checked_before_allocating(tmp_path, damage, message):
+    """A corrupt chunk length or block header claiming gigabytes is an error, not an
+    allocation (cramjam aborts the process when one fails)."""
+    w = TraceWriter()
+    w.call("glFlush")
+    path = tmp_path / "claims.trace"
+    path.write_bytes(w.snappy() + damage)
+    r = subprocess.run(
+        [sys.executable, "-m", "retrace", "dump", str(path)],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=_limit_memory,
+    )
+    assert r.returncode == 1 and r.stdout == b"0 glFlush()\n"
+    err = r.stderr.decode()
+    assert err.count("\n") == 1 and err.startswith("retrace: error: ") and message in err, err

@@ -216,11 +216,17 @@ class Profiler:
                             f'{OPTION[boundary]}: "{metric.name}" of {backend.name} cannot be '
                             f"measured per {boundary.name.lower()}"
                         )
+                    chosen = wanted.setdefault(boundary, {}).setdefault(backend.name, [])
+                    if metric in chosen:
+                        raise UsageError(
+                            f'{OPTION[boundary]}: "{metric.name}" of {backend.name} is selected '
+                            "twice"
+                        )
                     try:
                         backend.enable(metric, boundary)
                     except MetricError as e:
                         print(f"warning: {e}; its cells will read '-'", file=sys.stderr)
-                    wanted.setdefault(boundary, {}).setdefault(backend.name, []).append(metric)
+                    chosen.append(metric)
         for boundary, per_backend in wanted.items():
             columns = []
             for name in order:  # backends in order of first mention, metrics in backend order

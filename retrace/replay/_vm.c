@@ -665,13 +665,18 @@ static inline int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* A free query object from `free`, made in a batch when there is none; 0 on error. */
+/* A free query object from `free`, made in a batch when there is none.  0 with an
+   exception set when memory runs out; 0 without one when GL made no queries (a trace that
+   swaps inside glBegin/glEnd or with no current context): that event goes unmeasured. */
 static uint32_t take_query(Events *ev, Vec *free) {
     if (free->len == 0) {
         if (vec_grow(free, 4, QUERY_BATCH) || vec_grow(&ev->every, 4, QUERY_BATCH))
             return 0;
         uint32_t *made = AT(ev->every, uint32_t) + ev->every.len;
+        memset(made, 0, QUERY_BATCH * sizeof *made);
         ev->gl.gen(QUERY_BATCH, made);
+        if (!made[0]) /* GL refused (GL_INVALID_OPERATION) and wrote nothing */
+            return 0;
         ev->every.len += QUERY_BATCH;
         for (int k = QUERY_BATCH - 1; k >= 0; k--)
             AT(*free, uint32_t)[free->len++] = made[k];
@@ -688,14 +693,16 @@ static int events_begin(Events *ev, uint8_t row) {
         Event *e = &ev->open[k];
         e->start_q = e->end_q = e->pixels_q = 0;
         if (queries && ev->gpu[k]) {
-            if (!(e->start_q = take_query(ev, &ev->timestamps)))
+            if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
                 return -1;
-            ev->gl.counter(e->start_q, GL_TIMESTAMP);
+            if (e->start_q)
+                ev->gl.counter(e->start_q, GL_TIMESTAMP);
         }
         if (queries && ev->pixels[k]) {
-            if (!(e->pixels_q = take_query(ev, &ev->samples)))
+            if (!(e->pixels_q = take_query(ev, &ev->samples)) && PyErr_Occurred())
                 return -1;
-            ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
+            if (e->pixels_q)
+                ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
         }
     }
     int64_t now = now_ns(); /* after the queries: the CPU time is the call's */
@@ -713,9 +720,12 @@ static int events_end(Events *ev, uint8_t row) {
         Event *e = &ev->open[k];
         e->cpu_end = now;
         if (e->start_q) {
-            if (!(e->end_q = take_query(ev, &ev->timestamps)))
+            if (!(e->end_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
                 return -1;
-            ev->gl.counter(e->end_q, GL_TIMESTAMP);
+            if (e->end_q)
+                ev->gl.counter(e->end_q, GL_TIMESTAMP);
+            else /* no end to measure to: the start query stays unread (forget_queries) */
+                e->start_q = 0;
         }
         if (e->pixels_q)
             ev->gl.end(GL_SAMPLES_PASSED);

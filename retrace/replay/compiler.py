@@ -29,12 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from retrace.errors import TraceError
 from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
+from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
@@ -119,6 +121,7 @@ GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 _MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
+_MAX_FRAMEBUFFER = 1 << 15  # pixels a side: more than any driver's GL_MAX_VIEWPORT_DIMS
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
 _NOT_AN_OFFSET = 1 << 40
 
@@ -131,6 +134,8 @@ class Unsupported(Exception):
 _NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
 # calls that change how the calls after them are classified: compiled in Python
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
+# ... and glCallList, checked in Python for display lists that would call themselves
+_PYTHON_ONLY = _ROW_STATE | {"glCallList"}
 # direct-call parameter types, numbered as in _vm.c: numbers, then input pointers
 _I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F32, _F64 = range(10)
 _PTR, _PTR_OF = 10, 16  # to anything; to numbers of one type (_PTR_OF + its code)
@@ -192,30 +197,34 @@ def _flatten(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def _number(value: Any) -> int | float:
-    if value is None:
-        return 0
-    if isinstance(value, (int, float)):
-        return value
-    raise Unsupported(f"cannot pass a {type(value).__name__} as a number")
-
-
 def _array(param: Param, values: list[Any]) -> ctypes.Array:
     """An input array of numbers or strings as a ctypes array of the parameter's type."""
     flat = _flatten(values)
-    if param.pointer_depth >= 2 or (flat and all(isinstance(v, bytes) or v is None for v in flat)):
+    strings = all(isinstance(v, bytes) or v is None for v in flat)
+    if param.pointer_depth >= 2 or (flat and strings):
+        if not strings:  # ctypes would take an integer for an address
+            raise BadValue("an array of other values where strings belong")
         return (ctypes.c_char_p * len(flat))(*flat)
     ctype = ctypes_type(param.base) if param.base != "void" else None
     if ctype is None or ctype is ctypes.c_void_p or ctype is ctypes.c_char:
         ctype = ctypes.c_float if any(isinstance(v, float) for v in flat) else ctypes.c_uint32
-    return (ctype * len(flat))(*(_number(v) for v in flat))
+    return (ctype * len(flat))(*map(_scalar(ctype), flat))
+
+
+def _scalar(ctype: Any) -> Callable[[Any], int | float]:
+    """How a traced value becomes a number of this ctypes type (ctypes refuses a float
+    for an integer type)."""
+    return number if ctype in (ctypes.c_float, ctypes.c_double) else integer
 
 
 class Compiler:
     """Turns calls into entries; one per trace, reused by every pass."""
 
-    def __init__(self, dispatch: Dispatch, state: ReplayState, ws: WsCompiler) -> None:
+    def __init__(
+        self, dispatch: Dispatch, state: ReplayState, ws: WsCompiler, path: str = "trace"
+    ) -> None:
         self.dispatch = dispatch
+        self.path = path  # the trace file, for damage found in its values
         self.state = state
         self.ws = ws
         self.program = Program()
@@ -224,6 +233,8 @@ class Compiler:
         self._only: CallSet | None = None
         self._single_buffer = False
         self._in_list = False  # between glNewList and glEndList
+        self._compiling: int | None = None  # the display list being compiled
+        self._list_calls: dict[int, set[int]] = {}  # display list -> lists it calls
         self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._call_no = 0  # the call being compiled
@@ -274,9 +285,9 @@ class Compiler:
             )
             if i == count:
                 break
-            no, _, sig_id, thread, call_flags, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
-                calls[i].item()
-            )
+            call = calls[i].item()
+            no, offset, sig_id, thread, call_flags = call[:5]
+            node_start, nodes_n, slot_start, nargs, ret = call[5:10]
             i += 1
             plan = self._plans.get(sig_id)
             if plan is None:
@@ -296,6 +307,7 @@ class Compiler:
                 plan,
                 bool(call_flags & _FAKE),
                 no,
+                offset,
                 thread,
                 base,
                 slots[slot_start : slot_start + nargs],
@@ -329,13 +341,16 @@ class Compiler:
             args, result = _arguments(values, 0, slots, ret, sigs)
             drawable, on_window = seen.get(thread, (0, True))
             if _MAKE_CURRENT.match(name):
-                entry = self.ws.compile(name, args, result, thread)
+                try:
+                    entry = self.ws.compile(name, args, result, thread)
+                except BadValue:
+                    continue  # damage: reported when the call itself compiles, in order
                 if entry is not None and entry[0] == self.ws.ws.make_current:
                     seen[thread] = (entry[1][1], True)
             elif _BIND_FRAMEBUFFER.match(name):
-                if args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
+                if len(args) == 2 and args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
                     seen[thread] = (drawable, not args[1])
-            elif drawable and on_window and drawable not in hints:
+            elif len(args) == 4 and drawable and on_window and drawable not in hints:
                 x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
                 if w > 0 and h > 0:
                     hints[drawable] = (x + w, y + h)
@@ -375,7 +390,7 @@ class Compiler:
         handed to `_add_call`."""
         if plan.skip:
             return _vm.SIG_SKIP
-        if plan.ends_frame or plan.name in _ROW_STATE:
+        if plan.ends_frame or plan.name in _PYTHON_ONLY:
             return _vm.SIG_SLOW
         return plan.proto
 
@@ -384,6 +399,7 @@ class Compiler:
         plan: _Plan,
         fake: bool,
         no: int,
+        offset: int,
         thread: int,
         node_start: int,
         arg_slots: np.ndarray,
@@ -406,11 +422,14 @@ class Compiler:
         args, result = _arguments(values, node_start, arg_slots, ret, sigs)
         self._call_no = no
         try:
+            self._follow_lists(plan.name, args)
             entry = plan.compile(args, result, thread)
         except Unsupported as e:
             program.skipped[plan.name] += 1
             program.reasons.setdefault(plan.name, str(e))
             return
+        except BadValue as e:  # the calls before it still run (see Replayer)
+            raise TraceError.in_stream(self.path, offset, f"call {no} {plan.name}: {e}") from None
         # no hook while a display list compiles or inside glBegin/glEnd: draws there draw
         # nothing yet, and the hook's own GL calls (a snapshot's glReadPixels) are errors
         hooked = self._hook_calls is not None and self._hook_calls.contains(no, plan.flags)
@@ -433,6 +452,26 @@ class Compiler:
         if plan.ends_frame and not swap:
             program.frame_ends.append(len(program))
             program.add((self.ws.ws.frame_terminator, ()), no, plan.name_id)
+
+    def _follow_lists(self, name: str, args: list[Any]) -> None:
+        """Refuse a glCallList that would make a display list call itself: GL runs such a
+        list 64 levels deep, each level as many times as the list calls itself (3^64 calls
+        for a list that calls itself three times), so the driver would never return."""
+        if name == "glNewList":
+            self._compiling = integer(args[0])
+            self._list_calls[self._compiling] = set()
+        elif name == "glEndList":
+            self._compiling = None
+        elif name == "glCallList" and self._compiling is not None:
+            called, reached, todo = integer(args[0]), set(), [integer(args[0])]
+            while todo:
+                n = todo.pop()
+                if n not in reached:
+                    reached.add(n)
+                    todo.extend(self._list_calls.get(n, ()))
+            if self._compiling in reached:
+                raise Unsupported("it would make a display list call itself")
+            self._list_calls[self._compiling].add(called)
 
     def _row(self, plan: _Plan) -> Row:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
@@ -529,8 +568,11 @@ class Compiler:
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
 
+            scalars = [_scalar(ctypes_type(p)) for p in command.params]
+
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
-                return (fn, tuple(map(_number, args)))  # nothing to look up at replay time
+                # nothing to look up at replay time
+                return (fn, tuple(convert(v) for convert, v in zip(scalars, args, strict=True)))
 
         else:
 
@@ -590,7 +632,7 @@ class Compiler:
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
         classes = {
-            index: _OBJECT_KINDS.get(int(_number(args[kind])), default)
+            index: _OBJECT_KINDS.get(integer(args[kind]), default)
             for index, kind, default in _NAMES_BY_KIND.get(name, ())
         }
         for index, (param, value) in enumerate(zip(command.params, args, strict=True)):
@@ -599,43 +641,45 @@ class Compiler:
             if param.pointer_depth == 0 or param.base == "GLsync":
                 if cls is not None:
                     before.append((index, self._lookup(cls)))
-                    template.append(int(value or 0))
+                    template.append(integer(value))
                 elif param.name == "location" and name.startswith(
                     ("glUniform", "glProgramUniform")
                 ):
                     program_index = 0 if name.startswith("glProgramUniform") else None
                     before.append((index, self._location(args, program_index)))
-                    template.append(int(value or 0))
+                    template.append(integer(value))
                 else:
-                    template.append(_number(value))
+                    template.append(_scalar(ctypes_type(param))(value))
                 continue
             if param.output and isinstance(value, Pointer) and name in _READ_PIXELS:
                 before.append((index, self._pack_destination(args)))
-                template.append(int(value))
+                template.append(integer(value))
                 continue
             if param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
                 # into a pack buffer it changes GL state; into the program's memory it does
                 # not, and its size is unknown: run it only in the first case
-                template.append(int(value))
+                template.append(integer(value))
                 only_into_buffer = True
                 continue
             template.append(self._pointer(param, value, cls, index, before, after))
         self._result_mapping(command, ret, after)
         if name in _LOCATION_QUERIES and isinstance(ret, int):
-            traced_program = int(args[0] or 0)
+            traced_program = integer(args[0])
             after.append(lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r))
         elif name in _USE_PROGRAM:
-            after.append(lambda a, r, p=int(args[0] or 0): st.use_program(p))
+            traced_program = integer(args[0])
+            after.append(lambda a, r, p=traced_program: st.use_program(p))
         elif name in _BIND_PIPELINE:
-            after.append(lambda a, r, p=int(args[0] or 0): st.bind_pipeline(p))
+            pipeline = integer(args[0])
+            after.append(lambda a, r, p=pipeline: st.bind_pipeline(p))
         elif name in _ACTIVE_PROGRAM:
-            pipeline, program = int(args[0] or 0), int(args[1] or 0)
+            pipeline, program = integer(args[0]), integer(args[1])
             after.append(lambda a, r: st.set_active_program(pipeline, program))
         elif name in _VIEWPORTS:
-            x, y, w, h = (int(v or 0) for v in args)
+            x, y, w, h = (integer(v) for v in args)
             after.append(lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size))
         elif name in _BLITS:
-            w, h = max(int(args[4]), int(args[6])), max(int(args[5]), int(args[7]))
+            w, h = max(integer(args[4]), integer(args[6])), max(integer(args[5]), integer(args[7]))
             after.append(lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size))
         elif _MAP_BUFFER.match(name):
             after.append(self._map_buffer(command, args, ret))
@@ -648,16 +692,16 @@ class Compiler:
         )
         unmap = _UNMAP_BUFFER.match(name)
         if unmap:
-            return (self._unmap_buffer, (self._map_pointer(unmap, int(args[0] or 0)), entry))
+            return (self._unmap_buffer, (self._map_pointer(unmap, integer(args[0])), entry))
         query = _APP_QUERY.match(name)
         if query:
             begin = query[1] == "Begin"
-            traced_id = int(_number(args[-1])) if begin else 0
-            return (self._app_query, (begin, int(_number(args[0])), traced_id, entry))
+            traced_id = integer(args[-1]) if begin else 0
+            return (self._app_query, (begin, integer(args[0]), traced_id, entry))
         conditional = _CONDITIONAL_RENDER.match(name)
         if conditional:
             begin = conditional[1] == "Begin"
-            traced_id = int(_number(args[0])) if begin else 0
+            traced_id = integer(args[0]) if begin else 0
             return (self._conditional_render, (begin, traced_id, entry))
         return entry
 
@@ -689,7 +733,7 @@ class Compiler:
     def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:
         st = self.state
         if program_index is not None:
-            traced_program = int(args[program_index] or 0)
+            traced_program = integer(args[program_index])
             return lambda v: st.location(traced_program, v)
         return lambda v: st.location(st.uniform_program(), v)
 
@@ -704,7 +748,7 @@ class Compiler:
                 # an address in the traced process whose memory the tracer did not capture:
                 # the driver would read from a random address here
                 raise Unsupported(f"'{param.name}' points to memory the trace did not capture")
-            return int(value)  # an offset into a bound buffer object
+            return integer(value)  # an offset into a bound buffer object
         if isinstance(value, (bytes, Blob)):
             if param.output:
                 return ctypes.create_string_buffer(max(len(value), 1))
@@ -712,7 +756,7 @@ class Compiler:
         if not isinstance(value, list):
             raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
         if cls is not None:
-            traced = [int(v or 0) for v in _flatten(value)]
+            traced = [integer(v) for v in _flatten(value)]
             table = self._table(cls)
             lookup = self._lookup(cls)
             if param.output:
@@ -740,7 +784,9 @@ class Compiler:
     def _pack_destination(self, args: list[Any]) -> Callable[[int], Any]:
         """glReadPixels writes into a bound pack buffer at an offset, or else into memory
         the traced program owned: here a scratch buffer big enough for any format."""
-        width, height = int(args[2] or 0), int(args[3] or 0)
+        width, height = integer(args[2]), integer(args[3])
+        if max(width, height) > _MAX_FRAMEBUFFER:
+            raise BadValue(f"a readback of {width} x {height} pixels")
         scratch = ctypes.create_string_buffer(max(width * height * _MAX_PIXEL_BYTES, 1))
         gl = self.ws.ws.gl
 
@@ -754,12 +800,12 @@ class Compiler:
         cls = command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
         if cls is None or ret is None:
             return
-        traced = int(ret)
+        traced = integer(ret)
         table = self.state.name_table(cls)
         if command.name == "glGenLists":
 
             def record_lists(a, r):
-                for i in range(int(a[0])):
+                for i in range(a[0] if r else 0):  # 0: the driver made none (a range too big)
                     table[traced + i] = r + i
 
             after.append(record_lists)
@@ -770,6 +816,7 @@ class Compiler:
         self, command: Command, args: list[Any], ret: Any
     ) -> Callable[[list, Any], None]:
         """After a map: the region from the traced address to the driver's pointer."""
+        args, ret = integers(args), integer(ret)  # all numbers: a damaged trace has others
         mapped = self.state.mapped
         named = "Named" in command.name
         length_index = next((i for i, p in enumerate(command.params) if p.name == "length"), None)
@@ -840,7 +887,7 @@ class Compiler:
         """glEGLImageTarget*OES with an image the replay made again from a GL object. apitrace
         follows the call with a fake upload of the image's pixels at that moment, which
         would end the sharing here: `_add_call` leaves it out."""
-        target, traced = _number(args[0]), args[1]
+        target, traced = integer(args[0]), args[1]
         if not isinstance(traced, int) or traced not in self.ws.gl_images:
             raise Unsupported(
                 "takes an EGL image of the traced process (a dma-buf or pixmap), which the "
@@ -888,7 +935,7 @@ class Compiler:
         command, fn = self.dispatch.command(name), self.dispatch.function(name)
         if command is None or fn is None:
             raise Unsupported("the driver does not provide it")
-        traced_id, pname, params = int(_number(args[0])), int(_number(args[1])), args[2]
+        traced_id, pname, params = integer(args[0]), integer(args[1]), args[2]
         lookup = self._lookup("query")
         if isinstance(params, Pointer) and params < _NOT_AN_OFFSET:
             return (_Call(fn, (traced_id, pname, int(params)), ((0, lookup),), ()), ())
@@ -928,7 +975,7 @@ class Compiler:
         wait = self.dispatch.function("glClientWaitSync")
         if args[1] != GL_SYNC_STATUS or values[:1] != [GL_SIGNALED] or wait is None:
             return (_nothing, ())
-        sync = int(_number(args[0]))
+        sync = integer(args[0])
         return (self._block_on_fence, (wait, self._lookup("sync"), sync))
 
     @staticmethod
@@ -938,7 +985,7 @@ class Compiler:
     def _memcpy(self, args: list[Any]) -> Entry:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
-            raise Unsupported("memcpy without a destination address and data")
+            raise BadValue("memcpy without a destination address and data")
         return (self.state.mapped.write, (int(dest), bytes(data)))
 
 

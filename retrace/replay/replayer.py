@@ -81,7 +81,7 @@ class Replayer:
         self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry.enum_names)
         self.ws.gl_errors = self.gl_errors
         self.ws.on_frame_end = self._frame_end
-        self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws))
+        self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws), self.reader.path)
         if snapshots is not None:
             self.compiler.hook(snapshots, self._snapshot)
         self.trace_error: TraceError | None = None  # damage found while reading; replay stops there

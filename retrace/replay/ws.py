@@ -26,6 +26,7 @@ from retrace.errors import RetraceError
 from retrace.replay.egl import ContextRequest, PixelFormat
 from retrace.replay.fidelity import GlErrors
 from retrace.replay.state import DEFAULT_SIZE, Drawable, ReplayState, TracedContext
+from retrace.replay.values import BadValue, handle, integer
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 # A drawable's key in the replay state: the handle the trace used for it, or (kind, handle)
@@ -74,11 +75,6 @@ EGL_GL_RENDERBUFFER = 0x30B9
 EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
 
 
-def _number_arg(value: Any) -> int:
-    """An integer argument or handle of the trace; 0 for anything else (a damaged value)."""
-    return int(value) if isinstance(value, int) else 0
-
-
 def _pairs(attribs: Any, terminator: int = 0) -> dict[int, int]:
     """An attribute list {name, value, ..., terminator} as a dict."""
     out: dict[int, int] = {}
@@ -87,7 +83,7 @@ def _pairs(attribs: Any, terminator: int = 0) -> dict[int, int]:
     for i in range(0, len(attribs) - 1, 2):
         if attribs[i] == terminator:
             break
-        out[int(attribs[i])] = int(attribs[i + 1])
+        out[integer(attribs[i])] = integer(attribs[i + 1])
     return out
 
 
@@ -97,14 +93,14 @@ def glx_visual_format(attribs: Any) -> PixelFormat:
     values = attribs if isinstance(attribs, list) else []
     i = 0
     while i < len(values) and values[i] != 0:
-        name = int(values[i])
+        name = integer(values[i])
         if name in GLX_BOOLEANS:
             if name == 5:
                 wanted["double_buffer"] = 1
             i += 1
             continue
         if i + 1 < len(values) and name in GLX_FORMAT:
-            wanted[GLX_FORMAT[name]] = int(values[i + 1])
+            wanted[GLX_FORMAT[name]] = integer(values[i + 1])
         i += 2
     return _format(wanted)
 
@@ -187,15 +183,6 @@ def egl_context_request(attribs: Any, api: int) -> ContextRequest:
         forward_compatible=bool(flags & 2 or pairs.get(EGL_CONTEXT_FORWARD)),
         robust=bool(flags & 4 or pairs.get(EGL_CONTEXT_ROBUST)),
     )
-
-
-def _key(value: Any) -> Any:
-    """A hashable identity for a traced handle (pointer, integer or XVisualInfo struct)."""
-    if isinstance(value, list):
-        value = value[0] if len(value) == 1 else tuple(value)
-    if isinstance(value, tuple) and len(value) > 1:
-        return ("visualid", value[1])  # XVisualInfo: {visual, visualid, ...}
-    return int(value) if isinstance(value, int) else value
 
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
@@ -381,7 +368,10 @@ class WindowSystem:
         drawable = st.drawables.get(draw, st.current_drawable) if draw else st.current_drawable
         self._count_errors()
         self.on_frame_end(drawable)
-        if drawable is not None and drawable.surface is not None:
+        # EGL swaps only the current context's surface (EGL_BAD_SURFACE otherwise), and a
+        # pbuffer's swap shows nothing: a trace swapping another drawable, or with no
+        # context current, ends its frame and skips the swap
+        if drawable is not None and drawable is st.current_drawable and drawable.surface:
             st.display.swap_buffers(drawable.surface)
         if st.current is not None:
             self._throttle(st.current)
@@ -469,109 +459,114 @@ class WsCompiler:
     def compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
         """The entry for a window-system call, or None when it needs no replay."""
         handler = self.handlers.get(name)
-        return handler(args, ret, thread) if handler is not None else None
+        if handler is None:
+            return None
+        try:
+            return handler(args, ret, thread)
+        except IndexError:  # handlers index only into the call's arguments and their values
+            raise BadValue("fewer arguments or members than the call takes") from None
 
     def _format_of(self, key: Any) -> PixelFormat:
-        return self.formats.get(_key(key), (PixelFormat(), 0))[0]
+        return self.formats.get(handle(key), (PixelFormat(), 0))[0]
 
     # --- GLX ------------------------------------------------------------------------------
 
     def _glx_choose_visual(self, args, ret, thread) -> None:
         if ret is not None:
-            self.formats[_key(ret)] = (glx_visual_format(args[2]), 0)
+            self.formats[handle(ret)] = (glx_visual_format(args[2]), 0)
 
     def _glx_choose_fbconfig(self, args, ret, thread) -> None:
         fmt = glx_config_format(args[2])
         for config in ret if isinstance(ret, list) else []:
-            self.formats[_key(config)] = (fmt, 0)
+            self.formats[handle(config)] = (fmt, 0)
 
     def _glx_visual_from_config(self, args, ret, thread) -> None:
         if ret is not None:
-            self.formats[_key(ret)] = self.formats.get(_key(args[1]), (PixelFormat(), 0))
+            self.formats[handle(ret)] = self.formats.get(handle(args[1]), (PixelFormat(), 0))
 
     def _glx_create_context(self, args, ret, thread) -> Entry:
         request = ContextRequest(api="gl", major=1, minor=0, profile="compat")
         return (
             self.ws.create_context,
-            (int(ret or 0), request, self._format_of(args[1]), int(args[2] or 0)),
+            (integer(ret), request, self._format_of(args[1]), integer(args[2])),
         )
 
     def _glx_create_new_context(self, args, ret, thread) -> Entry:
         request = ContextRequest(api="gl", major=1, minor=0, profile="compat")
         return (
             self.ws.create_context,
-            (int(ret or 0), request, self._format_of(args[1]), int(args[3] or 0)),
+            (integer(ret), request, self._format_of(args[1]), integer(args[3])),
         )
 
     def _glx_create_context_attribs(self, args, ret, thread) -> Entry:
         request = glx_context_request(args[4])
         return (
             self.ws.create_context,
-            (int(ret or 0), request, self._format_of(args[1]), int(args[2] or 0)),
+            (integer(ret), request, self._format_of(args[1]), integer(args[2])),
         )
 
     def _glx_create_window(self, args, ret, thread) -> Entry:
-        return (self.ws.create_drawable, (int(ret or 0), DEFAULT_SIZE, DEFAULT_SIZE, False))
+        return (self.ws.create_drawable, (integer(ret), DEFAULT_SIZE, DEFAULT_SIZE, False))
 
     def _glx_create_pbuffer(self, args, ret, thread) -> Entry:
         pairs = _pairs(args[2])
         size = (pairs.get(GLX_PBUFFER_WIDTH, 0), pairs.get(GLX_PBUFFER_HEIGHT, 0))
-        return (self.ws.create_drawable, (int(ret or 0), *size, True))
+        return (self.ws.create_drawable, (integer(ret), *size, True))
 
     def _glx_make_current(self, args, ret, thread) -> Entry:
-        return (self.ws.make_current, (thread, int(args[1] or 0), int(args[2] or 0)))
+        return (self.ws.make_current, (thread, integer(args[1]), integer(args[2])))
 
     def _glx_make_context_current(self, args, ret, thread) -> Entry:
-        return (self.ws.make_current, (thread, int(args[1] or 0), int(args[3] or 0)))
+        return (self.ws.make_current, (thread, integer(args[1]), integer(args[3])))
 
     def _swap_first_drawable(self, index: int) -> Callable[[list[Any], Any, int], Entry]:
-        return lambda args, ret, thread: (self.ws.swap, (int(args[index] or 0),))
+        return lambda args, ret, thread: (self.ws.swap, (integer(args[index]),))
 
     def _destroy_context(self, index: int) -> Callable[[list[Any], Any, int], Entry]:
-        return lambda args, ret, thread: (self.ws.destroy_context, (int(args[index] or 0),))
+        return lambda args, ret, thread: (self.ws.destroy_context, (integer(args[index]),))
 
     # --- EGL ------------------------------------------------------------------------------
 
     def _egl_bind_api(self, args, ret, thread) -> None:
-        self.egl_api = int(args[0])
+        self.egl_api = integer(args[0])
 
     def _egl_choose_config(self, args, ret, thread) -> None:
         fmt = egl_config_format(args[1])
         for config in args[2] if isinstance(args[2], list) else []:
-            self.formats[_key(config)] = fmt
+            self.formats[handle(config)] = fmt
 
     def _egl_create_context(self, args, ret, thread) -> Entry:
         request = egl_context_request(args[3], self.egl_api)
         return (
             self.ws.create_context,
-            (int(ret or 0), request, self._format_of(args[1]), int(args[2] or 0)),
+            (integer(ret), request, self._format_of(args[1]), integer(args[2])),
         )
 
     def _egl_create_image(self, args, ret, thread) -> Entry | None:
         """Images of GL textures and renderbuffers are made again from the replay's objects;
         others (dma-bufs, pixmaps) belong to the traced process, and the calls that use
         them are skipped (`compiler.Compiler._image_target`)."""
-        target, traced = int(_number_arg(args[2])), int(_number_arg(ret))
+        target, traced = integer(args[2]), integer(ret)
         if target not in EGL_GL_IMAGE_TARGETS or not traced:
             return None
         self.gl_images.add(traced)
         pairs = [v for kv in _pairs(args[4], EGL_NONE).items() for v in kv]
-        context, buffer = int(_number_arg(args[1])), int(_number_arg(args[3]))
+        context, buffer = integer(args[1]), integer(args[3])
         return (self.ws.create_image, (traced, context, target, buffer, pairs))
 
     def _egl_destroy_image(self, args, ret, thread) -> Entry:
-        return (self.ws.destroy_image, (int(_number_arg(args[1])),))
+        return (self.ws.destroy_image, (integer(args[1]),))
 
     def _egl_create_window(self, args, ret, thread) -> Entry:
-        return (self.ws.create_drawable, (int(ret or 0), DEFAULT_SIZE, DEFAULT_SIZE, False))
+        return (self.ws.create_drawable, (integer(ret), DEFAULT_SIZE, DEFAULT_SIZE, False))
 
     def _egl_create_pbuffer(self, args, ret, thread) -> Entry:
         pairs = _pairs(args[2], EGL_NONE)
         size = (pairs.get(EGL_WIDTH, 0), pairs.get(EGL_HEIGHT, 0))
-        return (self.ws.create_drawable, (int(ret or 0), *size, True))
+        return (self.ws.create_drawable, (integer(ret), *size, True))
 
     def _egl_make_current(self, args, ret, thread) -> Entry:
-        return (self.ws.make_current, (thread, int(args[1] or 0), int(args[3] or 0)))
+        return (self.ws.make_current, (thread, integer(args[1]), integer(args[3])))
 
 
 def is_window_system_call(name: str) -> bool:

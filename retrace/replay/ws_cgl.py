@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from retrace.replay.egl import ContextRequest, PixelFormat
+from retrace.replay.values import integer
 from retrace.replay.ws import DrawableKey, Entry, WindowSystem, _format
 from retrace.replay.ws_wgl import channel_bits
 
@@ -93,7 +94,7 @@ def cgl_context_request(profile: int) -> ContextRequest:
 def cgl_pixel_format(attribs: Any) -> tuple[PixelFormat, ContextRequest]:
     """Pixel format and context of a CGLChoosePixelFormat attribute list."""
     wanted = {"alpha": 0, "depth": 0, "stencil": 0, "double_buffer": 0}
-    values = [int(v or 0) for v in attribs] if isinstance(attribs, list) else []
+    values = [integer(v) for v in attribs] if isinstance(attribs, list) else []
     sample_buffers = samples = 0
     profile = kCGLOGLPVersion_Legacy
     i = 0
@@ -130,7 +131,7 @@ def _output(value: Any) -> int:
     """The handle an output pointer recorded: an array of one."""
     if isinstance(value, list):
         value = value[0] if value else None
-    return int(value or 0)
+    return integer(value)
 
 
 def _run(entries: tuple[Entry, ...]) -> None:
@@ -191,13 +192,13 @@ class CglReader:
         ctx = _output(args[2])
         if failed(ret) or not ctx:
             return None
-        fmt, request = self.formats.get(int(args[0] or 0), (PixelFormat(), LEGACY_CONTEXT))
+        fmt, request = self.formats.get(integer(args[0]), (PixelFormat(), LEGACY_CONTEXT))
         self.contexts.add(ctx)
-        return (self.ws.create_context, (ctx, request, fmt, int(args[1] or 0)))
+        return (self.ws.create_context, (ctx, request, fmt, integer(args[1])))
 
     def _destroy_context(self, args, ret, thread) -> Entry | None:
         """CGLDestroyContext(ctx): unlike GLX and WGL, CGL first releases a current context."""
-        ctx = int(args[0] or 0)
+        ctx = integer(args[0])
         if failed(ret) or not ctx:
             return None
         destroy = (self.ws.destroy_context, (ctx,))
@@ -212,7 +213,7 @@ class CglReader:
         """CGLSetCurrentContext(ctx): ctx with its drawable; NULL releases."""
         if failed(ret):
             return None
-        ctx = int(args[0] or 0)
+        ctx = integer(args[0])
         self.current[thread] = ctx
         if not ctx:
             return (self.ws.make_current, (thread, 0, 0))
@@ -229,27 +230,27 @@ class CglReader:
         """CGLFlushDrawable(ctx): the frame ends on ctx's drawable."""
         if failed(ret):
             return None
-        return (self.ws.swap, (self._drawable(int(args[0] or 0)),))
+        return (self.ws.swap, (self._drawable(integer(args[0])),))
 
     def _set_surface(self, args, ret, thread) -> Entry | None:
         """CGLSetSurface(ctx, cid, wid, sid): a window surface, known by its surface id."""
         if failed(ret):
             return None
-        return self._attach(int(args[0] or 0), ("surface", int(args[3] or 0)), thread)
+        return self._attach(integer(args[0]), ("surface", integer(args[3])), thread)
 
     def _clear_drawable(self, args, ret, thread) -> None:
         """CGLClearDrawable(ctx): detached; next time current, ctx has its own window again."""
         if not failed(ret):
-            self.drawables.pop(int(args[0] or 0), None)
+            self.drawables.pop(integer(args[0]), None)
 
     def _set_off_screen(self, args, ret, thread) -> Entry | None:
         """CGLSetOffScreen(ctx, width, height, rowbytes, baseaddr): a fixed-size buffer. The
         program reads its pixels from baseaddr, which the replay does not fill."""
         if failed(ret):
             return None
-        ctx = int(args[0] or 0)
+        ctx = integer(args[0])
         key = ("offscreen", ctx)
-        size = (int(args[1] or 0), int(args[2] or 0))
+        size = (integer(args[1]), integer(args[2]))
         return self._attach(ctx, key, thread, (self.ws.create_drawable, (key, *size, True)))
 
     def _create_pbuffer(self, args, ret, thread) -> Entry | None:
@@ -257,7 +258,7 @@ class CglReader:
         pbuffer = _output(args[5])
         if failed(ret) or not pbuffer:
             return None
-        size = (int(args[0] or 0), int(args[1] or 0))
+        size = (integer(args[0]), integer(args[1]))
         return (self.ws.create_drawable, (("pbuffer", pbuffer), *size, True))
 
     def _set_pbuffer(self, args, ret, thread) -> Entry | None:
@@ -265,4 +266,4 @@ class CglReader:
         pbuffer (as a whole: faces and levels are for texturing from it, not replayed)."""
         if failed(ret):
             return None
-        return self._attach(int(args[0] or 0), ("pbuffer", int(args[1] or 0)), thread)
+        return self._attach(integer(args[0]), ("pbuffer", integer(args[1])), thread)

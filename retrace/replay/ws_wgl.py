@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from retrace.replay.egl import ContextRequest, PixelFormat
+from retrace.replay.values import integer
 from retrace.replay.ws import Entry, WindowSystem, _format, _pairs, glx_context_request
 
 # PIXELFORMATDESCRIPTOR (wingdi.h), recorded as a struct whose members keep the C order.
@@ -65,7 +66,7 @@ def _first(value: Any) -> int:
     """The value an output pointer recorded (an array of one), or a plain handle."""
     if isinstance(value, list):
         value = value[0] if value else None
-    return int(value or 0)
+    return integer(value)
 
 
 def pfd_format(ppfd: Any) -> PixelFormat:
@@ -75,7 +76,7 @@ def pfd_format(ppfd: Any) -> PixelFormat:
         return _format({"alpha": 0, "depth": 0, "stencil": 0, "double_buffer": 1})
 
     def member(index: int) -> int:
-        return int(pfd[index] or 0)
+        return integer(pfd[index])
 
     channel = channel_bits(member(PFD_COLOR_BITS))
     return _format(
@@ -97,7 +98,7 @@ def wgl_attrib_format(int_attribs: Any, float_attribs: Any) -> PixelFormat:
     Both lists take the same attributes; the float one is rarely more than {0}.
     Samples count only with WGL_SAMPLE_BUFFERS_ARB set, as in the extension.
     """
-    pairs = {name: int(value) for name, value in _pairs(float_attribs).items()}
+    pairs = {name: integer(value) for name, value in _pairs(float_attribs).items()}
     pairs.update(_pairs(int_attribs))
     channel = channel_bits(pairs.get(WGL_COLOR_BITS_ARB, 0))
     wanted = {"red": channel, "green": channel, "blue": channel}
@@ -144,7 +145,7 @@ class WglReader:
         }
 
     def _dc_format(self, hdc: Any) -> PixelFormat:
-        return self.dc_formats.get(int(hdc or 0), PixelFormat())
+        return self.dc_formats.get(integer(hdc), PixelFormat())
 
     # --- pixel formats: compile-time bookkeeping only ---------------------------------------
 
@@ -154,8 +155,8 @@ class WglReader:
         if not ret:
             return
         fmt = pfd_format(args[1])
-        self.formats[int(ret)] = fmt
-        self.dc_formats.setdefault(int(args[0] or 0), fmt)
+        self.formats[integer(ret)] = fmt
+        self.dc_formats.setdefault(integer(args[0]), fmt)
 
     def _choose_pixel_format_arb(self, args, ret, thread) -> None:
         """wglChoosePixelFormatARB(hdc, piAttribIList, pfAttribFList, nMaxFormats, piFormats,
@@ -163,22 +164,22 @@ class WglReader:
         if failed(ret):
             return
         fmt = wgl_attrib_format(args[1], args[2])
-        indices = [int(i or 0) for i in args[4]] if isinstance(args[4], list) else []
+        indices = [integer(i) for i in args[4]] if isinstance(args[4], list) else []
         for index in indices:
             self.formats[index] = fmt
         if indices:
-            self.dc_formats.setdefault(int(args[0] or 0), fmt)
+            self.dc_formats.setdefault(integer(args[0]), fmt)
 
     def _set_pixel_format(self, args, ret, thread) -> None:
         """wglSetPixelFormat(hdc, iPixelFormat, ppfd): the DC's format for good. An index the
         trace never chose (found by enumerating formats) is read from ppfd when given."""
         if failed(ret):
             return
-        index = int(args[1] or 0)
+        index = integer(args[1])
         fmt = self.formats.get(index)
         if fmt is None:
             fmt = pfd_format(args[2]) if args[2] is not None else PixelFormat()
-        self.dc_formats[int(args[0] or 0)] = fmt
+        self.dc_formats[integer(args[0])] = fmt
 
     # --- contexts -----------------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ class WglReader:
         """wglCreateContext(hdc): a compatibility context in the DC's format."""
         if not ret:
             return None
-        return (self.ws.create_context, (int(ret), LEGACY_CONTEXT, self._dc_format(args[0]), 0))
+        return (self.ws.create_context, (integer(ret), LEGACY_CONTEXT, self._dc_format(args[0]), 0))
 
     def _create_context_attribs(self, args, ret, thread) -> Entry | None:
         """wglCreateContextAttribsARB(hDC, hShareContext, attribList): WGL_CONTEXT_* values
@@ -194,17 +195,17 @@ class WglReader:
         if not ret:
             return None
         request = glx_context_request(args[2])
-        share = int(args[1] or 0)
-        return (self.ws.create_context, (int(ret), request, self._dc_format(args[0]), share))
+        share = integer(args[1])
+        return (self.ws.create_context, (integer(ret), request, self._dc_format(args[0]), share))
 
     def _share_lists(self, args, ret, thread) -> Entry | None:
         """wglShareLists(hglrc1, hglrc2): hglrc2 joins hglrc1's objects (see share_lists)."""
         if failed(ret):
             return None
-        return (self.ws.share_lists, (int(args[0] or 0), int(args[1] or 0)))
+        return (self.ws.share_lists, (integer(args[0]), integer(args[1])))
 
     def _delete_context(self, args, ret, thread) -> Entry:
-        return (self.ws.destroy_context, (int(args[0] or 0),))
+        return (self.ws.destroy_context, (integer(args[0]),))
 
     # --- binding and frames ---------------------------------------------------------------
 
@@ -212,28 +213,28 @@ class WglReader:
         """wglMakeCurrent(hdc, hglrc). A failed call leaves nothing current, per WGL."""
         if failed(ret):
             return (self.ws.make_current, (thread, 0, 0))
-        return (self.ws.make_current, (thread, int(args[0] or 0), int(args[1] or 0)))
+        return (self.ws.make_current, (thread, integer(args[0]), integer(args[1])))
 
     def _make_context_current(self, args, ret, thread) -> Entry:
         """wglMakeContextCurrentARB(hDrawDC, hReadDC, hglrc): the replay draws and reads on
         hDrawDC (its surfaces are bound for both)."""
         if failed(ret):
             return (self.ws.make_current, (thread, 0, 0))
-        return (self.ws.make_current, (thread, int(args[0] or 0), int(args[2] or 0)))
+        return (self.ws.make_current, (thread, integer(args[0]), integer(args[2])))
 
     def _swap(self, args, ret, thread) -> Entry | None:
         """wglSwapBuffers(hdc) and wglSwapLayerBuffers(hdc, fuPlanes); a failed swap showed
         no frame."""
         if failed(ret):
             return None
-        return (self.ws.swap, (int(args[0] or 0),))
+        return (self.ws.swap, (integer(args[0]),))
 
     def _swap_multiple(self, args, ret, thread) -> Entry | None:
         """wglSwapMultipleBuffers(n, ps): one frame end, on the first WGLSWAP's DC."""
         swaps = args[1] if isinstance(args[1], list) else []
         first = swaps[0] if swaps else None
         hdc = first[0] if isinstance(first, tuple) and first else 0
-        return (self.ws.swap, (int(hdc or 0),))
+        return (self.ws.swap, (integer(hdc),))
 
     # --- pbuffers ---------------------------------------------------------------------------
 
@@ -242,16 +243,16 @@ class WglReader:
         of that fixed size, keyed apart from DCs (their handles are another namespace)."""
         if not ret:
             return None
-        self.pbuffer_formats[int(ret)] = int(args[1] or 0)
-        size = (int(args[2] or 0), int(args[3] or 0))
-        return (self.ws.create_drawable, (("pbuffer", int(ret)), *size, True))
+        self.pbuffer_formats[integer(ret)] = integer(args[1])
+        size = (integer(args[2]), integer(args[3]))
+        return (self.ws.create_drawable, (("pbuffer", integer(ret)), *size, True))
 
     def _get_pbuffer_dc(self, args, ret, thread) -> Entry | None:
         """wglGetPbufferDCARB(hPbuffer) = hdc: the DC renders to the pbuffer, in its format."""
         if not ret:
             return None
-        pbuffer = int(args[0] or 0)
+        pbuffer = integer(args[0])
         index = self.pbuffer_formats.get(pbuffer)
         if index is not None and index in self.formats:
-            self.dc_formats[int(ret)] = self.formats[index]
-        return (self.ws.alias_drawable, (int(ret), ("pbuffer", pbuffer)))
+            self.dc_formats[integer(ret)] = self.formats[index]
+        return (self.ws.alias_drawable, (integer(ret), ("pbuffer", pbuffer)))

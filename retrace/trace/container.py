@@ -37,6 +37,9 @@ CONTAINER_NAMES = {
 
 _READ_SIZE = 1 << 20  # compressed bytes read per step
 _OUT_LIMIT = 4 << 20  # decompressed bytes produced per step by the streaming codecs
+# A snappy block grows at most 64/3-fold (a 3-byte copy of 64 bytes): a block whose header
+# claims more is corrupt, and decoding it would first allocate the claimed size (up to 4 GiB).
+_SNAPPY_MAX_GROWTH = 22
 
 
 def detect_container(head: bytes, tail: bytes = b"") -> str:
@@ -101,9 +104,14 @@ class TraceStream:
             if len(prefix) < 4:
                 raise self._error("file ends inside a chunk length")
             length = int.from_bytes(prefix, "little")
+            left = self.file_size - f.tell()
+            if length > left:  # checked first: reading would allocate `length` bytes
+                raise self._error(f"file ends inside a chunk ({left} of {length} bytes)")
             block = f.read(length)
-            if len(block) < length:
-                raise self._error(f"file ends inside a chunk ({len(block)} of {length} bytes)")
+            claimed = _snappy_length(block)
+            if claimed is None or claimed > _SNAPPY_MAX_GROWTH * length:
+                what = "no length" if claimed is None else f"a length of {claimed} bytes"
+                raise self._error(f"corrupt snappy chunk ({length} bytes with {what})")
             try:
                 chunk = bytes(cramjam.snappy.decompress_raw(block))
             except Exception as e:  # cramjam reports corruption with its own error types
@@ -175,3 +183,13 @@ class TraceStream:
                 yield out
         if not d.is_finished():
             raise self._error("file ends inside the compressed stream")
+
+
+def _snappy_length(block: bytes) -> int | None:
+    """The decompressed length a raw snappy block declares (a varint of at most 5 bytes)."""
+    value = 0
+    for i, byte in enumerate(block[:5]):
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            return value
+    return None

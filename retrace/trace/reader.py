@@ -132,7 +132,7 @@ class TraceReader:
                 yield self._take(scanner)
             if scanner.error is not None:
                 offset, problem = scanner.error
-                damage = TraceError(self.path, offset, problem, " of the decompressed stream")
+                damage = TraceError.in_stream(self.path, offset, problem)
                 break
             try:
                 data = next(self._chunks, None)
@@ -142,11 +142,8 @@ class TraceReader:
             if data is None:
                 break
         if damage is None and scanner.buffered:
-            damage = TraceError(
-                self.path,
-                scanner.offset,
-                "trace cut off in the middle of a call",
-                " of the decompressed stream",
+            damage = TraceError.in_stream(
+                self.path, scanner.offset, "trace cut off in the middle of a call"
             )
         scanner.finish()
         final = self._take(scanner)

@@ -1,0 +1,120 @@
+"""A long fuzzing run: damaged real traces through retrace and apitrace, outcomes counted.
+
+    python benchmarks/fuzz.py [--cases 10000] [--replayed 1000] [--seed 1] [--keep DIR]
+
+Makes --cases damaged traces from the real traces in traces/ with
+`tests/fuzzing.py`'s mutator (truncation, damage to the decompressed event
+stream wrapped again in a valid container, container damage), runs every one
+through `retrace dump` and `retrace info` and the first --replayed through
+`retrace replay` and `retrace profile`, and the same files through
+`apitrace dump` and `apitrace info`; then prints, per command, how many ended
+in each outcome:
+
+  ok            exit 0, no traceback
+  clean error   non-zero exit ending in one `retrace:` line (apitrace: any
+                non-zero exit)
+  traceback     a Python traceback, or retrace's error line missing
+  hang          no answer within --timeout seconds
+  crash         killed by a signal in retrace itself (or in apitrace)
+  driver crash  killed by a signal in the GL driver (gdb's faulting frame)
+
+Files of every case in the last three classes are kept in --keep (default:
+a temporary directory, printed). Run by hand; the seeded bounded run in the
+test suite is tests/test_fuzz.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from threading import Lock, local
+
+from tabulate import tabulate
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fuzzing import COMMANDS, FAILURES, OUTCOMES, Harness, Seed, numbered_case  # noqa: E402
+
+
+def apitrace_outcome(apitrace: str, command: str, path: Path, timeout: float = 60) -> str:
+    """apitrace has no error-line convention: any non-zero exit counts as a clean error."""
+    try:
+        done = subprocess.run(
+            [apitrace, command, str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return "hang"
+    return "ok" if done.returncode == 0 else "crash" if done.returncode < 0 else "clean error"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=10_000, help="damaged traces (dump, info)")
+    parser.add_argument("--replayed", type=int, default=1_000, help="of them, replayed/profiled")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=120, help="seconds before a hang")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="where to keep the failing cases")
+    options = parser.parse_args()
+    apitrace = shutil.which("apitrace")
+    seeds = [Seed.load(path) for path in sorted((ROOT / "traces").glob("*.trace"))]
+    work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-"))
+    keep = options.keep or work / "kept"
+    keep.mkdir(parents=True, exist_ok=True)
+    counts: Counter[tuple[str, str]] = Counter()
+    kinds: Counter[str] = Counter()
+    kept: list[str] = []
+    lock, mine, harnesses = Lock(), local(), []
+
+    def run_case(i: int) -> None:
+        kind, data = numbered_case(seeds, options.seed, i)
+        if not hasattr(mine, "harness"):
+            mine.harness = Harness(options.timeout)
+            harnesses.append(mine.harness)
+        path = work / f"{i}.trace"
+        path.write_bytes(data)
+        outcomes = []
+        for command in ["dump", "info"] + ["replay", "profile"] * (i < options.replayed):
+            outcome, detail = mine.harness.run([*COMMANDS[command], str(path)])
+            outcomes.append((f"retrace {command}", outcome))
+            if outcome in FAILURES:
+                shutil.copy(path, keep / f"{i}-{kind}.trace")
+                kept.append(f"{command} {keep / f'{i}-{kind}.trace'}: {outcome}: {detail[-300:]}")
+        for command in ("dump", "info") if apitrace else ():
+            outcomes.append((f"apitrace {command}", apitrace_outcome(apitrace, command, path)))
+        path.unlink()
+        with lock:
+            counts.update(outcomes)
+            kinds[kind] += 1
+        if i % 500 == 0:
+            print(f"{i} of {options.cases}", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(options.jobs) as pool:
+        list(pool.map(run_case, range(options.cases)))
+    for harness in harnesses:
+        harness.close()
+    rows = []
+    for command in ("retrace dump", "apitrace dump", "retrace info", "apitrace info",
+                    "retrace replay", "retrace profile"):  # fmt: skip
+        total = sum(n for (c, _), n in counts.items() if c == command)
+        if total:
+            rows.append([command, total, *(counts[command, o] for o in OUTCOMES)])
+    print(tabulate(rows, ["command", "cases", *OUTCOMES], tablefmt="github"))
+    print(f"\nkinds of damage: {dict(kinds)}")
+    for line in kept:
+        print(line)
+    print(f"failing cases kept in {keep}")
+
+
+if __name__ == "__main__":
+    main()
