@@ -20,8 +20,6 @@ leaves no replay running on its own.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import mmap
 import os
 import signal
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrace.errors import Interrupted, RetraceError
+from retrace.libc import libc
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -184,8 +183,7 @@ def _die_with(parent: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         return
     if os.getppid() != parent:  # the parent died before prctl took effect

@@ -11,8 +11,7 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import contextlib
 import sys
 import time
 from collections import Counter
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retrace.errors import RetraceError, TraceError
+from retrace.libc import libc
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.egl import EglDisplay
@@ -47,11 +47,8 @@ def _keep_batches_out_of_heap() -> None:
     instead of leaving a heap that only grows (about 20 MB on a 400k-call trace)."""
     if not sys.platform.startswith("linux"):
         return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
-    except (OSError, AttributeError):
-        pass  # not glibc: nothing to tune
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to tune
+        libc().mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
 
 
 class StopReplay(Exception):
