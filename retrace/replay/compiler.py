@@ -567,7 +567,6 @@ class Compiler:
             or name in _SPECIAL
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
-
             scalars = [_scalar(ctypes_type(p)) for p in command.params]
 
             def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
