@@ -271,8 +271,10 @@ class Compiler:
         """Compile a batch: runs of direct calls in C, every other call here."""
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
-        stops = self._stops(batch, sigs)
-        self._scan_window_sizes(batch, sigs)
+        # the functions the batch calls, by signature id (each appears once)
+        functions = {s: sigs.functions[s].name for s in np.unique(batch.calls["sig"]).tolist()}
+        stops = self._stops(batch, sigs, functions)
+        self._scan_window_sizes(batch, sigs, functions)
         values = None  # the batch's values as Python objects, once enough calls need them
         visited = 0  # calls compiled here so far
         i, count = 0, len(calls)
@@ -316,19 +318,18 @@ class Compiler:
                 sigs,
             )
 
-    def _scan_window_sizes(self, batch: CallBatch, sigs: Signatures) -> None:
+    def _scan_window_sizes(
+        self, batch: CallBatch, sigs: Signatures, functions: dict[int, str]
+    ) -> None:
         """Read ahead for each window's first viewport on its default framebuffer: a program
         may clear its window before it sets the viewport (Qt does), and a stand-in that grew
         only then would have lost the clear. Runs over the batch's few make-current, bind-
         framebuffer and viewport calls; what it learns is the window system's `size_hints`."""
         sig_ids = batch.calls["sig"]
-        unique = np.unique(sig_ids).tolist()
         wanted = [
             s
-            for s in unique
-            if (name := sigs.functions[s].name) in _VIEWPORTS
-            or _BIND_FRAMEBUFFER.match(name)
-            or _MAKE_CURRENT.match(name)
+            for s, name in functions.items()
+            if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name)
         ]
         hints, seen = self.ws.ws.size_hints, self._window_scan
         for i in np.flatnonzero(np.isin(sig_ids, wanted)).tolist():
@@ -355,13 +356,12 @@ class Compiler:
                 if w > 0 and h > 0:
                     hints[drawable] = (x + w, y + h)
 
-    def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
+    def _stops(self, batch: CallBatch, sigs: Signatures, functions: dict[int, str]) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
         call the hooks want, one outside the call subset (which may be dropped), or a fake
         call right after a glEGLImageTarget*OES (which may be left out)."""
         sig_ids = batch.calls["sig"]
-        unique = np.unique(sig_ids).tolist()
-        targets = [s for s in unique if _IMAGE_TARGETS.match(sigs.functions[s].name)]
+        targets = [s for s, name in functions.items() if _IMAGE_TARGETS.match(name)]
         after_target = self._after_image_target
         self._after_image_target = bool(targets) and int(sig_ids[-1]) in targets
         if self._only is None and self._hook_calls is None and not (targets or after_target):
@@ -376,7 +376,7 @@ class Compiler:
         if self._only is None and self._hook_calls is None:
             return stops.view(np.uint8).tobytes()
         flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
-        for sig_id in unique:
+        for sig_id in functions:
             flags[sig_id] = int(sigs.functions[sig_id].flags)
         call_flags = flags[sig_ids]
         if self._hook_calls is not None:
