@@ -46,7 +46,6 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from retrace.backends.base import Kind, Metric, NumType
 from retrace.backends.counter_sessions import (
     GL_NO_ERROR,
     CounterSessionBackend,
@@ -58,6 +57,7 @@ from retrace.backends.counter_sessions import (
     total,
     weighted_mean,
 )
+from retrace.vocabulary import Kind, Metric, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import Session

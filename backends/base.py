@@ -15,74 +15,17 @@ imports every module of the package, so a new backend is one new file.
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
+
+from retrace.vocabulary import Boundary, Metric, NativeEvents
 
 if TYPE_CHECKING:
     import numpy as np
 
     from retrace.profile.session import Session
     from retrace.writer.store import Column
-
-
-class Boundary(enum.IntEnum):
-    """Where an event begins and ends; numbered as in glretrace."""
-
-    DRAWCALL = 0
-    FRAME = 1
-    CALL = 2
-
-
-class NumType(enum.Enum):
-    """How a value is stored and printed (glretrace's CNT_NUM_*)."""
-
-    UINT = "uint"
-    FLOAT = "float"
-    UINT64 = "uint64"
-    DOUBLE = "double"
-    BOOL = "bool"
-    INT64 = "int64"
-
-    @property
-    def is_float(self) -> bool:
-        return self in (NumType.FLOAT, NumType.DOUBLE)
-
-
-class Kind(enum.Enum):
-    """What a value means (glretrace's CNT_TYPE_*)."""
-
-    GENERIC = "generic"
-    NUM = "number"
-    DURATION = "duration"
-    PERCENT = "percent"
-    TIMESTAMP = "timestamp"
-    OTHER = "other"
-
-
-@dataclass(frozen=True, eq=False)
-class Metric:
-    """One measurable quantity of a backend, identified by (group, id) or by name.
-
-    Each backend defines its metrics once, so identity is equality: that keeps
-    them cheap dictionary keys on the per-event path.
-    """
-
-    backend: str
-    group: int
-    id: int
-    name: str
-    description: str
-    num_type: NumType
-    kind: Kind
-    unit: str  # "ns", "bytes", "pixels", "%", "" ...
-    group_name: str = ""
-
-    @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.backend, self.group, self.id)
 
 
 def nesting_plan(
@@ -94,19 +37,6 @@ def nesting_plan(
         inner = {b: wanted[b] for b in (Boundary.CALL, Boundary.DRAWCALL)}
         return [{Boundary.FRAME: wanted[Boundary.FRAME]}, inner]
     return [wanted] if any(wanted.values()) else []
-
-
-@dataclass(frozen=True)
-class NativeEvents:
-    """GL queries the replay loop issues around every event of a boundary, besides reading
-    the clock (`MetricBackend.native_events`)."""
-
-    gpu_times: bool = False  # GL_TIMESTAMP at the start and the end
-    pixels: bool = False  # GL_SAMPLES_PASSED
-
-
-class MetricError(Exception):
-    """A metric cannot be enabled (unsupported, or not at that boundary); the message says why."""
 
 
 class MetricBackend(ABC):

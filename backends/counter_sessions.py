@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from time import monotonic_ns
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import MetricBackend
+from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import Session

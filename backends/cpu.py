@@ -39,7 +39,8 @@ from pathlib import Path
 from time import monotonic_ns, process_time_ns, thread_time_ns
 from typing import TYPE_CHECKING
 
-from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import MetricBackend
+from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import Session

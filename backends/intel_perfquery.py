@@ -36,7 +36,6 @@ import struct
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from retrace.backends.base import Kind, Metric, NumType
 from retrace.backends.counter_sessions import (
     GL_NO_ERROR,
     CounterSessionBackend,
@@ -50,6 +49,7 @@ from retrace.backends.counter_sessions import (
     total,
     weighted_mean,
 )
+from retrace.vocabulary import Kind, Metric, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import Session

@@ -24,17 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrace.backends.base import (
-    Boundary,
-    Kind,
-    Metric,
-    MetricBackend,
-    MetricError,
-    NativeEvents,
-    NumType,
-    nesting_plan,
-)
+from retrace.backends.base import MetricBackend, nesting_plan
 from retrace.replay.program import NOT_MEASURED
+from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NativeEvents, NumType
 
 GL_TIMESTAMP = 0x8E28
 GL_SAMPLES_PASSED = 0x8914

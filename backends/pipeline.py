@@ -50,15 +50,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from retrace.backends.base import (
-    Boundary,
-    Kind,
-    Metric,
-    MetricBackend,
-    MetricError,
-    NumType,
-    nesting_plan,
-)
+from retrace.backends.base import MetricBackend, nesting_plan
+from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
     from retrace.profile.session import ContextInfo, Session

@@ -46,9 +46,9 @@ from models.harness import (
 )
 
 from retrace.backends.amd_perfmon import AmdPerfMonitorBackend, _AmdGL
-from retrace.backends.base import Boundary, Kind, NumType
 from retrace.backends.counter_sessions import CounterSessionBackend
 from retrace.replay.dispatch import Dispatch
+from retrace.vocabulary import Boundary, Kind, NumType
 
 AMD = "GL_AMD_performance_monitor"
 ALL = "Samples Passed, Primitives Generated, Fragments Per Primitive, Session Serial, Sample Share"

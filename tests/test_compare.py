@@ -33,9 +33,9 @@ import numpy as np
 import pytest
 from conftest import TRACES, reference_tool
 
-from retrace.backends.base import Boundary
 from retrace.compare.load import TABLE_NAMES, load_comparison
 from retrace.compare.stats import EXACT_LIMIT, false_discovery, mann_whitney, shift_interval
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
 
 TRACE = TRACES / "glmark2-desktop-fbo.trace"

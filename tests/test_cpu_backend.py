@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from retrace.backends.base import Boundary, Kind, Metric, MetricBackend, MetricError, NumType
+from retrace.backends.base import MetricBackend
 from retrace.backends.cpu import CpuBackend
+from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 MS = 1_000_000
 COUNTER_NAMES = ["Cycles", "Instructions", "Cache Misses", "Page Faults", "Context Switches"]

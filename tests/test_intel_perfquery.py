@@ -43,10 +43,10 @@ from models.intel_perfquery import (
     IntelPerfQueryModel,
 )
 
-from retrace.backends.base import Boundary, Kind, NumType
 from retrace.backends.counter_sessions import CounterSessionBackend
 from retrace.backends.intel_perfquery import IntelPerfQueryBackend, _IntelGL
 from retrace.replay.dispatch import Dispatch
+from retrace.vocabulary import Boundary, Kind, NumType
 
 INTEL = "GL_INTEL_performance_query"
 PIPELINE = "Samples Passed, Primitives Generated, Fragments Per Primitive, Sample Share"

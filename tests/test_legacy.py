@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from conftest import TRACES, apitrace_dump, reference_tool
 
-from retrace.backends.base import Boundary
 from retrace.profile import legacy
 from retrace.profile.driver import Profiler
 from retrace.profile.legacy import legacy_selections, run_legacy, write_legacy
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv import LegacyWriter
 
 GEARS = TRACES / "glxgears.trace"

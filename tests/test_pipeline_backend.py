@@ -38,8 +38,8 @@ import pytest
 from conftest import TRACES, recorded_calls, run_retrace
 from tracegen import TraceWriter, glx_context
 
-from retrace.backends.base import Boundary
 from retrace.backends.pipeline import METRICS, TARGETS
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 # The metrics, in the extension's order of query targets.

@@ -19,7 +19,7 @@ import pytest
 from conftest import TRACES, reference_tool, run_retrace
 from tracegen import TraceWriter, glx_context
 
-from retrace.backends.base import Boundary
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
 
 GL_TRACES = [

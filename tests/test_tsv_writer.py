@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from retrace.backends.base import Boundary, Kind, Metric, NumType
 from retrace.errors import RetraceError
+from retrace.vocabulary import Boundary, Kind, Metric, NumType
 from retrace.writer.store import Store
 from retrace.writer.tsv import LEGACY_HEADER, LegacyWriter, MetricWriter, Table
 from retrace.writer.tsv_reader import read_tables

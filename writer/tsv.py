@@ -34,7 +34,7 @@ from typing import TextIO
 
 import numpy as np
 
-from retrace.backends.base import Boundary, Metric
+from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, missing_mask
 
 Values = Column | np.ndarray

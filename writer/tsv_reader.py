@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from retrace.backends.base import Boundary
 from retrace.errors import RetraceError
 from retrace.trace.flags import is_profiled_draw
+from retrace.vocabulary import Boundary
 
 _CALL_FIELDS = ["call no", "program", "name"]
 

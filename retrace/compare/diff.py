@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrace.backends.base import Boundary
 from retrace.compare import stats
 from retrace.compare.load import AlignedTable, Comparison, is_derived
 from retrace.errors import UsageError
+from retrace.vocabulary import Boundary
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrace.backends.base import Boundary
 from retrace.errors import RetraceError, UsageError
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv import TABLE_ORDER
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 

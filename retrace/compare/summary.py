@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrace.backends.base import Boundary
 from retrace.compare.load import TABLE_NAMES, Run, Vocabulary, columns, is_derived
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv import TABLE_ORDER
 
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from retrace.backends.base import Boundary
 from retrace.errors import RetraceError
+from retrace.vocabulary import Boundary
 
 
 @dataclass(frozen=True)

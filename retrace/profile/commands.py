@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import IO, Any
 
 from retrace import contain
-from retrace.backends.base import Boundary
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
 from retrace.profile.results import Profile, meta_key
+from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
 from retrace.writer.tsv import MetricWriter
 

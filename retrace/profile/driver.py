@@ -33,14 +33,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from retrace.backends.base import (
-    Boundary,
-    Metric,
-    MetricBackend,
-    MetricError,
-    NativeEvents,
-    NumType,
-)
+from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.checkpoint import Live
@@ -49,6 +42,7 @@ from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
 from retrace.replay.program import Marks, Row
 from retrace.replay.replayer import Replayer, rendered
+from retrace.vocabulary import Boundary, Metric, MetricError, NativeEvents, NumType
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import Table
 

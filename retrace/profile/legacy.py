@@ -77,7 +77,6 @@ from typing import TextIO
 
 import numpy as np
 
-from retrace.backends.base import Boundary, Metric
 from retrace.backends.opengl import (
     CPU_DURATION,
     CPU_START,
@@ -90,6 +89,7 @@ from retrace.backends.opengl import (
     VSIZE_START,
 )
 from retrace.profile.driver import ProfileError, Profiler
+from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import LegacyWriter, Table
 

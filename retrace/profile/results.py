@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from retrace.backends.base import Boundary, Kind, Metric, NumType
+from retrace.vocabulary import Boundary, Kind, Metric, NumType
 from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
 

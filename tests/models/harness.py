@@ -20,10 +20,11 @@ import pytest
 from tracegen import TraceWriter, glx_context
 
 from models.driver import DELETED, RESULT, ExtensionModel
-from retrace.backends.base import Boundary, MetricBackend
+from retrace.backends.base import MetricBackend
 from retrace.errors import UsageError
 from retrace.profile.driver import Profiler
 from retrace.replay.dispatch import Dispatch
+from retrace.vocabulary import Boundary
 from retrace.writer.tsv import MetricWriter
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 

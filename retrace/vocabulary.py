@@ -1,0 +1,83 @@
+"""The shared vocabulary of measurement: boundaries, metric descriptors, kinds and types.
+
+Backends describe their metrics with these types, the profiler plans and brackets
+with them, the store and the writers label columns with them, and `compare`
+reads them back. It imports nothing of retrace, so every layer can depend on it
+without depending on another layer (the plug-in base in `retrace.backends.base`
+is only for the backends that extend it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Boundary(enum.IntEnum):
+    """Where an event begins and ends; numbered as in glretrace."""
+
+    DRAWCALL = 0
+    FRAME = 1
+    CALL = 2
+
+
+class NumType(enum.Enum):
+    """How a value is stored and printed (glretrace's CNT_NUM_*)."""
+
+    UINT = "uint"
+    FLOAT = "float"
+    UINT64 = "uint64"
+    DOUBLE = "double"
+    BOOL = "bool"
+    INT64 = "int64"
+
+    @property
+    def is_float(self) -> bool:
+        return self in (NumType.FLOAT, NumType.DOUBLE)
+
+
+class Kind(enum.Enum):
+    """What a value means (glretrace's CNT_TYPE_*)."""
+
+    GENERIC = "generic"
+    NUM = "number"
+    DURATION = "duration"
+    PERCENT = "percent"
+    TIMESTAMP = "timestamp"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, eq=False)
+class Metric:
+    """One measurable quantity of a backend, identified by (group, id) or by name.
+
+    Each backend defines its metrics once, so identity is equality: that keeps
+    them cheap dictionary keys on the per-event path.
+    """
+
+    backend: str
+    group: int
+    id: int
+    name: str
+    description: str
+    num_type: NumType
+    kind: Kind
+    unit: str  # "ns", "bytes", "pixels", "%", "" ...
+    group_name: str = ""
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.backend, self.group, self.id)
+
+
+@dataclass(frozen=True)
+class NativeEvents:
+    """GL queries the replay loop issues around every event of a boundary, besides reading
+    the clock (`MetricBackend.native_events`)."""
+
+    gpu_times: bool = False  # GL_TIMESTAMP at the start and the end
+    pixels: bool = False  # GL_SAMPLES_PASSED
+
+
+class MetricError(Exception):
+    """A metric cannot be enabled (unsupported, or not at that boundary); the message says why."""
