@@ -297,8 +297,12 @@ def profile(
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands
+    from retrace.profile.options import ProfileOptions
 
-    selections = commands.selections(pframes, pcalls, pdrawcalls)
+    options = ProfileOptions.select(
+        pframes, pcalls, pdrawcalls, repeat=repeat, warmup=warmup, stats=stats, strict=strict
+    )
+    selections = options.selections
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
     progress = None if quiet else sys.stderr
     if resume is not None:
@@ -320,7 +324,7 @@ def profile(
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:
-        commands.gen_passes(trace, selections, verbose)
+        commands.gen_passes(trace, options, verbose)
     elif legacy:
         if selections:
             raise click.UsageError(
@@ -347,18 +351,7 @@ def profile(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
-        commands.run_profile(
-            trace,
-            selections,
-            output,
-            store_dir,
-            keep_store,
-            progress,
-            repeat=repeat,
-            warmup=warmup,
-            stats=stats,
-            strict=strict,
-        )
+        commands.run_profile(trace, options, output, store_dir, keep_store, progress)
 
 
 def _forward(name: str, entry: str, summary: str) -> None:

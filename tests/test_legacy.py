@@ -20,6 +20,7 @@ from conftest import TRACES, apitrace_dump, reference_tool
 from retrace.profile import legacy
 from retrace.profile.driver import Profiler
 from retrace.profile.legacy import legacy_selections, run_legacy, write_legacy
+from retrace.profile.options import ProfileOptions
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv import LegacyWriter
 
@@ -335,7 +336,7 @@ def test_writing_keeps_memory_bounded(tmp_path, monkeypatch):
     big_trace(trace, 100_000)
     profiler = Profiler(
         str(trace),
-        legacy_selections(cpu=True, gpu=False, pixels=True, memory=True),
+        ProfileOptions(legacy_selections(cpu=True, gpu=False, pixels=True, memory=True)),
         store_dir=str(tmp_path),
     )
     try:

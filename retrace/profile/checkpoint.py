@@ -20,66 +20,46 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from retrace.errors import RetraceError
-from retrace.vocabulary import Boundary
+from retrace.profile.options import ProfileOptions
 
 
 @dataclass(frozen=True)
 class Job:
-    """The selection and options a profile was started with, and the trace it measures."""
+    """The options a profile was started with, the trace it measures and where its tables go."""
 
     trace: str  # absolute
     size: int
     mtime_ns: int
-    selections: dict[str, str]  # Boundary name -> selection
     output: str | None  # absolute, or None for standard output
-    repeat: int = 1
-    warmup: int = 0
-    stats: bool = False
-    strict: bool = False
+    options: ProfileOptions
 
     @classmethod
-    def start(
-        cls,
-        trace: str,
-        selections: dict[Boundary, str],
-        output: str | None,
-        repeat: int,
-        warmup: int,
-        stats: bool,
-        strict: bool,
-    ) -> Job:
+    def start(cls, trace: str, options: ProfileOptions, output: str | None) -> Job:
         trace = os.path.abspath(trace)
         size, mtime_ns = _identity(trace)
-        return cls(
-            trace,
-            size,
-            mtime_ns,
-            {b.name: spec for b, spec in selections.items()},
-            os.path.abspath(output) if output else None,
-            repeat,
-            warmup,
-            stats,
-            strict,
-        )
-
-    @property
-    def boundaries(self) -> dict[Boundary, str]:
-        return {Boundary[name]: spec for name, spec in self.selections.items()}
+        return cls(trace, size, mtime_ns, os.path.abspath(output) if output else None, options)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "trace": self.trace,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "output": self.output,
+            **self.options.to_json(),
+        }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Job:
         try:
-            return cls(**data)
-        except TypeError:
+            options = ProfileOptions.from_json(data)
+            return cls(data["trace"], data["size"], data["mtime_ns"], data["output"], options)
+        except (KeyError, TypeError, AttributeError):
             raise RetraceError(f"{where}: not a profile this retrace can resume") from None
 
     def check_trace(self, store: str) -> None:

@@ -17,17 +17,11 @@ from retrace import contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
+from retrace.profile.options import ProfileOptions
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
 from retrace.writer.tsv import MetricWriter
-
-
-def selections(
-    pframes: str | None, pcalls: str | None, pdrawcalls: str | None
-) -> dict[Boundary, str]:
-    given = {Boundary.FRAME: pframes, Boundary.CALL: pcalls, Boundary.DRAWCALL: pdrawcalls}
-    return {b: spec for b, spec in given.items() if spec}
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -37,7 +31,7 @@ def list_metrics(trace: str, as_json: bool) -> None:
 
 def _list_metrics(trace: str, as_json: bool) -> None:
     with ExitStack() as stack:
-        profiler = Profiler(trace, {})
+        profiler = Profiler(trace, ProfileOptions())
         stack.callback(profiler.close)
         rows: list[dict] = []
 
@@ -101,12 +95,12 @@ def _list_metrics(trace: str, as_json: bool) -> None:
     )
 
 
-def gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
-    contain.contained(trace, lambda: _gen_passes(trace, chosen, verbose))
+def gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
+    contain.contained(trace, lambda: _gen_passes(trace, options, verbose))
 
 
-def _gen_passes(trace: str, chosen: dict[Boundary, str], verbose: bool) -> None:
-    profiler = Profiler(trace, chosen)
+def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
+    profiler = Profiler(trace, options)
     try:
         count = profiler.count_passes()
         print(count)
@@ -142,22 +136,18 @@ def run_legacy_profile(
 
 def run_profile(
     trace: str,
-    chosen: dict[Boundary, str],
+    options: ProfileOptions,
     output: str | None,
     store_dir: str | None,
     keep_store: bool,
     progress: IO[str] | None,
-    repeat: int = 1,
-    warmup: int = 0,
-    stats: bool = False,
-    strict: bool = False,
 ) -> None:
     """Profile in a child process, then write the tables here (see `_measure_and_write`).
 
     The store is made here and kept until the tables are written, with the job in its
     manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
     """
-    job = Job.start(trace, chosen, output, repeat, warmup, stats, strict)
+    job = Job.start(trace, options, output)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     store.close()  # writes the manifest: resumable from here on
@@ -244,7 +234,7 @@ def _write_what_is_kept(
         _write_tables(Profile.from_json(state["profile"], store), store, job.output)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
-        missing = _missing(state, job.warmup + job.repeat)
+        missing = _missing(state, job.options.warmup + job.options.repeat)
         name = contain.signal_name(ending.interrupted)
         raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
     message = contain.crash_message(ending, job.trace)
@@ -260,22 +250,13 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
         return
-    profiler = Profiler(
-        job.trace,
-        job.boundaries,
-        progress=progress,
-        repeat=job.repeat,
-        warmup=job.warmup,
-        stats=job.stats,
-        store=store,
-        live=live,
-    )
+    profiler = Profiler(job.trace, job.options, progress=progress, store=store, live=live)
     try:
         state = store.meta.get("progress")
         if state is not None:
             profiler.resume(state)
         profiler.run()
-        lines, error = profiler.replayer.ending(job.strict)
+        lines, error = profiler.replayer.ending(job.options.strict)
         store.meta["finish"] = {
             "summary": profiler.summary(),
             "warnings": lines,

@@ -89,6 +89,8 @@ from retrace.backends.opengl import (
     VSIZE_START,
 )
 from retrace.profile.driver import ProfileError, Profiler
+from retrace.profile.options import ProfileOptions
+from retrace.replay.replayer import Replayer, ReplayListener
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store, missing_mask
 from retrace.writer.tsv import LegacyWriter, Table
@@ -147,7 +149,7 @@ def run_legacy(
     """
     profiler = Profiler(
         trace,
-        legacy_selections(cpu=cpu, gpu=gpu, pixels=pixels, memory=memory),
+        ProfileOptions(legacy_selections(cpu=cpu, gpu=gpu, pixels=pixels, memory=memory)),
         store_dir=store_dir,
         keep_store=keep_store,
         progress=progress,
@@ -168,20 +170,21 @@ def run_legacy(
 
 
 def _time_frames(profiler: Profiler) -> Column:
-    """Chain a frame hook that finishes the frame and stores the clock (one row per frame)."""
+    """Have every frame finished and the clock stored at its end (one row per frame), after
+    the profiler has ended the frame's queries."""
     replayer = profiler.replayer
-    stamps = profiler.store.column(_STAMPS, np.int64)
-    driver_hook = replayer.ws.on_frame_end
-    state, finish, clock = replayer.state, replayer.gl.Finish, time.monotonic_ns
-
-    def frame_end(drawable) -> None:
-        driver_hook(drawable)  # counts the frame (replayer.frame) and ends its queries
-        if state.current is not None:
-            finish()
-        stamps.set(replayer.frame - 1, clock())  # a later pass overwrites: the last one counts
-
-    replayer.ws.on_frame_end = frame_end
+    replayer.listen(_FrameTimes(replayer, stamps := profiler.store.column(_STAMPS, np.int64)))
     return stamps
+
+
+class _FrameTimes(ReplayListener):
+    def __init__(self, replayer: Replayer, stamps: Column) -> None:
+        self.state, self.finish, self.stamps = replayer.state, replayer.gl.Finish, stamps
+
+    def frame_end(self, frame: int) -> None:
+        if self.state.current is not None:
+            self.finish()
+        self.stamps.set(frame - 1, time.monotonic_ns())  # a later pass overwrites: the last counts
 
 
 def _block(values, start: int, stop: int) -> np.ndarray:

@@ -55,6 +55,26 @@ class StopReplay(Exception):
     """Raised by a hook to end the pass early (--frames, a closed window)."""
 
 
+class ReplayListener:
+    """An observer of a replay pass (`Replayer.listen`): the profiler, --pframe-times, ...
+
+    Every method is a no-op here; an observer overrides those it needs. They are called
+    in the order observers joined, from inside the replay loop.
+    """
+
+    def frame_end(self, frame: int) -> None:
+        """Frame `frame` (1-based: the count so far) has ended, before its swap."""
+
+    def before_switch(self) -> None:
+        """The current context is about to change (or go away)."""
+
+    def after_switch(self) -> None:
+        """A context is current again, maybe another one."""
+
+    def program_change(self) -> None:
+        """The shader program in use changed."""
+
+
 @dataclass
 class PassResult:
     frames: int
@@ -77,14 +97,18 @@ class Replayer:
         self.ws = WindowSystem(self.state, self.gl)
         self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry.enum_names)
         self.ws.gl_errors = self.gl_errors
+        self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end
+        self.ws.before_switch = self._before_switch
+        self.ws.after_switch = self._after_switch
+        self.state.on_program_change = self._program_change
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws), self.reader.path)
         if snapshots is not None:
             self.compiler.hook(snapshots, self._snapshot)
         self.trace_error: TraceError | None = None  # damage found while reading; replay stops there
         self._compiled = False
         self.on_snapshot: Callable[[int, Image], None] | None = None
-        self.frame = 0
+        self.frame = 0  # frames ended in this pass (the replayer's count is the only one)
         self.last_frame: int | None = None  # stop once this frame (0-based) has ended
 
     @property
@@ -101,10 +125,28 @@ class Replayer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def listen(self, listener: ReplayListener) -> None:
+        """Have `listener` observe every pass from now on, after those already listening."""
+        self.listeners.append(listener)
+
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
+        for listener in self.listeners:
+            listener.frame_end(self.frame)
         if self.last_frame is not None and self.frame > self.last_frame:
             raise StopReplay
+
+    def _before_switch(self) -> None:
+        for listener in self.listeners:
+            listener.before_switch()
+
+    def _after_switch(self) -> None:
+        for listener in self.listeners:
+            listener.after_switch()
+
+    def _program_change(self) -> None:
+        for listener in self.listeners:
+            listener.program_change()
 
     def _snapshot(self, call_no: int) -> None:
         st = self.state

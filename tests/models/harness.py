@@ -23,6 +23,7 @@ from models.driver import DELETED, RESULT, ExtensionModel
 from retrace.backends.base import MetricBackend
 from retrace.errors import UsageError
 from retrace.profile.driver import Profiler
+from retrace.profile.options import ProfileOptions
 from retrace.replay.dispatch import Dispatch
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv import MetricWriter
@@ -71,7 +72,7 @@ def profile(
 ) -> Run:
     """Profile `trace` with `model` installed; the tables as written, and the pass plan."""
     selections = {b: s for b, s in ((Boundary.FRAME, frames), (Boundary.DRAWCALL, draws)) if s}
-    profiler = Profiler(str(TRACES / trace), selections)
+    profiler = Profiler(str(TRACES / trace), ProfileOptions(selections))
     try:
         install(profiler, model)
         prepare(profiler)
@@ -89,7 +90,7 @@ def at_first_context(
     trace: Path | str, model: ExtensionModel, action: Callable[[dict[str, MetricBackend]], Any]
 ) -> Any:
     """`action(backends)` on the trace's first context, the model installed (listing metrics)."""
-    profiler = Profiler(str(TRACES / trace), {})
+    profiler = Profiler(str(TRACES / trace), ProfileOptions())
     result: list[Any] = []
     try:
         install(profiler, model)
@@ -102,7 +103,7 @@ def at_first_context(
 
 def on_this_driver(name: str) -> tuple[tuple[bool, str], list]:
     """A backend's support and metrics on the real driver (no model), at glxgears' first context."""
-    profiler = Profiler(str(TRACES / "glxgears.trace"), {})
+    profiler = Profiler(str(TRACES / "glxgears.trace"), ProfileOptions())
     found: list = []
     try:
         profiler.until_first_context(
@@ -150,7 +151,7 @@ def most_in_flight(calls: list[tuple[str, tuple]], end: str) -> int:
 
 def check_rejected(model: ExtensionModel, boundary: Boundary, selection: str, message: str) -> None:
     """The selection is refused with a usage error matching `message`."""
-    profiler = Profiler(str(TRACES / "glxgears.trace"), {boundary: selection})
+    profiler = Profiler(str(TRACES / "glxgears.trace"), ProfileOptions({boundary: selection}))
     try:
         install(profiler, model)
         with pytest.raises(UsageError, match=message):

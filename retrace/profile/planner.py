@@ -1,0 +1,91 @@
+"""From a selection to a plan: the metrics of every table and the replays that measure them.
+
+Runs at the first context the trace makes current (metrics depend on it, as in
+glretrace): every selected metric is found in its backend and enabled there,
+then every backend splits what it was given into passes. Errors name the
+closest existing name.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from retrace.backends.base import MetricBackend
+from retrace.errors import UsageError
+from retrace.profile.events import PassPlan
+from retrace.profile.selection import closest, parse_selection
+from retrace.vocabulary import Boundary, Metric, MetricError
+
+OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
+
+
+@dataclass
+class Plan:
+    """The columns of each table, in glretrace's order, and the passes, in order."""
+
+    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
+    passes: list[PassPlan] = field(default_factory=list)
+
+
+def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBackend]) -> Plan:
+    """Enable the selected metrics and plan the passes: backends in order of first mention,
+    each backend's metrics in its own order (a metric that cannot be enabled here gets a
+    warning and '-' cells)."""
+    order: list[str] = []
+    wanted: dict[Boundary, dict[str, list[Metric]]] = {}
+    for boundary, spec in selections.items():
+        option = OPTION[boundary]
+        for backend_name, refs in parse_selection(spec, option):
+            backend = _backend(backend_name, backends, option)
+            if backend.name not in order:
+                order.append(backend.name)
+            for ref in refs:
+                metric = (
+                    backend.metric_by_name(ref.name)
+                    if ref.name is not None
+                    else backend.metric_by_id(ref.group, ref.id)
+                )
+                if metric is None:
+                    hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
+                    raise UsageError(
+                        f'{option}: backend "{backend.name}" has no metric "{ref.text}"{hint}'
+                    )
+                if boundary not in backend.boundaries(metric):
+                    raise UsageError(
+                        f'{option}: "{metric.name}" of {backend.name} cannot be measured per '
+                        f"{boundary.name.lower()}"
+                    )
+                chosen = wanted.setdefault(boundary, {}).setdefault(backend.name, [])
+                if metric in chosen:
+                    raise UsageError(
+                        f'{option}: "{metric.name}" of {backend.name} is selected twice'
+                    )
+                try:
+                    backend.enable(metric, boundary)
+                except MetricError as e:
+                    print(f"warning: {e}; its cells will read '-'", file=sys.stderr)
+                chosen.append(metric)
+    result = Plan()
+    for boundary, per_backend in wanted.items():
+        columns: list[Metric] = []
+        for name in order:
+            picked = set(per_backend.get(name, ()))
+            columns += [m for m in backends[name].metrics() if m in picked]
+        result.metrics[boundary] = columns
+    for name in order:
+        backend = backends[name]
+        for index in range(backend.generate_passes()):
+            result.passes.append(PassPlan(backend, index, backend.pass_boundaries(index)))
+    return result
+
+
+def _backend(name: str, backends: Mapping[str, MetricBackend], option: str) -> MetricBackend:
+    """A backend by name, matched exactly or else case-insensitively."""
+    found = backends.get(name) or next(
+        (b for n, b in backends.items() if n.casefold() == name.casefold()), None
+    )
+    if found is None:
+        raise UsageError(f'{option}: no backend "{name}"{closest(name, list(backends))}')
+    return found
