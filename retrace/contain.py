@@ -58,8 +58,9 @@ class Ending:
         return self.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 
 
-def supervise(body: Callable[[], None]) -> Ending:
-    """Run `body` in a forked child reporting its own errors as the CLI does; wait for it."""
+def supervise(body: Callable[[], None], errors_to: str | None = None) -> Ending:
+    """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
+    or in the file `errors_to`); wait for it."""
     words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
     progress = np.frombuffer(words, np.int64)
     progress[:] = (-1, 0)
@@ -74,7 +75,7 @@ def supervise(body: Callable[[], None]) -> Ending:
 
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     try:
-        child.append(_fork(body, words))
+        child.append(_fork(body, words, errors_to))
         if received:  # a signal came between the handler and the fork
             stop(received[0], None)
         _, status = os.waitpid(child[0], 0)
@@ -91,7 +92,7 @@ def supervise(body: Callable[[], None]) -> Ending:
     )
 
 
-def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
+def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None) -> int:
     """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
     from retrace.replay import _vm
 
@@ -107,6 +108,8 @@ def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
             signal.signal(number, signal.SIG_DFL)  # die at once: the parent keeps the rest
         _die_with(parent)
         _vm.publish(words)
+        if errors_to is not None:
+            sys.stderr = open(errors_to, "w")  # noqa: SIM115 - the child's until it exits
         code = _run_reporting(body)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import IO, Any
@@ -169,35 +169,52 @@ def resume_profile(
 
 
 def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] | None) -> None:
-    """Measure in a child (`_measure`), then write the tables from the store.
+    """Measure (`measure`), write the tables, then the `Rendered` line and the replay's
+    warnings; raise the replay's error if it had one."""
+    finish = measure(
+        job, path, keep_store, progress, lambda p, store: _write_tables(p, store, job.output)
+    )
+    print(finish["summary"])
+    for line in finish["warnings"]:
+        print(line, file=sys.stderr)
+    if finish["error"]:
+        message, code = finish["error"]
+        error = RetraceError(message)
+        error.exit_code = code
+        raise error
 
-    Finished: the tables, the `Rendered` line, the replay's warnings. Interrupted
-    (SIGINT, SIGTERM): the tables of the complete passes, what is missing and how to
-    resume. Driver crash: the tables with what was measured up to the crash, and the
-    call that crashed. An error the child reported: its exit status.
+
+def measure(
+    job: Job,
+    path: str,
+    keep_store: bool,
+    progress: IO[str] | None,
+    deliver: Callable[[Profile, Store], None],
+    errors_to: str | None = None,
+) -> dict[str, Any]:
+    """Measure in a child (`_measure`) into the store at `path`, then hand what was
+    measured to `deliver` (which writes the tables, or reads them into arrays); returns
+    the child's `finish` record (the `Rendered` line, the replay's warnings and error).
+
+    Interrupted (SIGINT, SIGTERM): the complete passes are delivered, then the error says
+    what is missing and how to resume. Driver crash: what was measured up to the crash is
+    delivered, and the error names the call that crashed. An error the child reported:
+    its exit status (SystemExit; the message is on stderr, or in the file `errors_to`).
     """
     live = Live()
     with _exclusive(path):
-        ending = contain.supervise(lambda: _measure(job, path, live, progress))
+        ending = contain.supervise(lambda: _measure(job, path, live, progress), errors_to)
     store = Store.load(path, keep=True)
     try:
         if ending.interrupted or ending.signal:
-            _write_what_is_kept(ending, job, store, live, keep_store)
+            _deliver_what_is_kept(ending, job, store, live, keep_store, deliver)
         state = store.meta.get("progress")
         if ending.code:  # the child said what went wrong, and where earlier passes are kept
             store.keep = keep_store or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
-        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
-        finish = store.meta["finish"]
-        print(finish["summary"])
-        for line in finish["warnings"]:
-            print(line, file=sys.stderr)
+        deliver(Profile.from_json(state["profile"], store), store)
         store.keep = keep_store
-        if finish["error"]:
-            message, code = finish["error"]
-            error = RetraceError(message)
-            error.exit_code = code
-            raise error
+        return dict(store.meta["finish"])
     finally:
         store.close(flush=False)  # the manifest stays the child's last checkpoint
 
@@ -221,8 +238,13 @@ def _exclusive(path: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _write_what_is_kept(
-    ending: contain.Ending, job: Job, store: Store, live: Live, keep_store: bool
+def _deliver_what_is_kept(
+    ending: contain.Ending,
+    job: Job,
+    store: Store,
+    live: Live,
+    keep_store: bool,
+    deliver: Callable[[Profile, Store], None],
 ) -> None:
     """After a signal: the tables of what was measured, then the error that says what
     happened (and, where measuring again can help, how to resume)."""
@@ -231,7 +253,7 @@ def _write_what_is_kept(
     if state is not None and ending.crashed:
         _recover(store, state, live)
     if state is not None and (complete or ending.crashed):
-        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+        deliver(Profile.from_json(state["profile"], store), store)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
         missing = _missing(state, job.options.warmup + job.options.repeat)
