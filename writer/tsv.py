@@ -49,6 +49,13 @@ _G = "%g".__mod__
 _D = "%d".__mod__
 
 
+def runs_folder(tables: str) -> str:
+    """Where the tables of every measured run of a repeated profile go, beside the file
+    of their medians (`OUT.tsv` -> `OUT.tsv.runs/run1.tsv`...): `retrace diff` reads them
+    as that side's samples, while OUT.tsv stays what glretrace would print."""
+    return tables + ".runs"
+
+
 def _length(values: Values | None) -> int:
     return 0 if values is None else len(values)
 

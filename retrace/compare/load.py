@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from retrace.errors import RetraceError, UsageError
 from retrace.vocabulary import Boundary
-from retrace.writer.tsv import TABLE_ORDER
+from retrace.writer.tsv import TABLE_ORDER, runs_folder
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
@@ -144,6 +144,21 @@ def expand_paths(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def read_samples(paths: Sequence[str]) -> list[Run]:
+    """The runs of one side: each file given (`expand_paths`), or, for a file written with
+    --repeat, the runs kept beside it (`runs_folder`), which are its samples."""
+    runs: list[Run] = []
+    for path in expand_paths(paths):
+        kept = Path(runs_folder(str(path)))
+        files = sorted(kept.glob("run*.tsv"), key=lambda p: int(p.stem[3:] or 0))
+        if not kept.is_dir() or not files:
+            runs.append(read_run(path))
+            continue
+        metadata = read_metadata(path)
+        runs += [replace(read_run(f), source=str(path), metadata=metadata) for f in files]
+    return runs
+
+
 def read_run(path: Path) -> Run:
     """The tables of one TSV file; a file that is not one is a usage error (exit 2)."""
     try:
@@ -215,8 +230,7 @@ def load_comparison(
     Raises `UsageError` when runs cannot be compared: different tables or
     metrics, or rows that show they profile different traces.
     """
-    base = [read_run(p) for p in expand_paths(base_paths)]
-    new = [read_run(p) for p in expand_paths(new_paths)]
+    base, new = read_samples(base_paths), read_samples(new_paths)
     wanted = _resolve_metrics(base + new, metrics)
     vocabulary = Vocabulary()
     tables = []

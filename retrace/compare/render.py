@@ -152,7 +152,8 @@ def _without_p(headers: list[str], rows: list[Row], ranked: bool) -> tuple[list[
 def _runs(sources: list[str]) -> str:
     if len(sources) == 1:
         return sources[0]
-    shown = ", ".join(sources[:4]) + (", ..." if len(sources) > 4 else "")
+    files = list(dict.fromkeys(sources))  # the runs --repeat kept share their file's name
+    shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
     return f"{len(sources)} runs ({shown})"
 
 

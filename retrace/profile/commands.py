@@ -21,7 +21,7 @@ from retrace.profile.options import ProfileOptions
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
-from retrace.writer.tsv import MetricWriter
+from retrace.writer.tsv import MetricWriter, runs_folder
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -174,7 +174,8 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
     finish = measure(
         job, path, keep_store, progress, lambda p, store: _write_tables(p, store, job.output)
     )
-    print(finish["summary"])
+    if job.output is None or progress is not None:  # --quiet -o: nothing on stdout
+        print(finish["summary"])
     for line in finish["warnings"]:
         print(line, file=sys.stderr)
     if finish["error"]:
@@ -317,10 +318,19 @@ def _missing(state: dict[str, Any] | None, runs: int) -> str:
 
 
 def _write_tables(profile: Profile, store: Store, output: str | None) -> None:
+    """The tables to `output` (else stdout); with repeats and `output`, every measured
+    run's tables too, in `runs_folder(output)`."""
     try:
         with ExitStack() as stack:
             stream = stack.enter_context(open(output, "w")) if output else sys.stdout
             MetricWriter(stream).write_all(profile.tables(store))
+        if output and profile.repeats > 1:
+            folder = runs_folder(output)
+            shutil.rmtree(folder, ignore_errors=True)  # runs of an earlier profile
+            os.makedirs(folder)
+            for run in range(profile.repeats):
+                with open(os.path.join(folder, f"run{run + 1}.tsv"), "w") as stream:
+                    MetricWriter(stream).write_all(profile.tables(store, run))
     except BrokenPipeError:
         raise  # the reader went away: not an error (see cli.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured

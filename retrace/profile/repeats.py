@@ -4,7 +4,8 @@ With `--repeat N --warmup W` every pass is replayed W + N times, each run into
 columns of its own; once the pass is complete, the median of the N measured
 runs goes in the table (min, p95 and stddev beside it with `--stats`). Only the
 columns a pass wrote are combined: a backend may spread its metrics over
-several passes.
+several passes. The runs themselves are kept too (`Profile.runs`), so that a
+comparison has every sample, not only the median.
 """
 
 from __future__ import annotations
@@ -68,13 +69,15 @@ class Repeats:
         """The median of the measured runs of a complete pass into the profile's columns;
         with `stats`, min, p95 and stddev as derived columns beside them."""
         for metric, boundary in keys:
-            runs = [
-                self._column(metric, boundary, run_suffix(pass_index, r)).view()
+            measured = [
+                self._column(metric, boundary, run_suffix(pass_index, r))
                 for r in range(self.warmup, self.runs)
             ]
+            runs = [column.view() for column in measured]
             length = max(len(r) for r in runs)
             if length == 0 or (metric, boundary) in profile.columns:
                 continue  # measured in another pass
+            profile.runs[metric, boundary] = measured
             stack = np.full((len(runs), length), np.nan)
             for i, values in enumerate(runs):
                 stack[i, : len(values)] = np.where(missing_mask(values), np.nan, values)

@@ -42,18 +42,31 @@ class Profile:
     frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
     # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
     stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
+    # with --repeat/--warmup: per measured column, the columns of its measured runs
+    runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
 
-    def tables(self, store: Store) -> list[Table]:
-        """The measured tables, ready for `MetricWriter`; columns not measured read '-'."""
+    @property
+    def repeats(self) -> int:
+        """Measured runs kept per column (0 without --repeat or --warmup)."""
+        return max(map(len, self.runs.values()), default=0)
+
+    def tables(self, store: Store, run: int | None = None) -> list[Table]:
+        """The measured tables, ready for `MetricWriter`; columns not measured read '-'.
+        With `run`: the values of that measured run (0-based) instead of their median."""
         tables = []
+        nothing = np.empty(0, np.int64)
         for boundary, chosen in self.metrics.items():
             metrics, values = [], []
             for m in chosen:
                 metrics.append(m)
-                values.append(self.columns.get((m, boundary), np.empty(0, np.int64)))
-                for derived, column in self.stats.get((m, boundary), ()):
-                    metrics.append(derived)
-                    values.append(column)
+                if run is None:
+                    values.append(self.columns.get((m, boundary), nothing))
+                    for derived, column in self.stats.get((m, boundary), ()):
+                        metrics.append(derived)
+                        values.append(column)
+                else:
+                    runs = self.runs.get((m, boundary), [])
+                    values.append(runs[run] if run < len(runs) else nothing)
             if boundary == Boundary.FRAME:
                 tables.append(Table(boundary, metrics, values, rows=self.frame_events))
                 continue
@@ -102,6 +115,7 @@ class Profile:
                 {"name": derived.name, "column": c.key}
                 for derived, c in self.stats.get((metric, boundary), ())
             ],
+            "runs": [c.key for c in self.runs.get((metric, boundary), ())],
         }
 
     @classmethod
@@ -135,3 +149,6 @@ class Profile:
         ]
         if stats:
             self.stats[metric, boundary] = stats
+        runs = [store[key] for key in entry.get("runs", ()) if key in store]
+        if runs:
+            self.runs[metric, boundary] = runs
