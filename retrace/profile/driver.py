@@ -32,6 +32,7 @@ from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EventMeter, PassPlan, ProfileError
 from retrace.profile.options import ProfileOptions
+from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
@@ -84,6 +85,10 @@ class Profiler(ReplayListener):
         self._on_ready: Callable[[], None] = lambda: None
         self._last_seconds = 0.0
         self.replayer.listen(self)
+        self._live_line: PassProgress | None = None
+        if progress is not None and progress.isatty():
+            self._live_line = PassProgress(progress)
+            self.replayer.listen(self._live_line)
 
     @property
     def store(self) -> Store:
@@ -189,12 +194,17 @@ class Profiler(ReplayListener):
         self.meter.reset()
         self.session.forget_contexts()
         self._ready = False
+        if self._live_line is not None:
+            total = self._expected[Boundary.FRAME] - 1 if self._expected else None
+            self._live_line.start(self._pass_label(), total)
         started = time.perf_counter()
         try:
             self._last_seconds = self.replayer.run_pass().seconds
             counts = self.meter.end()
         finally:
             self.meter.finish()
+            if self._live_line is not None:
+                self._live_line.done()
         self._check_events(counts)
         return time.perf_counter() - started
 
@@ -218,11 +228,15 @@ class Profiler(ReplayListener):
         if self.progress is not None:
             rate = self.replayer.frame / seconds if seconds else 0.0
             print(
-                f"retrace: pass {self._pass + 1} of {max(len(self.plan), 1)}"
-                f"{self.repeats.label(self._run)} done in {seconds:.2f} s ({rate:.1f} frames/s)",
+                f"{self._pass_label()} done in {seconds:.2f} s ({rate:.1f} frames/s)",
                 file=self.progress,
                 flush=True,
             )
+
+    def _pass_label(self) -> str:
+        """'retrace: pass k of N (run r of R)'; N is 1 until planned (at the first context)."""
+        passes = max(len(self.plan), 1)
+        return f"retrace: pass {self._pass + 1} of {passes}{self.repeats.label(self._run)}"
 
     def run(self) -> Profile:
         """Every pass (each `warmup + repeat` times); returns what was measured.
