@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retrace.compare import stats
-from retrace.compare.load import AlignedTable, Comparison, is_derived
+from retrace.compare.load import AlignedTable, Comparison
 from retrace.errors import UsageError
 from retrace.vocabulary import Boundary
 
@@ -211,7 +211,7 @@ def diff(comparison: Comparison, options: DiffOptions) -> DiffResult:
         startup = _startup_rows(table, options, notes)
         for metric in table.metrics:
             direction = direction_of(metric, options)
-            if is_derived(metric, table.metrics):
+            if metric in table.derived:
                 if not _named(metric, options.metrics):
                     derived.append(f"{table.title}: {metric}")
                     continue

@@ -106,6 +106,8 @@ class AlignedTable:
     frames: np.ndarray
     base: dict[str, np.ndarray]
     new: dict[str, np.ndarray]
+    # of `metrics`, those --stats derived from a column of the table (compared or not)
+    derived: frozenset[str] = frozenset()
 
     @property
     def title(self) -> str:
@@ -256,6 +258,7 @@ def load_comparison(
                 first.frames,
                 {m: np.vstack([c.values[m] for c in base_cols]) for m in chosen},
                 {m: np.vstack([c.values[m] for c in new_cols]) for m in chosen},
+                frozenset(m for m in chosen if is_derived(m, base[0].tables[boundary].metrics)),
             )
         )
     notes = _check_metadata(base, new)
