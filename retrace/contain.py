@@ -12,7 +12,10 @@ syscall). When the child dies of a signal, the parent reads that word and names
 the call: ``driver crashed (SIGSEGV) at call 11 glDrawArrays(...)``.
 
 SIGINT and SIGTERM sent to the parent kill the child; `Ending.interrupted`
-says which arrived, for the caller to report and keep what is complete. The
+says which arrived, for the caller to report and keep what is complete. A
+`graceful` child (a profile) is asked instead: it stops at its next frame end,
+having saved everything up to there (`stop_requested`, `stop_here`), and is
+killed only if it has not within `GRACE_SECONDS` or at a second signal. The
 child dies with the parent too (PR_SET_PDEATHSIG), so a SIGKILL of the parent
 leaves no replay running on its own.
 """
@@ -35,6 +38,8 @@ from retrace.libc import libc
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 _DESCRIPTION_CHARS = 200
+GRACE_SECONDS = 5
+_stopping: list[int] = []  # in a graceful child: the stop signals received
 
 
 @dataclass(frozen=True)
@@ -58,28 +63,41 @@ class Ending:
         return self.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 
 
-def supervise(body: Callable[[], None], errors_to: str | None = None) -> Ending:
+def supervise(
+    body: Callable[[], None], errors_to: str | None = None, graceful: bool = False
+) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
-    or in the file `errors_to`); wait for it."""
+    or in the file `errors_to`); wait for it. `graceful`: see the module's docstring."""
     words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
     progress = np.frombuffer(words, np.int64)
     progress[:] = (-1, 0)
     received: list[int] = []
     child: list[int] = []
 
+    def kill(*_: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child[0], signal.SIGKILL)
+
     def stop(number: int, frame: object) -> None:
         received.append(number)
-        if child:
+        if not child:
+            return
+        if graceful and len(received) == 1:  # ask; kill if it does not stop in time
             with contextlib.suppress(ProcessLookupError):
-                os.kill(child[0], signal.SIGKILL)
+                os.kill(child[0], number)
+            signal.alarm(GRACE_SECONDS)
+        else:
+            kill()
 
     previous = {number: signal.signal(number, stop) for number in _STOPS}
+    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
     try:
-        child.append(_fork(body, words, errors_to))
+        child.append(_fork(body, words, errors_to, graceful))
         if received:  # a signal came between the handler and the fork
-            stop(received[0], None)
+            stop(received.pop(), None)
         _, status = os.waitpid(child[0], 0)
     finally:
+        signal.alarm(0)
         for number, handler in previous.items():
             signal.signal(number, handler)
     killed = os.WIFSIGNALED(status)
@@ -92,7 +110,7 @@ def supervise(body: Callable[[], None], errors_to: str | None = None) -> Ending:
     )
 
 
-def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None) -> int:
+def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None, graceful: bool) -> int:
     """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
     from retrace.replay import _vm
 
@@ -104,8 +122,8 @@ def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None) -> 
         return pid
     code = 1
     try:
-        for number in _STOPS:
-            signal.signal(number, signal.SIG_DFL)  # die at once: the parent keeps the rest
+        for number in _STOPS:  # die at once (the parent keeps the rest), or stop when ready
+            signal.signal(number, _stopping_at if graceful else signal.SIG_DFL)
         _die_with(parent)
         _vm.publish(words)
         if errors_to is not None:
@@ -115,6 +133,22 @@ def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None) -> 
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _stopping_at(number: int, frame: object) -> None:
+    _stopping.append(number)
+
+
+def stop_requested() -> bool:
+    """In a graceful child: whether the parent was asked to stop (stop at a safe point)."""
+    return bool(_stopping)
+
+
+def stop_here() -> None:
+    """End a graceful child that has saved what it measured: the parent reports the stop."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def contained(trace: str, body: Callable[[], None]) -> None:

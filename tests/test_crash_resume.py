@@ -8,8 +8,10 @@ stderr says pass 1 is complete; no timing is asserted.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -261,3 +263,43 @@ def test_resume_refuses_a_changed_trace_and_finishes_a_finished_store(tmp_path):
     assert usage.returncode == 2 and b"drop --repeat" in usage.stderr
     missing = run_retrace("profile", "--resume", str(tmp_path / "nothing"))
     assert missing.returncode == 1 and "cannot read store manifest" in one_error_line(missing)
+
+
+def test_an_interrupted_first_pass_keeps_its_ended_frames(tmp_path):
+    """Ctrl-C in the first pass: the tables hold every frame that had ended (rows and
+    values), as a crash there keeps them; the rest of the trace is missing, not '-'."""
+    from test_profile import big_trace
+
+    trace = tmp_path / "big.trace"
+    big_trace(trace, 400_000)  # 40 frames; per-call Python brackets make it take seconds
+    out = tmp_path / "partial.tsv"
+    selection = ["--pframes", "cpu: Wall Duration", "--pcalls", "cpu: Wall Duration"]
+    master, slave = pty.openpty()  # the live progress line says when frames have ended
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrace", *selection, "-o", str(out), str(trace)],
+        stdout=subprocess.DEVNULL, stderr=slave, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    seen = b""
+    try:
+        while seen.count(b": frame ") < 2:  # drawn at the first frame end, then 0.2 s later
+            seen += os.read(master, 4096)
+        os.killpg(proc.pid, signal.SIGINT)
+        status = proc.wait(timeout=120)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(master, 4096):
+                seen += chunk
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert status == 128 + signal.SIGINT
+    (last,) = [line for line in seen.decode().splitlines() if "interrupted by" in line]
+    assert last.startswith("\x1b[Kretrace: interrupted by SIGINT: the first pass had not")
+    frames = int(last.split("hold its first ")[1].split()[0])
+    assert 1 <= frames < 40, last
+    tables = read_tables(out.read_text().splitlines())
+    calls = tables[Boundary.CALL]
+    assert len(tables[Boundary.FRAME]) == frames  # the frame in progress is not a row
+    assert calls.frames_ended == frames and len(calls) >= frames * 10_000
+    assert all(v > 0 for v in calls.column("Wall Duration")[: frames * 10_000])

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import IO, Any
 
 from retrace import contain
@@ -18,6 +19,7 @@ from retrace.errors import Interrupted, RetraceError
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
 from retrace.profile.options import ProfileOptions
+from retrace.profile.progress import CLEAR_LINE
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
@@ -204,10 +206,13 @@ def measure(
     """
     live = Live()
     with _exclusive(path):
-        ending = contain.supervise(lambda: _measure(job, path, live, progress), errors_to)
+        body = partial(_measure, job, path, live, progress)
+        ending = contain.supervise(body, errors_to, graceful=True)
+    if progress is not None and progress.isatty():  # a live line the child left, if any
+        progress.write(CLEAR_LINE)
     store = Store.load(path, keep=True)
     try:
-        if ending.interrupted or ending.signal:
+        if (ending.interrupted and "finish" not in store.meta) or ending.signal:
             _deliver_what_is_kept(ending, job, store, live, keep_store, deliver)
         state = store.meta.get("progress")
         if ending.code:  # the child said what went wrong, and where earlier passes are kept
@@ -251,13 +256,16 @@ def _deliver_what_is_kept(
     happened (and, where measuring again can help, how to resume)."""
     state = store.meta.get("progress")
     complete = state is not None and state["expected"] is not None
-    if state is not None and ending.crashed:
+    # a crash, or an interruption in the first pass: what it measured up to its last
+    # frame end (the first pass's rows exist only so far)
+    partial = state is not None and (ending.crashed or not complete) and live.pass_index >= 0
+    if partial:
         _recover(store, state, live)
-    if state is not None and (complete or ending.crashed):
+    if state is not None and (complete or partial):
         deliver(Profile.from_json(state["profile"], store), store)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
-        missing = _missing(state, job.options.warmup + job.options.repeat)
+        missing = _missing(state, job.options.warmup + job.options.repeat, live.frames)
         name = contain.signal_name(ending.interrupted)
         raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
     message = contain.crash_message(ending, job.trace)
@@ -305,10 +313,12 @@ def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
         profile["names"] = names + ["?"] * (known - len(names))  # if a table did not fit
 
 
-def _missing(state: dict[str, Any] | None, runs: int) -> str:
-    """What an interrupted run lacks, in words."""
+def _missing(state: dict[str, Any] | None, runs: int, frames: int) -> str:
+    """What an interrupted run lacks, in words; `frames`: those the run had ended."""
     if state is None or state["expected"] is None:
-        return "the first pass had not completed: nothing is measured yet"
+        if frames <= 0:
+            return "the first pass had not completed: nothing is measured yet"
+        return f"the first pass had not completed: the tables hold its first {frames} frames"
     passes, done, run = state["passes"], state["pass"], state["run"]
     complete = {0: "no pass", 1: "pass 1"}.get(done, f"passes 1-{done}")
     have = f"{complete} of {passes} complete"

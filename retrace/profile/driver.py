@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from retrace import contain
 from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError
@@ -185,9 +186,13 @@ class Profiler(ReplayListener):
         the lengths of the columns and the first pass's event rows so far."""
         assert self.live is not None
         program = self.replayer.program
+        stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
         if self._expected is None:
-            self._rows.store_soon(self.store, program, program.code.position + 1)
+            store_rows = self._rows.store_until if stopping else self._rows.store_soon
+            store_rows(self.store, program, program.code.position + 1)
         self.live.publish(self._pass, self.replayer.frame, self.store.lengths(), program.names)
+        if stopping:
+            contain.stop_here()
 
     def _run_pass(self) -> float:
         """Replay once with the current pass; returns the seconds it took."""
@@ -263,6 +268,8 @@ class Profiler(ReplayListener):
                             self.repeats.combine(keys, self.profile, self._pass)
                         self._checkpoint(self._pass + 1, 0)
                     self._report(seconds)
+                    if self.live is not None and contain.stop_requested():
+                        contain.stop_here()  # between runs: the checkpoint has it all
                 self._first_run = 0
             except RetraceError as e:
                 if self._pass == 0:

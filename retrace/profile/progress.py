@@ -14,6 +14,7 @@ from typing import IO
 from retrace.replay.replayer import ReplayListener
 
 REDRAW_SECONDS = 0.2
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start, erase it
 
 
 class PassProgress(ReplayListener):
@@ -43,13 +44,13 @@ class PassProgress(ReplayListener):
         line += f" ({rate:.1f} frames/s"
         if self.total and rate > 0:
             line += f", about {max(self.total - frame, 0) / rate:.0f} s left"
-        self.stream.write(f"\r\x1b[K{line})")
+        self.stream.write(f"{CLEAR_LINE}{line})")
         self.stream.flush()
         self._shown = True
 
     def done(self) -> None:
         """Clear the line (the profiler prints the pass's summary in its place)."""
         if self._shown:
-            self.stream.write("\r\x1b[K")
+            self.stream.write(CLEAR_LINE)
             self.stream.flush()
             self._shown = False
