@@ -38,6 +38,7 @@ from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
 from retrace.profile.session import Session
+from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import Replayer, ReplayListener, rendered
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store
@@ -85,6 +86,7 @@ class Profiler(ReplayListener):
         self._ready = False  # the pass's first context has been current
         self._on_ready: Callable[[], None] = lambda: None
         self._last_seconds = 0.0
+        self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
         self.replayer.listen(self)
         self._live_line: PassProgress | None = None
         if progress is not None and progress.isatty():
@@ -211,6 +213,8 @@ class Profiler(ReplayListener):
             if self._live_line is not None:
                 self._live_line.done()
         self._check_events(counts)
+        this = self.replayer.fidelity()
+        self.fidelity = this if self.fidelity is None else self.fidelity.worst(this)
         return time.perf_counter() - started
 
     def _check_events(self, counts: dict[Boundary, int]) -> None:

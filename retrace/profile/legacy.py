@@ -164,7 +164,7 @@ def run_legacy(
         write_legacy(profiler, writer, stamps)
         out.write(profiler.summary() + "\n")
         out.flush()
-        profiler.replayer.finish(strict)
+        profiler.replayer.finish(strict, profiler.fidelity)
     finally:
         profiler.close()
 

@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from retrace.errors import RetraceError
+
+T = TypeVar("T", int, tuple[int, int, int])  # where a departure was first seen
 
 # glGetError keeps answering GL_CONTEXT_LOST on a lost context: drain at most this many
 _MAX_ERRORS_PER_CHECK = 32
@@ -181,6 +184,26 @@ class Fidelity:
             parts.append(f"{self.query_mismatches} query result(s) unlike the trace's")
         return "the replay departed from the trace: " + "; ".join(parts)
 
+    def worst(self, other: Fidelity) -> Fidelity:
+        """Of two replays of one trace (a profile's passes): every departure either had,
+        at the larger count, and the earliest place each was first seen."""
+        skipped = dict(other.skipped)
+        for name, (count, why) in self.skipped.items():
+            skipped[name] = max((count, why), skipped.get(name, (0, why)))
+        return Fidelity(
+            skipped,
+            max(self.lost_memcpys, other.lost_memcpys),
+            _first(self.first_lost, other.first_lost),
+            self.unexpected_errors | other.unexpected_errors,
+            _first(self.first_unexpected, other.first_unexpected),
+            self.gl_errors | other.gl_errors,
+            _first(self.first_error_frame, other.first_error_frame),
+            self.left_out_queries | other.left_out_queries,
+            max(self.unconditional_renders, other.unconditional_renders),
+            max(self.query_mismatches, other.query_mismatches),
+            _first(self.first_query_mismatch, other.first_query_mismatch),
+        )
+
     def as_dict(self) -> dict[str, object]:
         """For results that record how faithful their replay was."""
         return {
@@ -193,6 +216,11 @@ class Fidelity:
             "unconditional_renders": self.unconditional_renders,
             "query_mismatches": self.query_mismatches,
         }
+
+
+def _first(a: T | None, b: T | None) -> T | None:
+    """The earlier of two first places (call numbers, frames...), either may be unknown."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _listed(counts: Counter[str]) -> str:

@@ -240,18 +240,21 @@ class Replayer:
             queries.first_mismatch,
         )
 
-    def finish(self, strict: bool = False) -> None:
-        """After the output: say how the replay departed from the trace, then raise the
-        trace's damage if any, or with `strict` the departure."""
-        lines, error = self.ending(strict)
+    def finish(self, strict: bool = False, fidelity: Fidelity | None = None) -> None:
+        """After the output: say how the replay departed from the trace (`fidelity`, or
+        the last pass's), then raise the trace's damage if any, or with `strict` the
+        departure."""
+        lines, error = self.ending(strict, fidelity)
         for line in lines:
             print(line, file=sys.stderr)
         if error is not None:
             raise error
 
-    def ending(self, strict: bool = False) -> tuple[list[str], RetraceError | None]:
+    def ending(
+        self, strict: bool = False, fidelity: Fidelity | None = None
+    ) -> tuple[list[str], RetraceError | None]:
         """What `finish` prints and raises (a profiling child hands them to its parent)."""
-        fidelity = self.fidelity()
+        fidelity = fidelity or self.fidelity()
         lines = fidelity.warnings()
         if not fidelity.faithful:
             advice = "" if strict else " (--strict makes this an error)"
