@@ -218,6 +218,25 @@ def replay(trace: str, **options) -> None:
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the tables here."
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tsv", "csv", "json"]),
+    default="tsv",
+    show_default=True,
+    help="The tables as glretrace's TSV, or one CSV / JSON Lines record per event.",
+)
+@click.option(
+    "--metadata",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write what the profile measured and on what here (default: OUTPUT.json with -o).",
+)
+@click.option(
+    "--perfetto",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Also write a Perfetto timeline (default selection without --pframes/--pcalls/...).",
+)
 @click.option("--store-dir", type=click.Path(file_okay=False), help="Where the result store lives.")
 @click.option("--keep-store", is_flag=True, help="Keep the result store after the run.")
 @click.option(
@@ -278,6 +297,9 @@ def profile(
     gen_passes: bool,
     as_json: bool,
     output: str | None,
+    fmt: str,
+    metadata: str | None,
+    perfetto: str | None,
     store_dir: str | None,
     keep_store: bool,
     verbose: bool,
@@ -296,7 +318,7 @@ def profile(
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
-    from retrace.profile import commands
+    from retrace.profile import commands, outputs
 
     selections = commands.selections(pframes, pcalls, pdrawcalls)
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
@@ -322,10 +344,10 @@ def profile(
     elif gen_passes:
         commands.gen_passes(trace, selections, verbose)
     elif legacy:
-        if selections:
+        if selections or fmt != "tsv" or metadata or perfetto:
             raise click.UsageError(
                 "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
-                "--pframes/--pcalls/--pdrawcalls"
+                "--pframes/--pcalls/--pdrawcalls, --format, --metadata or --perfetto"
             )
         commands.run_legacy_profile(
             trace,
@@ -342,6 +364,8 @@ def profile(
             strict=strict,
         )
     else:
+        if perfetto:
+            selections = outputs.timeline_selection(selections)
         if not selections:
             raise click.UsageError(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
@@ -358,6 +382,7 @@ def profile(
             warmup=warmup,
             stats=stats,
             strict=strict,
+            chosen_outputs=outputs.Outputs.chosen(fmt, metadata, perfetto),
         )
 
 

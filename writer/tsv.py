@@ -53,7 +53,7 @@ def _length(values: Values | None) -> int:
     return 0 if values is None else len(values)
 
 
-def _read(values: Values, start: int, stop: int) -> np.ndarray:
+def read_rows(values: Values, start: int, stop: int) -> np.ndarray:
     """Rows [start, stop) of a column or array, clipped to what it holds."""
     if isinstance(values, Column):
         return values.read(start, stop)
@@ -139,7 +139,7 @@ class MetricWriter:
         self.stream.write(("#" if is_frames else CALL_HEADER) + names + "\n")
         rows = table.rows or 0
         if not is_frames:
-            first = int(_read(table.frame_of_event, 0, 1)[0]) if rows else table.frames_ended
+            first = int(read_rows(table.frame_of_event, 0, 1)[0]) if rows else table.frames_ended
             self.stream.write("frame_end\n" * first)
         for start in range(0, rows, self.block_rows):
             stop = min(start + self.block_rows, rows)
@@ -153,7 +153,7 @@ class MetricWriter:
         """The value cells of rows [start, stop), one list of strings per metric."""
         out = []
         for i, (metric, values) in enumerate(zip(table.metrics, table.values, strict=True)):
-            block = _read(values, start, stop)
+            block = read_rows(values, start, stop)
             if block.dtype.kind == "b":
                 block = block.astype(np.uint8)
             missing = missing_mask(block)
@@ -168,7 +168,7 @@ class MetricWriter:
             cells.extend(["-"] * (stop - start - len(cells)))
             errors = table.errors[i] if table.errors is not None else None
             if errors is not None:
-                codes = _read(errors, start, stop)
+                codes = read_rows(errors, start, stop)
                 codes = np.where(missing_mask(codes), 0, codes)
                 for j in np.flatnonzero(codes).tolist():
                     cells[j] = f"#ERR{int(codes[j])}"
@@ -183,17 +183,17 @@ class MetricWriter:
         assert table.call_nos is not None and table.programs is not None
         assert table.names is not None and table.frame_of_event is not None
         count = stop - start
-        nos = map(str, _read(table.call_nos, start, stop).tolist())
-        programs = map(str, _read(table.programs, start, stop).tolist())
-        names = map(table.name_table.__getitem__, _read(table.names, start, stop).tolist())
+        nos = map(str, read_rows(table.call_nos, start, stop).tolist())
+        programs = map(str, read_rows(table.programs, start, stop).tolist())
+        names = map(table.name_table.__getitem__, read_rows(table.names, start, stop).tolist())
         cells = self._cells(table, start, stop)
         tags = ["call"] * count
         lines = list(map("\t".join, zip(tags, nos, programs, names, *cells, strict=True)))
         # frame_end rows: after event i, one per frame that ends before event i+1.
         if stop < (table.rows or 0):
-            frames = _read(table.frame_of_event, start, stop + 1).astype(np.int64)
+            frames = read_rows(table.frame_of_event, start, stop + 1).astype(np.int64)
         else:  # the table's last block: the frames that end after the last event
-            frames = np.append(_read(table.frame_of_event, start, stop), table.frames_ended)
+            frames = np.append(read_rows(table.frame_of_event, start, stop), table.frames_ended)
         ends = np.diff(frames)
         if (ends < 0).any():
             raise ValueError("frame_of_event must be non-decreasing and within frames_ended")

@@ -15,12 +15,13 @@ from typing import IO, Any
 
 from retrace import contain
 from retrace.errors import Interrupted, RetraceError
+from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
+from retrace.profile.metadata import run_facts
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
-from retrace.writer.tsv import MetricWriter
 
 
 def selections(
@@ -151,6 +152,7 @@ def run_profile(
     warmup: int = 0,
     stats: bool = False,
     strict: bool = False,
+    chosen_outputs: outputs.Outputs | None = None,
 ) -> None:
     """Profile in a child process, then write the tables here (see `_measure_and_write`).
 
@@ -160,6 +162,7 @@ def run_profile(
     job = Job.start(trace, chosen, output, repeat, warmup, stats, strict)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
+    outputs.save(store, chosen_outputs or outputs.Outputs.chosen("tsv", None, None))
     store.close()  # writes the manifest: resumable from here on
     _measure_and_write(job, store.path, keep_store, progress)
 
@@ -197,9 +200,9 @@ def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] 
         if ending.code:  # the child said what went wrong, and where earlier passes are kept
             store.keep = keep_store or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
-        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+        _write_tables(Profile.from_json(state["profile"], store), store, job)
         finish = store.meta["finish"]
-        print(finish["summary"])
+        print(finish["summary"], file=outputs.summary_stream(store, job))
         for line in finish["warnings"]:
             print(line, file=sys.stderr)
         store.keep = keep_store
@@ -241,7 +244,7 @@ def _write_what_is_kept(
     if state is not None and ending.crashed:
         _recover(store, state, live)
     if state is not None and (complete or ending.crashed):
-        _write_tables(Profile.from_json(state["profile"], store), store, job.output)
+        _write_tables(Profile.from_json(state["profile"], store), store, job)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
         missing = _missing(state, job.warmup + job.repeat)
@@ -276,6 +279,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
             profiler.resume(state)
         profiler.run()
         lines, error = profiler.replayer.ending(job.strict)
+        store.meta["facts"] = run_facts(profiler)
         store.meta["finish"] = {
             "summary": profiler.summary(),
             "warnings": lines,
@@ -313,16 +317,14 @@ def _missing(state: dict[str, Any] | None, runs: int) -> str:
     return f"{have}; the cells of the rest read '-'"
 
 
-def _write_tables(profile: Profile, store: Store, output: str | None) -> None:
+def _write_tables(profile: Profile, store: Store, job: Job) -> None:
     try:
-        with ExitStack() as stack:
-            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
-            MetricWriter(stream).write_all(profile.tables(store))
+        outputs.write(profile, store, job)
     except BrokenPipeError:
         raise  # the reader went away: not an error (see cli.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured
         store.keep = True
         raise RetraceError(
-            f"cannot write the tables to {output or 'standard output'}: "
+            f"cannot write {e.filename or job.output or 'the tables to standard output'}: "
             f"{e.strerror or e}; the measurements are kept in {store.path}"
         ) from None

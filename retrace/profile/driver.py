@@ -37,6 +37,7 @@ from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.checkpoint import Live
+from retrace.profile.metadata import context_facts
 from retrace.profile.results import META_FIELDS, Profile, column_key, meta_key
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
@@ -110,6 +111,7 @@ class Profiler:
         self.profile = Profile()
         self._ready = False
         self._on_ready: Callable[[], None] = lambda: None
+        self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._pass = 0
         self._active: PassPlan | None = None
         self._events = [0, 0, 0]  # per Boundary value: events seen so far this pass
@@ -147,6 +149,7 @@ class Profiler:
     def _after_switch(self) -> None:
         if not self._ready:
             self._ready = True
+            self.context_facts = self.context_facts or context_facts(self.replayer)
             self._on_ready()
             self._start_pass()
         elif self._active is not None:

@@ -1,0 +1,129 @@
+"""Where a profile's results go besides glretrace's TSV: other table formats, the metadata
+beside them and a Perfetto timeline.
+
+The choice is made when the profile starts and kept in the store's manifest
+(`save`), so that `--resume` and the tables written after a crash or an
+interruption produce the same files as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from retrace.errors import UsageError
+from retrace.profile.metadata import describe, trace_identity, write_metadata
+from retrace.profile.selection import parse_selection
+from retrace.vocabulary import Boundary
+from retrace.writer.records import write_records
+from retrace.writer.tsv import MetricWriter
+
+if TYPE_CHECKING:
+    from retrace.profile.checkpoint import Job
+    from retrace.profile.results import Profile
+    from retrace.writer.store import Store
+
+# What --perfetto measures when no --pframes/--pcalls/--pdrawcalls is given: the
+# timeline's slices on both tracks, one pass.
+PERFETTO_SELECTION = {
+    Boundary.FRAME: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
+    Boundary.DRAWCALL: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
+}
+TIMELINE_METRICS = ("cpu start", "cpu duration")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """`format`: of the tables (tsv, csv, json); `metadata`: where the metadata goes (None:
+    beside the tables when they go to a file); `perfetto`: a timeline file, or None;
+    `started`: when the profile began (seconds since the epoch)."""
+
+    format: str = "tsv"
+    metadata: str | None = None
+    perfetto: str | None = None
+    started: float = 0.0
+
+    @classmethod
+    def chosen(cls, fmt: str, metadata: str | None, perfetto: str | None) -> Outputs:
+        absolute = [os.path.abspath(p) if p else None for p in (metadata, perfetto)]
+        return cls(fmt, *absolute, started=time.time())
+
+    def metadata_path(self, tables: str | None) -> str | None:
+        return self.metadata or (f"{tables}.json" if tables else None)
+
+
+def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
+    """The selection a --perfetto profile measures: `chosen`, or the default when empty.
+
+    Raises `UsageError` when no table has the CPU Start and CPU Duration that
+    place its slices on the timeline.
+    """
+    if not chosen:
+        return dict(PERFETTO_SELECTION)
+    for boundary, spec in chosen.items():
+        for backend, refs in parse_selection(spec, f"--p{boundary.name.lower()}s"):
+            names = {(r.name or "").casefold() for r in refs}
+            if backend.casefold() == "opengl" and names.issuperset(TIMELINE_METRICS):
+                return chosen
+    raise UsageError(
+        '--perfetto places slices by "opengl: CPU Start, CPU Duration": select them in '
+        "--pframes, --pcalls or --pdrawcalls (or give none of those for its default)"
+    )
+
+
+def save(store: Store, outputs: Outputs) -> None:
+    store.meta["outputs"] = asdict(outputs)
+
+
+def of(store: Store) -> Outputs:
+    """The outputs a profile in `store` was started with (a store from before they existed:
+    TSV only)."""
+    return Outputs(**store.meta.get("outputs", {}))
+
+
+def write(profile: Profile, store: Store, job: Job) -> None:
+    """The tables (to `job.output` or standard output) in the chosen format, then the
+    metadata and the timeline. Raises OSError where a file cannot be written."""
+    outputs = of(store)
+    tables = profile.tables(store)
+    with ExitStack() as stack:
+        stream = stack.enter_context(open(job.output, "w")) if job.output else sys.stdout  # noqa: SIM115
+        if outputs.format == "tsv":
+            MetricWriter(stream).write_all(tables)
+        else:
+            write_records(stream, tables, outputs.format)
+    where = outputs.metadata_path(job.output)
+    if where is None and outputs.perfetto is None:
+        return
+    document = describe(
+        trace_identity(job.trace),
+        job.selections,
+        profile,
+        store.meta.get("facts"),
+        {"repeat": job.repeat, "warmup": job.warmup, "stats": job.stats, "strict": job.strict},
+        {
+            "tables": job.output,
+            "format": outputs.format,
+            "metadata": where,
+            "perfetto": outputs.perfetto,
+        },
+        outputs.started or time.time(),
+        time.time(),
+        complete="finish" in store.meta,
+    )
+    if where is not None:
+        write_metadata(where, document)
+    if outputs.perfetto is not None:
+        from retrace.writer.perfetto import write_perfetto
+
+        write_perfetto(outputs.perfetto, tables, document)
+
+
+def summary_stream(store: Store, job: Job) -> Any:
+    """Where glretrace's `Rendered ...` line goes: standard output, unless CSV or JSON
+    records go there (a reader would choke on it)."""
+    return sys.stderr if job.output is None and of(store).format != "tsv" else sys.stdout
