@@ -75,7 +75,7 @@ def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> Diff
     from retrace.compare.diff import diff
     from retrace.compare.load import load_comparison
 
-    return diff(load_comparison(base, new, options.metrics), options)
+    return diff(load_comparison(base, new, options.metrics, options.force), options)
 
 
 def _count_option(name: str, low: int, default: int, help: str) -> Callable[..., Any]:
@@ -142,6 +142,11 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
     help="What decides the exit status: table totals, or also single rows.",
 )
 @_count_option("--startup-frames", 0, 1, "Frames reported apart as start-up, not judged.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare runs whose metadata name different traces, with a loud warning.",
+)
 def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 

@@ -8,11 +8,13 @@ before any number is compared, because comparing two different traces would
 print numbers that look believable and mean nothing.
 
 A frames table has only its length to tell traces apart, so a run may bring
-metadata beside it: ``OUT.tsv.json``, a JSON object whose ``trace_sha256``
-(or ``trace.sha256``) names the trace's content, and whose ``renderer`` and
-``driver`` (or ``gl.renderer``, ``gl.version``) name what ran it. Runs naming
-different traces are refused; different renderers or drivers are stated in
-the report, since they may be the very thing compared.
+metadata beside it: ``OUT.tsv.json``, which retrace writes with every profile
+written to a file (`retrace.profile.metadata`): its ``trace.sha256`` (or a bare
+``trace_sha256``) names the trace's content, its ``gl.renderer`` and
+``gl.version`` (or ``renderer`` and ``driver``) what ran it, and its columns
+their units. Runs naming different traces are refused (`force`: compared with a
+loud warning); different renderers, drivers or units are stated in the report,
+since they may be the very thing compared.
 
 Per-row data stays in numpy arrays: one float64 matrix (runs x rows) per
 metric, plus one array each for call numbers, name codes, programs and frames.
@@ -21,7 +23,7 @@ A table of millions of calls then needs no Python object per row.
 
 from __future__ import annotations
 
-import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from retrace.errors import RetraceError, UsageError
+from retrace.profile.metadata import TABLE_KEYS, units
+from retrace.profile.metadata import read_metadata as read_document
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv import TABLE_ORDER
 from retrace.writer.tsv_reader import ParsedTable, read_tables
@@ -53,6 +57,7 @@ class Run:
     source: str
     tables: dict[Boundary, ParsedTable]
     metadata: dict[str, str] = field(default_factory=dict)
+    units: dict[tuple[Boundary, str], str] = field(default_factory=dict)  # (table, metric)
 
 
 @dataclass
@@ -106,6 +111,7 @@ class AlignedTable:
     frames: np.ndarray
     base: dict[str, np.ndarray]
     new: dict[str, np.ndarray]
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit, where known
 
     @property
     def title(self) -> str:
@@ -158,7 +164,11 @@ def read_run(path: Path) -> Run:
             f"{path}: no profile tables in it (expected the output of "
             "--pframes/--pcalls/--pdrawcalls)"
         )
-    return Run(str(path), tables, read_metadata(path))
+    try:
+        document = read_document(path)
+    except RetraceError as exc:
+        raise UsageError(str(exc)) from None
+    return Run(str(path), tables, _fields(document), _units(document))
 
 
 # Metadata fields and where each may be in OUT.tsv.json.
@@ -169,15 +179,13 @@ _METADATA = {
 }
 
 
-def read_metadata(path: Path) -> dict[str, str]:
-    """The fields of `_METADATA` found in ``PATH.json`` beside a TSV; {} without one."""
-    beside = Path(f"{path}.json")
-    try:
-        document = json.loads(beside.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{beside}: not readable JSON metadata ({exc})") from None
+def _units(document: dict) -> dict[tuple[Boundary, str], str]:
+    tables = {key: boundary for boundary, key in TABLE_KEYS.items()}
+    return {(tables[t], m): u for (t, m), u in units(document).items() if t in tables}
+
+
+def _fields(document: dict) -> dict[str, str]:
+    """The fields of `_METADATA` found in a metadata document."""
     found = {}
     for name, places in _METADATA.items():
         for keys in places:
@@ -208,12 +216,16 @@ def columns(table: ParsedTable, metrics: list[str], vocabulary: Vocabulary) -> C
 
 
 def load_comparison(
-    base_paths: Sequence[str], new_paths: Sequence[str], metrics: Sequence[str] = ()
+    base_paths: Sequence[str],
+    new_paths: Sequence[str],
+    metrics: Sequence[str] = (),
+    force: bool = False,
 ) -> Comparison:
     """Read both sides and line them up; `metrics` (names, any case) limits what is kept.
 
     Raises `UsageError` when runs cannot be compared: different tables or
-    metrics, or rows that show they profile different traces.
+    metrics, or rows that show they profile different traces (metadata naming
+    different traces only warns with `force`).
     """
     base = [read_run(p) for p in expand_paths(base_paths)]
     new = [read_run(p) for p in expand_paths(new_paths)]
@@ -242,9 +254,11 @@ def load_comparison(
                 first.frames,
                 {m: np.vstack([c.values[m] for c in base_cols]) for m in chosen},
                 {m: np.vstack([c.values[m] for c in new_cols]) for m in chosen},
+                _table_units(boundary, chosen, base + new),
             )
         )
-    notes = _check_metadata(base, new)
+    notes = _check_metadata(base, new, force)
+    notes += _check_units(base, new, tables)
     if [t.boundary for t in tables] == [Boundary.FRAME] and not all(
         "trace" in r.metadata for r in base + new
     ):
@@ -256,19 +270,25 @@ def load_comparison(
     return Comparison(*sources, tables, vocabulary, notes)
 
 
-def _check_metadata(base: list[Run], new: list[Run]) -> list[str]:
-    """Refuse runs whose metadata name different traces; notes where renderers or drivers
-    differ between the sides."""
+def _check_metadata(base: list[Run], new: list[Run], force: bool) -> list[str]:
+    """Refuse runs whose metadata name different traces (`force`: a warning on stderr and
+    in the notes); notes where renderers or drivers differ between the sides."""
     runs = base + new
     named = [r for r in runs if "trace" in r.metadata]
+    notes = []
     for run in named[1:]:
         first = named[0]
         if run.metadata["trace"] != first.metadata["trace"]:
-            raise UsageError(
+            message = (
                 f"{first.source} and {run.source} come from different traces (their metadata "
                 f"name {first.metadata['trace'][:16]} and {run.metadata['trace'][:16]})"
             )
-    notes = []
+            if not force:
+                raise UsageError(message)
+            warning = f"WARNING: {message}; compared anyway (--force): rows may not match"
+            print(f"retrace: warning: {warning}", file=sys.stderr)
+            notes.append(warning)
+            break
     for field_name in ("renderer", "driver"):
         sides = [sorted({r.metadata.get(field_name, "?") for r in side}) for side in (base, new)]
         if sides[0] != sides[1] and sides != [["?"], ["?"]]:
@@ -276,6 +296,36 @@ def _check_metadata(base: list[Run], new: list[Run]) -> list[str]:
                 f"the sides ran on different {field_name}s: base {', '.join(sides[0])}; "
                 f"new {', '.join(sides[1])}"
             )
+    return notes
+
+
+def _table_units(boundary: Boundary, metrics: list[str], runs: list[Run]) -> dict[str, str]:
+    """metric -> unit, from the first run whose metadata knows it."""
+    found: dict[str, str] = {}
+    for run in runs:
+        for metric in metrics:
+            unit = run.units.get((boundary, metric))
+            if unit and metric not in found:
+                found[metric] = unit
+    return found
+
+
+def _check_units(base: list[Run], new: list[Run], tables: list[AlignedTable]) -> list[str]:
+    """Notes where the sides' metadata give one column different units (glretrace's RSS
+    is in pages, retrace's in bytes)."""
+    notes = []
+    for table in tables:
+        for metric in table.metrics:
+            sides = [
+                sorted({u for r in side if (u := r.units.get((table.boundary, metric)))})
+                for side in (base, new)
+            ]
+            if sides[0] and sides[1] and sides[0] != sides[1]:
+                notes.append(
+                    f"{table.title}, {metric}: the sides' units differ (base "
+                    f"{', '.join(sides[0])}; new {', '.join(sides[1])}): the values are not "
+                    "comparable"
+                )
     return notes
 
 

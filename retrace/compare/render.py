@@ -62,7 +62,8 @@ def render_diff(result: DiffResult, fmt: str) -> str:
             if rows:
                 count = metric.counts[_LIST_VERDICT[label]]
                 shown = f"{count} rows, top {len(rows)}" if count > len(rows) else f"{count} rows"
-                title = f"{metric.table}, {metric.metric}: {label} ({shown})"
+                named = with_unit(metric.metric, metric.unit)
+                title = f"{metric.table}, {named}: {label} ({shown})"
                 out.append(_heading(title, markdown, 3))
                 out.append(_table(*_without_p(*_rows_table(metric, rows), ranked), markdown))
     out.extend(f"note: {note}" for note in result.notes)
@@ -102,6 +103,11 @@ def render_summary(summaries: Sequence[RunSummary], fmt: str) -> str:
 
 
 # --- text and markdown --------------------------------------------------------------------------
+
+
+def with_unit(metric: str, unit: str) -> str:
+    """A column header with its unit: "GPU Duration [ns]"."""
+    return f"{metric} [{unit}]" if unit else metric
 
 
 def _heading(title: str, markdown: bool, level: int) -> str:
@@ -164,7 +170,7 @@ def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
     rows = [
         [
             m.table,
-            m.metric,
+            with_unit(m.metric, m.unit),
             f"{m.rows:,}",
             _number(m.base_total),
             _number(m.new_total),
