@@ -87,9 +87,29 @@ def render_summary(summaries: Sequence[RunSummary], fmt: str) -> str:
         out.append(_heading(run.source, markdown, 2))
         for table in run.tables:
             headers = ["metric", "count", "sum", "min", "max", "mean", "median", "p95", "stddev"]
-            rows = [[m.metric, *map(_number, _stats_values(m.stats))] for m in table.metrics]
+            rows = [
+                [with_unit(m.metric, m.unit), *map(_number, _stats_values(m.stats))]
+                for m in table.metrics
+            ]
             out.append(_heading(f"{table.table} ({table.rows} rows)", markdown, 3))
             out.append(_table(headers, rows, markdown))
+            per_frame = [
+                [with_unit(m.metric, m.unit), *map(_number, _stats_values(m.per_frame))]
+                for m in table.metrics
+                if m.per_frame is not None
+            ]
+            if per_frame:
+                title = f"{table.table} per frame (each frame's sum)"
+                out.append(_heading(title, markdown, 3))
+                out.append(_table(["metric", "frames", *headers[2:]], per_frame, markdown))
+            levels = [
+                [with_unit(m.metric, m.unit), _number(m.weighted_mean)]
+                for m in table.metrics
+                if m.weighted_mean is not None
+            ]
+            if levels:
+                out.append(_heading(f"{table.table}, levels", markdown, 3))
+                out.append(_table(["metric", "time-weighted mean"], levels, markdown))
             for metric in table.metrics:
                 for label, groups in (
                     ("function", metric.by_function),
