@@ -386,9 +386,9 @@ def profile(
         )
 
 
-def _forward(name: str, entry: str, summary: str) -> None:
-    """A subcommand that hands its arguments unparsed to `retrace.compare.command`, which
-    parses them itself (diff's `--` between sides) and is imported only when used."""
+def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare.command") -> None:
+    """A subcommand that hands its arguments unparsed to `module`, which parses them itself
+    (diff's `--` between sides) and is imported only when used."""
 
     @cli.command(
         name,
@@ -398,9 +398,9 @@ def _forward(name: str, entry: str, summary: str) -> None:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def forwarded(args: tuple[str, ...]) -> None:
-        from retrace.compare import command
+        import importlib
 
-        sys.exit(getattr(command, entry)(list(args)))
+        sys.exit(getattr(importlib.import_module(module), entry)(list(args)))
 
 
 _forward("diff", "diff_main", "Compare the profiles of two builds; exit 1 on a regression.")
@@ -410,6 +410,7 @@ _forward(
     "Profile a trace under two environments, alternating runs, and diff them.",
 )
 _forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
+_forward("report", "report_main", "One HTML page of plots from profiles.", "retrace.report.command")
 
 
 def main(run: Callable[[], object] | None = None) -> None:

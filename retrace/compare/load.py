@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Run:
     tables: dict[Boundary, ParsedTable]
     metadata: dict[str, str] = field(default_factory=dict)
     units: dict[tuple[Boundary, str], str] = field(default_factory=dict)  # (table, metric)
+    document: dict[str, Any] = field(default_factory=dict)  # the whole metadata
 
 
 @dataclass
@@ -168,7 +170,7 @@ def read_run(path: Path) -> Run:
         document = read_document(path)
     except RetraceError as exc:
         raise UsageError(str(exc)) from None
-    return Run(str(path), tables, _fields(document), _units(document))
+    return Run(str(path), tables, _fields(document), _units(document), document)
 
 
 # Metadata fields and where each may be in OUT.tsv.json.

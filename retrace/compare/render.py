@@ -260,7 +260,7 @@ def _reasons(result: DiffResult) -> str:
 
 
 def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], list[Row]]:
-    headers = [label, "count", "sum", "share %", "mean", "median", "max"]
+    headers = [label, "count", "sum", "share %", "mean", "median", "max", "longest call"]
     rows = [
         [
             g.key,
@@ -270,6 +270,7 @@ def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], list[Row]
             _number(g.mean),
             _number(g.median),
             _number(g.max),
+            str(g.longest_call),
         ]
         for g in groups
     ]
@@ -388,7 +389,7 @@ def _summary_tsv(summaries: Sequence[RunSummary]) -> str:
                 for label, entries in (("function", m.by_function), ("program", m.by_program)):
                     groups += [
                         [run.source, table.table, m.metric, label, g.key, g.count, g.sum,
-                         g.share, g.mean, g.median, g.max]
+                         g.share, g.mean, g.median, g.max, g.longest_call]
                         for g in entries
                     ]  # fmt: skip
     return _tsv(
@@ -397,6 +398,6 @@ def _summary_tsv(summaries: Sequence[RunSummary]) -> str:
         stats,
     ) + _tsv(
         ["source", "table", "metric", "group", "key", "count", "sum", "share_pct", "mean",
-         "median", "max"],
+         "median", "max", "longest_call"],
         groups,
     )  # fmt: skip

@@ -58,6 +58,7 @@ class Group:
     mean: float
     median: float
     max: float
+    longest_call: int  # the call number of the row holding `max`
 
 
 @dataclass
@@ -110,11 +111,11 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
                 names = vocabulary.names
                 summary.by_function = [
                     Group(names[key], *rest)
-                    for key, *rest in _groups(cols.names, values, total, top)
+                    for key, *rest in _groups(cols.names, values, cols.call_nos, total, top)
                 ]
                 summary.by_program = [
                     Group(str(key), *rest)
-                    for key, *rest in _groups(cols.programs, values, total, top)
+                    for key, *rest in _groups(cols.programs, values, cols.call_nos, total, top)
                 ]
             metrics.append(summary)
         tables.append(TableSummary(TABLE_NAMES[boundary], len(cols), metrics))
@@ -172,15 +173,16 @@ def _stats(values: np.ndarray) -> Stats:
 
 
 def _groups(
-    keys: np.ndarray, values: np.ndarray, total: float, top: int | None
-) -> list[tuple[int, int, float, float, float, float, float]]:
-    """(key, count, sum, share %, mean, median, max) per key, the largest sum first."""
+    keys: np.ndarray, values: np.ndarray, call_nos: np.ndarray, total: float, top: int | None
+) -> list[tuple[int, int, float, float, float, float, float, int]]:
+    """(key, count, sum, share %, mean, median, max, call no of the max) per key, the
+    largest sum first."""
     ok = ~np.isnan(values)
-    keys, values = keys[ok], values[ok]
+    keys, values, call_nos = keys[ok], values[ok], call_nos[ok]
     if not keys.size:
         return []
     order = np.lexsort((values, keys))
-    keys, values = keys[order], values[order]
+    keys, values, call_nos = keys[order], values[order], call_nos[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     counts = np.diff(np.r_[starts, keys.size])
     sums = np.add.reduceat(values, starts)
@@ -197,6 +199,7 @@ def _groups(
             float(sums[g] / counts[g]),
             float(medians[g]),
             float(maxima[g]),
+            int(call_nos[starts[g] + counts[g] - 1]),
         )
         for g in ranked.tolist()
     ]
