@@ -14,9 +14,9 @@ trace_processor. Its tracks, under one process named after the trace:
   nested): the GPU timeline, as render-stage tracks show it. GPU times are
   relative to the first GPU timestamp the replay read, CPU times to the start
   of the pass, so the two tracks share their origin, not their clock.
-* a counter track per frame metric other than Start metrics (CPU/GPU Duration,
-  Pixels Drawn, RSS, pipeline and vendor counters), one value per frame at its
-  start, named ``<metric> (<unit>)``.
+* a counter track per frame metric but the CPU and GPU Start timestamps (CPU/GPU
+  Duration, Pixels Drawn, VSIZE/RSS, pipeline and vendor counters), one value
+  per frame at its start, named ``<metric> (<unit>)``.
 
 The replay runs every context of the trace on one thread, and the tables do not
 say which context a call ran in, so there is one CPU track and one GPU track.
@@ -67,7 +67,7 @@ def write_perfetto(path: str, tables: Iterable[Any], metadata: dict[str, Any]) -
         for t in tables
         if (t.metrics if not isinstance(t, Events) else t.metrics)
     }
-    timeline = Timeline(events, _units(metadata))
+    timeline = Timeline(events, _columns(metadata))
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "wb") as stream:
         for packet in timeline.packets(pb, metadata):
@@ -82,21 +82,21 @@ def _write(stream: IO[bytes], pb: Any, packet: Any) -> None:
     stream.write(trace.SerializeToString())
 
 
-def _units(metadata: dict[str, Any]) -> dict[str, str]:
-    """Metric name -> unit, over every table of the metadata."""
-    units = {}
+def _columns(metadata: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Metric name -> its column facts (unit, kind...), over every table of the metadata."""
+    found: dict[str, dict[str, Any]] = {}
     for columns in (metadata.get("tables") or {}).values():
         for column in columns:
-            units.setdefault(column["name"], column.get("unit", ""))
-    return units
+            found.setdefault(column["name"], column)
+    return found
 
 
 class Timeline:
     """The slices and counters of one profile, placed and nested."""
 
-    def __init__(self, events: dict[Boundary, Events], units: dict[str, str]) -> None:
+    def __init__(self, events: dict[Boundary, Events], columns: dict[str, dict[str, Any]]) -> None:
         self.events = events
-        self.units = units
+        self.columns = columns
         self.cpu = self._layout("CPU")
         self.gpu = self._layout("GPU")
         if self.cpu is None:
@@ -200,15 +200,16 @@ class Timeline:
         return packet
 
     def _counters(self) -> list[tuple[str, np.ndarray]]:
-        """(track name, value per frame) of every frame metric but Start ones."""
+        """(track name, value per frame) of every frame metric but timestamps."""
         frames = self.events.get(Boundary.FRAME)
         if frames is None:
             return []
         out = []
         for metric in frames.metrics:
-            if metric.endswith(" Start"):
+            facts = self.columns.get(metric, {})
+            if facts.get("kind") == "timestamp" or metric in ("CPU Start", "GPU Start"):
                 continue  # a position in time, which the slices show
-            unit = self.units.get(metric, "")
+            unit = facts.get("unit", "")
             out.append((f"{metric} ({unit})" if unit else metric, frames.values[metric]))
         return out
 
