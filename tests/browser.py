@@ -10,6 +10,7 @@ uncaught exceptions, every image's decoded size, and a full-page screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -88,10 +89,8 @@ class _Pipe:
             self.events.append(self.receive())
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError):
             self.send("Browser.close")
-        except (RuntimeError, OSError):
-            pass
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
