@@ -217,6 +217,8 @@ def _costs_section(side: Side, sources: dict) -> str:
             if metric not in table.metrics:
                 continue
             values = cols.values[metric]
+            if np.isnan(values).all():
+                continue  # a column of '-': nothing measured to rank
             total = float(np.nansum(values))
             top = np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")[:20]
             rows = [

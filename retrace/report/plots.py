@@ -64,7 +64,8 @@ def frame_times(series: list[tuple[str, np.ndarray]], metric: str) -> str:
     if ok.size:
         for q, style in ((50, ":"), (95, "--"), (99, "-.")):
             level = float(np.percentile(ok, q))
-            axes.axhline(level, color="grey", ls=style, lw=1, label=f"p{q} {level:.2f} ms")
+            name = f"{label} p{q}" if len(series) > 1 else f"p{q}"
+            axes.axhline(level, color="grey", ls=style, lw=1, label=f"{name} {level:.2f} ms")
         where = spikes(ms)
         if where.size:
             axes.scatter(where, ms[where], color="black", marker="x", zorder=3,
