@@ -386,6 +386,22 @@ def profile(
         )
 
 
+@cli.command()
+@click.argument("tables", metavar="PROFILE", type=click.Path(dir_okay=False))
+@click.option(
+    "--perfetto",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the profile's Perfetto timeline here.",
+)
+def export(tables: str, perfetto: str) -> None:
+    """Write the Perfetto timeline of a kept profile (a TSV from -o, its metadata beside it)."""
+    from retrace.profile.outputs import export_perfetto
+
+    export_perfetto(tables, perfetto)
+
+
 def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare.command") -> None:
     """A subcommand that hands its arguments unparsed to `module`, which parses them itself
     (diff's `--` between sides) and is imported only when used."""

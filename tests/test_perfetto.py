@@ -155,3 +155,15 @@ def test_default_selection_and_refusal(tmp_path):
                        str(TRACE))  # fmt: skip
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert b'--perfetto places slices by "opengl: CPU Start, CPU Duration"' in done.stderr
+
+
+def test_export_from_a_kept_profile(run, tmp_path):
+    """`retrace export` from the TSV and its metadata writes what --perfetto wrote."""
+    _tables, packets, meta = run
+    again = tmp_path / "again.pftrace"
+    done = run_retrace("export", meta["outputs"]["tables"], "--perfetto", str(again))
+    assert done.returncode == 0, done.stderr
+    assert again.read_bytes() == Path(meta["outputs"]["perfetto"]).read_bytes()
+    done = run_retrace("export", str(tmp_path / "none.tsv"), "--perfetto", str(again))
+    assert done.returncode == 2 and done.stderr.startswith(b"retrace: error: ")
+    assert len(done.stderr.splitlines()) == 1

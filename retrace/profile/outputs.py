@@ -127,3 +127,22 @@ def summary_stream(store: Store, job: Job) -> Any:
     """Where glretrace's `Rendered ...` line goes: standard output, unless CSV or JSON
     records go there (a reader would choke on it)."""
     return sys.stderr if job.output is None and of(store).format != "tsv" else sys.stdout
+
+
+def export_perfetto(tables_path: str, timeline: str) -> None:
+    """The Perfetto timeline of a profile kept as a TSV (with its metadata beside it, for
+    the names and units): the same file `--perfetto` would have written."""
+    from retrace.profile.metadata import read_metadata
+    from retrace.writer.events import Events
+    from retrace.writer.perfetto import write_perfetto
+    from retrace.writer.tsv_reader import read_tables
+
+    try:
+        with open(tables_path, encoding="utf-8", errors="replace") as stream:
+            tables = read_tables(stream, source=tables_path)
+    except OSError as e:
+        raise UsageError(f"{tables_path}: {e.strerror or e}") from None
+    if not tables:
+        raise UsageError(f"{tables_path}: no profile tables in it")
+    events = [Events.from_parsed(t) for t in tables.values()]
+    write_perfetto(timeline, events, read_metadata(tables_path))
