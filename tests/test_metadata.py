@@ -160,3 +160,26 @@ def test_summary_units_per_frame_statistics_and_levels(profiled):
     assert "calls per frame (each frame's sum)" in text and "GPU Duration [ns]" in text
     assert "time-weighted mean" in text
     assert not math.isnan(tables["frames"]["GPU Duration"]["stats"]["p95"])
+
+
+def test_interrupted_and_resumed_profiles_describe_themselves(tmp_path):
+    """Ctrl-C after pass 1: the metadata of what was kept says it is incomplete, and names
+    the driver; the resumed profile's says it is complete."""
+    import os
+    import signal
+
+    from test_crash_resume import interrupt_after_pass_1
+
+    status, _err, store = interrupt_after_pass_1(
+        tmp_path, lambda proc: os.killpg(proc.pid, signal.SIGINT)
+    )
+    assert status == 128 + signal.SIGINT
+    kept = json.loads((tmp_path / "partial.tsv.json").read_text())
+    assert kept["complete"] is False and "llvmpipe" in kept["gl"]["renderer"]
+    assert len(kept["passes"]) == 2
+    out = tmp_path / "resumed.tsv"
+    done = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    resumed = json.loads(Path(f"{out}.json").read_text())
+    assert resumed["complete"] is True and resumed["trace"] == kept["trace"]
+    assert resumed["outputs"]["tables"] == str(out)

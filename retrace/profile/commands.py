@@ -18,7 +18,6 @@ from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
-from retrace.profile.metadata import run_facts
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
@@ -279,7 +278,6 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
             profiler.resume(state)
         profiler.run()
         lines, error = profiler.replayer.ending(job.strict)
-        store.meta["facts"] = run_facts(profiler)
         store.meta["finish"] = {
             "summary": profiler.summary(),
             "warnings": lines,

@@ -37,7 +37,7 @@ from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.checkpoint import Live
-from retrace.profile.metadata import context_facts
+from retrace.profile.metadata import context_facts, run_facts
 from retrace.profile.results import META_FIELDS, Profile, column_key, meta_key
 from retrace.profile.selection import closest, parse_selection
 from retrace.profile.session import Session
@@ -622,6 +622,7 @@ class Profiler:
         if "progress" not in self.store.meta and self.progress is not None:
             print(f"retrace: measuring into {self.store.path}", file=self.progress, flush=True)
         expected = self._expected
+        self.store.meta["facts"] = run_facts(self)  # where it ran, for the metadata
         self.store.meta["progress"] = {
             "pass": next_pass,
             "run": next_run,
