@@ -167,3 +167,19 @@ def test_export_from_a_kept_profile(run, tmp_path):
     done = run_retrace("export", str(tmp_path / "none.tsv"), "--perfetto", str(again))
     assert done.returncode == 2 and done.stderr.startswith(b"retrace: error: ")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_without_the_package_one_line_before_measuring(tmp_path):
+    """The extra not installed (its import fails): one line naming it, nothing measured."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['perfetto'] = None; from retrace.cli import main; "
+            "sys.argv = ['retrace', *sys.argv[1:]]; main()")  # fmt: skip
+    timeline = tmp_path / "t.pftrace"
+    done = subprocess.run([sys.executable, "-c", code, "--perfetto", str(timeline), str(TRACE)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == "" and not timeline.exists()
+    assert done.stderr == (
+        "retrace: error: --perfetto needs the perfetto package: pip install 'retrace[perfetto]'\n"
+    )

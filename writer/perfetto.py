@@ -48,7 +48,8 @@ PID, TID = 1, 1
 SLICE_BEGIN, SLICE_END, COUNTER = 1, 2, 4  # TrackEvent.Type
 
 
-def _protos() -> Any:
+def protos() -> Any:
+    """The trace format's protobuf module; raises `RetraceError` naming the extra to install."""
     try:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2
     except ImportError:
@@ -61,7 +62,7 @@ def _protos() -> Any:
 def write_perfetto(path: str, tables: Iterable[Any], metadata: dict[str, Any]) -> None:
     """Write the timeline of `tables` (`Table`s or `Events`) to `path`; `metadata` (the
     profile's, `retrace.profile.metadata`) names the process, tracks and units."""
-    pb = _protos()
+    pb = protos()
     events = {
         t.boundary: t if isinstance(t, Events) else Events.from_table(t)
         for t in tables

@@ -60,8 +60,12 @@ def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
     """The selection a --perfetto profile measures: `chosen`, or the default when empty.
 
     Raises `UsageError` when no table has the CPU Start and CPU Duration that
-    place its slices on the timeline.
+    place its slices on the timeline, and `RetraceError` without the perfetto
+    package: before measuring, not after.
     """
+    from retrace.writer.perfetto import protos
+
+    protos()
     if not chosen:
         return dict(PERFETTO_SELECTION)
     for boundary, spec in chosen.items():
