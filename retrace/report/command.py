@@ -69,7 +69,9 @@ def _report(paths: tuple[str, ...], output: str, trace: str | None, **options: A
     return 0
 
 
-_report.params += VERDICT_OPTIONS
+# diff's options of the verdict; not --fail-on: a report's exit status says only whether
+# the page was written
+_report.params += [p for p in VERDICT_OPTIONS if p.name != "fail_on"]
 
 
 def report_main(args: list[str]) -> int:
