@@ -145,8 +145,8 @@ def test_softpipe_text_output(runs):
         assert column in header
     frames = next(line for line in lines if line.split()[:3] == ["frames", "CPU", "Duration"])
     assert frames.split()[-4] == "regression" and "+" in frames
-    assert "frames, CPU Duration: regressions" in done.stdout
-    assert "calls, CPU Duration: regressions" in done.stdout
+    assert "frames, CPU Duration [ns]: regressions" in done.stdout  # units from the metadata
+    assert "calls, CPU Duration [ns]: regressions" in done.stdout
     assert lines[-1].startswith("verdict: regression (frames CPU Duration +")
 
 
@@ -412,7 +412,8 @@ def test_diff_markdown_and_tsv(runs):
                    runs["llvmpipe"], runs["softpipe"])  # fmt: skip
     assert done.returncode == 1
     assert done.stdout.startswith("## retrace diff: regression\n")
-    assert "| frames " in done.stdout and "### frames, CPU Duration: regressions" in done.stdout
+    assert "| frames " in done.stdout
+    assert "### frames, CPU Duration [ns]: regressions" in done.stdout
     done = retrace("diff", "--format", "tsv", *THRESHOLD, runs["llvmpipe"], runs["softpipe"])
     totals, rows = done.stdout.split("\n\n")[:2]
     header, *lines = totals.splitlines()
