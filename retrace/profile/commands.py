@@ -322,7 +322,8 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
         raise  # the reader went away: not an error (see cli.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured
         store.keep = True
+        tables = f"the tables to {job.output or 'standard output'}"
+        what = e.filename if e.filename and e.filename != job.output else tables  # the metadata?
         raise RetraceError(
-            f"cannot write {e.filename or job.output or 'the tables to standard output'}: "
-            f"{e.strerror or e}; the measurements are kept in {store.path}"
+            f"cannot write {what}: {e.strerror or e}; the measurements are kept in {store.path}"
         ) from None
