@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import click
@@ -218,6 +219,25 @@ def replay(trace: str, **options) -> None:
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the tables here."
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tsv", "csv", "json"]),
+    default="tsv",
+    show_default=True,
+    help="The tables as glretrace's TSV, or one CSV / JSON Lines record per event.",
+)
+@click.option(
+    "--metadata",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write what the profile measured and on what here (default: OUTPUT.json with -o).",
+)
+@click.option(
+    "--perfetto",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Also write a Perfetto timeline (default selection without --pframes/--pcalls/...).",
+)
 @click.option("--store-dir", type=click.Path(file_okay=False), help="Where the result store lives.")
 @click.option("--keep-store", is_flag=True, help="Keep the result store after the run.")
 @click.option(
@@ -278,6 +298,9 @@ def profile(
     gen_passes: bool,
     as_json: bool,
     output: str | None,
+    fmt: str,
+    metadata: str | None,
+    perfetto: str | None,
     store_dir: str | None,
     keep_store: bool,
     verbose: bool,
@@ -296,7 +319,7 @@ def profile(
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
-    from retrace.profile import commands
+    from retrace.profile import commands, outputs
     from retrace.profile.options import ProfileOptions
 
     options = ProfileOptions.select(
@@ -326,10 +349,10 @@ def profile(
     elif gen_passes:
         commands.gen_passes(trace, options, verbose)
     elif legacy:
-        if selections:
+        if selections or fmt != "tsv" or metadata or perfetto:
             raise click.UsageError(
                 "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
-                "--pframes/--pcalls/--pdrawcalls"
+                "--pframes/--pcalls/--pdrawcalls, --format, --metadata or --perfetto"
             )
         commands.run_legacy_profile(
             trace,
@@ -346,17 +369,36 @@ def profile(
             strict=strict,
         )
     else:
-        if not selections:
+        if perfetto:
+            options = replace(options, selections=outputs.timeline_selection(dict(selections)))
+        if not options.selections:
             raise click.UsageError(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
-        commands.run_profile(trace, options, output, store_dir, keep_store, progress)
+        chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
+        commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
 
 
-def _forward(name: str, entry: str, summary: str) -> None:
-    """A subcommand that hands its arguments unparsed to `retrace.compare.command`, which
-    parses them itself (diff's `--` between sides) and is imported only when used."""
+@cli.command()
+@click.argument("tables", metavar="PROFILE", type=click.Path(dir_okay=False))
+@click.option(
+    "--perfetto",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the profile's Perfetto timeline here.",
+)
+def export(tables: str, perfetto: str) -> None:
+    """Write the Perfetto timeline of a kept profile (a TSV from -o, its metadata beside it)."""
+    from retrace.profile.outputs import export_perfetto
+
+    export_perfetto(tables, perfetto)
+
+
+def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare.command") -> None:
+    """A subcommand that hands its arguments unparsed to `module`, which parses them itself
+    (diff's `--` between sides) and is imported only when used."""
 
     @cli.command(
         name,
@@ -366,9 +408,9 @@ def _forward(name: str, entry: str, summary: str) -> None:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def forwarded(args: tuple[str, ...]) -> None:
-        from retrace.compare import command
+        import importlib
 
-        sys.exit(getattr(command, entry)(list(args)))
+        sys.exit(getattr(importlib.import_module(module), entry)(list(args)))
 
 
 _forward("diff", "diff_main", "Compare the profiles of two builds; exit 1 on a regression.")
@@ -378,6 +420,7 @@ _forward(
     "Profile a trace under two environments, alternating runs, and diff them.",
 )
 _forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
+_forward("report", "report_main", "One HTML page of plots from profiles.", "retrace.report.command")
 
 
 def main(run: Callable[[], object] | None = None) -> None:

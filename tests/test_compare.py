@@ -145,8 +145,8 @@ def test_softpipe_text_output(runs):
         assert column in header
     frames = next(line for line in lines if line.split()[:3] == ["frames", "CPU", "Duration"])
     assert frames.split()[-4] == "regression" and "+" in frames
-    assert "frames, CPU Duration: regressions" in done.stdout
-    assert "calls, CPU Duration: regressions" in done.stdout
+    assert "frames, CPU Duration [ns]: regressions" in done.stdout  # units from the metadata
+    assert "calls, CPU Duration [ns]: regressions" in done.stdout
     assert lines[-1].startswith("verdict: regression (frames CPU Duration +")
 
 
@@ -256,7 +256,8 @@ def test_compare_finds_softpipe(tmp_path):
     assert report["verdict"] == "regression" and report["test"] == "mann-whitney"
     assert entry(report, "frames", "CPU Duration")["verdict"] == "regression"
     runs = [f"{side}-{i}.tsv" for side in ("base", "new") for i in (1, 2, 3, 4)]
-    expected = runs + [f"{r}.json" for r in runs] + ["warmup-base-0.tsv", "warmup-new-0.tsv"]
+    runs += ["warmup-base-0.tsv", "warmup-new-0.tsv"]
+    expected = runs + [f"{r}.json" for r in runs]  # every profile writes its metadata
     assert sorted(p.name for p in keep.iterdir()) == sorted(expected)
     base = [keep / f"base-{i}.tsv" for i in (1, 2, 3, 4)]
     new = [keep / f"new-{i}.tsv" for i in (1, 2, 3, 4)]
@@ -411,7 +412,8 @@ def test_diff_markdown_and_tsv(runs):
                    runs["llvmpipe"], runs["softpipe"])  # fmt: skip
     assert done.returncode == 1
     assert done.stdout.startswith("## retrace diff: regression\n")
-    assert "| frames " in done.stdout and "### frames, CPU Duration: regressions" in done.stdout
+    assert "| frames " in done.stdout
+    assert "### frames, CPU Duration [ns]: regressions" in done.stdout
     done = retrace("diff", "--format", "tsv", *THRESHOLD, runs["llvmpipe"], runs["softpipe"])
     totals, rows = done.stdout.split("\n\n")[:2]
     header, *lines = totals.splitlines()

@@ -14,15 +14,13 @@ interval) or the run budget is spent. The kept runs are then compared by
 Each run is a ``python -m retrace`` profile in a child process, so that every
 run starts the driver afresh as a user's run does, under the side's
 environment variables and behind its command prefix (``taskset -c 2``, a
-wrapper script...). Where a run leaves no metadata beside its TSV, one is
-written naming the trace's SHA-256, so that a later `retrace diff` of the
-kept runs knows they replayed one trace.
+wrapper script...). Each run writes its metadata beside its TSV, naming the
+trace's SHA-256 and the driver, so that a later `retrace diff` of the kept runs
+knows they replayed one trace.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import subprocess
@@ -91,7 +89,6 @@ def alternate(
     if budget.max_runs < budget.min_runs:
         raise UsageError("--max-runs must be at least --min-runs")
     folder.mkdir(parents=True, exist_ok=True)
-    metadata = json.dumps({"trace_sha256": _sha256(trace)})
     show = _progress()
     for i in range(budget.warmup):
         for side in sides:
@@ -101,11 +98,7 @@ def alternate(
         turn = list(zip(sides, paths, strict=True))
         for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
             out = folder / f"{side.name}-{len(kept) + 1}.tsv"
-            beside = Path(f"{out}.json")
-            beside.unlink(missing_ok=True)  # left by an earlier compare into the same --keep
-            _profile(trace, selection, side, out, show)
-            if not beside.exists():
-                beside.write_text(metadata + "\n", encoding="utf-8")
+            _profile(trace, selection, side, out, show)  # writes OUT.tsv.json too
             kept.append(str(out))
         runs = len(paths[0])
         if runs < budget.min_runs:
@@ -115,14 +108,6 @@ def alternate(
         show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
         if width <= budget.precision or runs >= budget.max_runs:
             return result
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _profile(

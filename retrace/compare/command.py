@@ -2,7 +2,7 @@
 
 `retrace diff` takes its two sides as ``BASE... -- NEW...``. click reads ``--``
 as the end of the options and drops it, which would lose the split between the
-sides. So `retrace.cli` hands the arguments over unparsed, and `_SidesCommand`
+sides. So `retrace.cli` hands the arguments over unparsed, and `SidesCommand`
 turns ``--`` into a marker before click parses them. The marker is a NUL
 character, which no command-line argument can contain. ``--`` therefore does
 not end the options here: a path that starts with "-" needs a "./" before it.
@@ -22,13 +22,13 @@ from retrace.errors import UsageError
 if TYPE_CHECKING:
     from retrace.compare.diff import DiffOptions, DiffResult
 
-_SIDE_BREAK = "\0"
+SIDE_BREAK = "\0"
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-class _SidesCommand(click.Command):
+class SidesCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        args = [_SIDE_BREAK if a == "--" else a for a in args]
+        args = [SIDE_BREAK if a == "--" else a for a in args]
         return super().parse_args(ctx, args)
 
 
@@ -53,7 +53,7 @@ def _format_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
-def _diff_options(values: dict[str, Any]) -> DiffOptions:
+def options_of(values: dict[str, Any]) -> DiffOptions:
     """The `DiffOptions` among a command's parsed options (those of `diff`)."""
     from retrace.compare.diff import DiffOptions
 
@@ -75,7 +75,7 @@ def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> Diff
     from retrace.compare.diff import diff
     from retrace.compare.load import load_comparison
 
-    return diff(load_comparison(base, new, options.metrics), options)
+    return diff(load_comparison(base, new, options.metrics, options.force), options)
 
 
 def _count_option(name: str, low: int, default: int, help: str) -> Callable[..., Any]:
@@ -83,7 +83,7 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
                         show_default=True, help=help)  # fmt: skip
 
 
-@click.command(cls=_SidesCommand, context_settings=_CONTEXT)
+@click.command(cls=SidesCommand, context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="BASE... [--] NEW...")
 @_format_option
 @click.option(
@@ -142,6 +142,11 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
     help="What decides the exit status: table totals, or also single rows.",
 )
 @_count_option("--startup-frames", 0, 1, "Frames reported apart as start-up, not judged.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare runs whose metadata name different traces, with a loud warning.",
+)
 def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 
@@ -162,8 +167,8 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
 
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
-    base, new = _split_sides(list(paths))
-    return report(base, new, _diff_options(options), fmt)
+    base, new = split_sides(list(paths))
+    return report(base, new, options_of(options), fmt)
 
 
 def _side_options(function: Callable[..., int]) -> Callable[..., int]:
@@ -239,7 +244,7 @@ def _compare(
         Side("base", parse_env("base", base_env), tuple(shlex.split(base_cmd))),
         Side("new", parse_env("new", new_env), tuple(shlex.split(new_cmd))),
     )
-    diff_options = _diff_options(options)
+    diff_options = options_of(options)
     budget = Budget(warmup, min_runs, max_runs, precision)
     with tempfile.TemporaryDirectory(prefix="retrace-compare-") as scratch:
         folder = Path(keep) if keep else Path(scratch)
@@ -250,7 +255,8 @@ def _compare(
     return result.exit_code
 
 
-# compare takes every option of diff (its verdict and report): one definition of each.
+# compare and report take every option of diff (its verdict): one definition of each.
+VERDICT_OPTIONS = [p for p in _diff.params if p.name not in ("paths", "fmt")]
 _compare.params += [p for p in _diff.params if p.name != "paths"]
 
 
@@ -285,11 +291,11 @@ def _summary(paths: tuple[str, ...], fmt: str, top: int | None) -> int:
     return 0
 
 
-def _split_sides(paths: list[str]) -> tuple[list[str], list[str]]:
-    if _SIDE_BREAK in paths:
-        i = paths.index(_SIDE_BREAK)
+def split_sides(paths: list[str]) -> tuple[list[str], list[str]]:
+    if SIDE_BREAK in paths:
+        i = paths.index(SIDE_BREAK)
         base, new = paths[:i], paths[i + 1 :]
-        if _SIDE_BREAK in new:
+        if SIDE_BREAK in new:
             raise UsageError("more than one --: give BASE... -- NEW...")
     elif len(paths) == 2:
         base, new = paths[:1], paths[1:]

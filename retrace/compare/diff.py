@@ -86,6 +86,7 @@ class DiffOptions:
     higher_is_better: tuple[str, ...] = ()
     fail_on: str = "totals"
     startup_frames: int = 1
+    force: bool = False  # compare runs whose metadata name different traces, with a warning
 
 
 @dataclass
@@ -135,6 +136,7 @@ class MetricDiff:
     regressions: list[RowChange] = field(default_factory=list)
     improvements: list[RowChange] = field(default_factory=list)
     changes: list[RowChange] = field(default_factory=list)
+    unit: str = ""  # from the runs' metadata; "" when none says
 
 
 @dataclass
@@ -347,6 +349,7 @@ def _diff_metric(
         counts,
         _startup(base, new, startup & valid),
     )
+    result.unit = table.units.get(metric, "")
     up_rows = _top(np.flatnonzero(rows.codes == _UP), rows, comparison, table, options.top)
     down_rows = _top(np.flatnonzero(rows.codes == _DOWN), rows, comparison, table, options.top)
     if direction == Direction.LOWER_IS_BETTER:

@@ -8,11 +8,13 @@ before any number is compared, because comparing two different traces would
 print numbers that look believable and mean nothing.
 
 A frames table has only its length to tell traces apart, so a run may bring
-metadata beside it: ``OUT.tsv.json``, a JSON object whose ``trace_sha256``
-(or ``trace.sha256``) names the trace's content, and whose ``renderer`` and
-``driver`` (or ``gl.renderer``, ``gl.version``) name what ran it. Runs naming
-different traces are refused; different renderers or drivers are stated in
-the report, since they may be the very thing compared.
+metadata beside it: ``OUT.tsv.json``, which retrace writes with every profile
+written to a file (`retrace.profile.metadata`): its ``trace.sha256`` (or a bare
+``trace_sha256``) names the trace's content, its ``gl.renderer`` and
+``gl.version`` (or ``renderer`` and ``driver``) what ran it, and its columns
+their units. Runs naming different traces are refused (`force`: compared with a
+loud warning); different renderers, drivers or units are stated in the report,
+since they may be the very thing compared.
 
 Per-row data stays in numpy arrays: one float64 matrix (runs x rows) per
 metric, plus one array each for call numbers, name codes, programs and frames.
@@ -21,14 +23,17 @@ A table of millions of calls then needs no Python object per row.
 
 from __future__ import annotations
 
-import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from retrace.errors import RetraceError, UsageError
+from retrace.profile.metadata import TABLE_KEYS, units
+from retrace.profile.metadata import read_metadata as read_document
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv import TABLE_ORDER, runs_folder
 from retrace.writer.tsv_reader import ParsedTable, read_tables
@@ -53,6 +58,8 @@ class Run:
     source: str
     tables: dict[Boundary, ParsedTable]
     metadata: dict[str, str] = field(default_factory=dict)
+    units: dict[tuple[Boundary, str], str] = field(default_factory=dict)  # (table, metric)
+    document: dict[str, Any] = field(default_factory=dict)  # the whole metadata
 
 
 @dataclass
@@ -106,6 +113,7 @@ class AlignedTable:
     frames: np.ndarray
     base: dict[str, np.ndarray]
     new: dict[str, np.ndarray]
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit, where known
     # of `metrics`, those --stats derived from a column of the table (compared or not)
     derived: frozenset[str] = frozenset()
 
@@ -156,8 +164,11 @@ def read_samples(paths: Sequence[str]) -> list[Run]:
         if not kept.is_dir() or not files:
             runs.append(read_run(path))
             continue
-        metadata = read_metadata(path)
-        runs += [replace(read_run(f), source=str(path), metadata=metadata) for f in files]
+        document = _document(path)  # the medians' metadata describes every run
+        described = {"metadata": _fields(document), "units": _units(document)}
+        runs += [
+            replace(read_run(f), source=str(path), document=document, **described) for f in files
+        ]
     return runs
 
 
@@ -175,7 +186,16 @@ def read_run(path: Path) -> Run:
             f"{path}: no profile tables in it (expected the output of "
             "--pframes/--pcalls/--pdrawcalls)"
         )
-    return Run(str(path), tables, read_metadata(path))
+    document = _document(path)
+    return Run(str(path), tables, _fields(document), _units(document), document)
+
+
+def _document(path: Path) -> dict[str, Any]:
+    """The metadata beside a table ({} without any); unreadable metadata is a usage error."""
+    try:
+        return read_document(path)
+    except RetraceError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # Metadata fields and where each may be in OUT.tsv.json.
@@ -186,15 +206,13 @@ _METADATA = {
 }
 
 
-def read_metadata(path: Path) -> dict[str, str]:
-    """The fields of `_METADATA` found in ``PATH.json`` beside a TSV; {} without one."""
-    beside = Path(f"{path}.json")
-    try:
-        document = json.loads(beside.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{beside}: not readable JSON metadata ({exc})") from None
+def _units(document: dict) -> dict[tuple[Boundary, str], str]:
+    tables = {key: boundary for boundary, key in TABLE_KEYS.items()}
+    return {(tables[t], m): u for (t, m), u in units(document).items() if t in tables}
+
+
+def _fields(document: dict) -> dict[str, str]:
+    """The fields of `_METADATA` found in a metadata document."""
     found = {}
     for name, places in _METADATA.items():
         for keys in places:
@@ -225,12 +243,16 @@ def columns(table: ParsedTable, metrics: list[str], vocabulary: Vocabulary) -> C
 
 
 def load_comparison(
-    base_paths: Sequence[str], new_paths: Sequence[str], metrics: Sequence[str] = ()
+    base_paths: Sequence[str],
+    new_paths: Sequence[str],
+    metrics: Sequence[str] = (),
+    force: bool = False,
 ) -> Comparison:
     """Read both sides and line them up; `metrics` (names, any case) limits what is kept.
 
     Raises `UsageError` when runs cannot be compared: different tables or
-    metrics, or rows that show they profile different traces.
+    metrics, or rows that show they profile different traces (metadata naming
+    different traces only warns with `force`).
     """
     base, new = read_samples(base_paths), read_samples(new_paths)
     wanted = _resolve_metrics(base + new, metrics)
@@ -258,10 +280,12 @@ def load_comparison(
                 first.frames,
                 {m: np.vstack([c.values[m] for c in base_cols]) for m in chosen},
                 {m: np.vstack([c.values[m] for c in new_cols]) for m in chosen},
+                _table_units(boundary, chosen, base + new),
                 frozenset(m for m in chosen if is_derived(m, base[0].tables[boundary].metrics)),
             )
         )
-    notes = _check_metadata(base, new)
+    notes = _check_metadata(base, new, force)
+    notes += _check_units(base, new, tables)
     if [t.boundary for t in tables] == [Boundary.FRAME] and not all(
         "trace" in r.metadata for r in base + new
     ):
@@ -273,19 +297,25 @@ def load_comparison(
     return Comparison(*sources, tables, vocabulary, notes)
 
 
-def _check_metadata(base: list[Run], new: list[Run]) -> list[str]:
-    """Refuse runs whose metadata name different traces; notes where renderers or drivers
-    differ between the sides."""
+def _check_metadata(base: list[Run], new: list[Run], force: bool) -> list[str]:
+    """Refuse runs whose metadata name different traces (`force`: a warning on stderr and
+    in the notes); notes where renderers or drivers differ between the sides."""
     runs = base + new
     named = [r for r in runs if "trace" in r.metadata]
+    notes = []
     for run in named[1:]:
         first = named[0]
         if run.metadata["trace"] != first.metadata["trace"]:
-            raise UsageError(
+            message = (
                 f"{first.source} and {run.source} come from different traces (their metadata "
                 f"name {first.metadata['trace'][:16]} and {run.metadata['trace'][:16]})"
             )
-    notes = []
+            if not force:
+                raise UsageError(message)
+            warning = f"WARNING: {message}; compared anyway (--force): rows may not match"
+            print(f"retrace: warning: {warning}", file=sys.stderr)
+            notes.append(warning)
+            break
     for field_name in ("renderer", "driver"):
         sides = [sorted({r.metadata.get(field_name, "?") for r in side}) for side in (base, new)]
         if sides[0] != sides[1] and sides != [["?"], ["?"]]:
@@ -293,6 +323,36 @@ def _check_metadata(base: list[Run], new: list[Run]) -> list[str]:
                 f"the sides ran on different {field_name}s: base {', '.join(sides[0])}; "
                 f"new {', '.join(sides[1])}"
             )
+    return notes
+
+
+def _table_units(boundary: Boundary, metrics: list[str], runs: list[Run]) -> dict[str, str]:
+    """metric -> unit, from the first run whose metadata knows it."""
+    found: dict[str, str] = {}
+    for run in runs:
+        for metric in metrics:
+            unit = run.units.get((boundary, metric))
+            if unit and metric not in found:
+                found[metric] = unit
+    return found
+
+
+def _check_units(base: list[Run], new: list[Run], tables: list[AlignedTable]) -> list[str]:
+    """Notes where the sides' metadata give one column different units (glretrace's RSS
+    is in pages, retrace's in bytes)."""
+    notes = []
+    for table in tables:
+        for metric in table.metrics:
+            sides = [
+                sorted({u for r in side if (u := r.units.get((table.boundary, metric)))})
+                for side in (base, new)
+            ]
+            if sides[0] and sides[1] and sides[0] != sides[1]:
+                notes.append(
+                    f"{table.title}, {metric}: the sides' units differ (base "
+                    f"{', '.join(sides[0])}; new {', '.join(sides[1])}): the values are not "
+                    "comparable"
+                )
     return notes
 
 

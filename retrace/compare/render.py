@@ -62,7 +62,8 @@ def render_diff(result: DiffResult, fmt: str) -> str:
             if rows:
                 count = metric.counts[_LIST_VERDICT[label]]
                 shown = f"{count} rows, top {len(rows)}" if count > len(rows) else f"{count} rows"
-                title = f"{metric.table}, {metric.metric}: {label} ({shown})"
+                named = with_unit(metric.metric, metric.unit)
+                title = f"{metric.table}, {named}: {label} ({shown})"
                 out.append(_heading(title, markdown, 3))
                 out.append(_table(*_without_p(*_rows_table(metric, rows), ranked), markdown))
     out.extend(f"note: {note}" for note in result.notes)
@@ -86,9 +87,29 @@ def render_summary(summaries: Sequence[RunSummary], fmt: str) -> str:
         out.append(_heading(run.source, markdown, 2))
         for table in run.tables:
             headers = ["metric", "count", "sum", "min", "max", "mean", "median", "p95", "stddev"]
-            rows = [[m.metric, *map(_number, _stats_values(m.stats))] for m in table.metrics]
+            rows = [
+                [with_unit(m.metric, m.unit), *map(_number, _stats_values(m.stats))]
+                for m in table.metrics
+            ]
             out.append(_heading(f"{table.table} ({table.rows} rows)", markdown, 3))
             out.append(_table(headers, rows, markdown))
+            per_frame = [
+                [with_unit(m.metric, m.unit), *map(_number, _stats_values(m.per_frame))]
+                for m in table.metrics
+                if m.per_frame is not None
+            ]
+            if per_frame:
+                title = f"{table.table} per frame (each frame's sum)"
+                out.append(_heading(title, markdown, 3))
+                out.append(_table(["metric", "frames", *headers[2:]], per_frame, markdown))
+            levels = [
+                [with_unit(m.metric, m.unit), _number(m.weighted_mean)]
+                for m in table.metrics
+                if m.weighted_mean is not None
+            ]
+            if levels:
+                out.append(_heading(f"{table.table}, levels", markdown, 3))
+                out.append(_table(["metric", "time-weighted mean"], levels, markdown))
             for metric in table.metrics:
                 for label, groups in (
                     ("function", metric.by_function),
@@ -102,6 +123,11 @@ def render_summary(summaries: Sequence[RunSummary], fmt: str) -> str:
 
 
 # --- text and markdown --------------------------------------------------------------------------
+
+
+def with_unit(metric: str, unit: str) -> str:
+    """A column header with its unit: "GPU Duration [ns]"."""
+    return f"{metric} [{unit}]" if unit else metric
 
 
 def _heading(title: str, markdown: bool, level: int) -> str:
@@ -165,7 +191,7 @@ def _totals_table(result: DiffResult) -> tuple[list[str], list[Row]]:
     rows = [
         [
             m.table,
-            m.metric,
+            with_unit(m.metric, m.unit),
             f"{m.rows:,}",
             _number(m.base_total),
             _number(m.new_total),
@@ -235,7 +261,7 @@ def _reasons(result: DiffResult) -> str:
 
 
 def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], list[Row]]:
-    headers = [label, "count", "sum", "share %", "mean", "median", "max"]
+    headers = [label, "count", "sum", "share %", "mean", "median", "max", "longest call"]
     rows = [
         [
             g.key,
@@ -245,6 +271,7 @@ def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], list[Row]
             _number(g.mean),
             _number(g.median),
             _number(g.max),
+            str(g.longest_call),
         ]
         for g in groups
     ]
@@ -363,7 +390,7 @@ def _summary_tsv(summaries: Sequence[RunSummary]) -> str:
                 for label, entries in (("function", m.by_function), ("program", m.by_program)):
                     groups += [
                         [run.source, table.table, m.metric, label, g.key, g.count, g.sum,
-                         g.share, g.mean, g.median, g.max]
+                         g.share, g.mean, g.median, g.max, g.longest_call]
                         for g in entries
                     ]  # fmt: skip
     return _tsv(
@@ -372,6 +399,6 @@ def _summary_tsv(summaries: Sequence[RunSummary]) -> str:
         stats,
     ) + _tsv(
         ["source", "table", "metric", "group", "key", "count", "sum", "share_pct", "mean",
-         "median", "max"],
+         "median", "max", "longest_call"],
         groups,
     )  # fmt: skip

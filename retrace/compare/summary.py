@@ -7,6 +7,15 @@ sample standard deviation. For call and draw-call tables it also shows where
 the total goes, per function name and per program. glretrace's
 profileshader.py does that per program only.
 
+Per frame, as LLTrace's period statistics: the frames table's metrics are
+per-frame values already; a call table's are summed per frame (the calls of
+frame f), and min/max/mean/p95/stddev describe those sums, so a spike in one
+frame shows where a mean over thousands of calls hides it. Values sampled at a
+point in time rather than accumulated (VSIZE Start, RSS Start: levels, not
+costs) are not summed: their time-weighted mean (each row's value weighted by
+its CPU Duration, or GPU Duration) says what the level was while the work ran.
+Units come from the metadata beside the TSV where there is one.
+
 The ``min``, ``p95`` and ``stddev`` columns of ``--stats`` are left out: they
 describe the spread of one row's repeats, and summing them means nothing.
 Missing cells (``-``, ``#ERR``) are left out of every statistic, and `count`
@@ -21,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrace.compare.load import TABLE_NAMES, Run, Vocabulary, columns, is_derived
+from retrace.compare.load import TABLE_NAMES, Columns, Run, Vocabulary, columns, is_derived
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv import TABLE_ORDER
 
@@ -49,6 +58,7 @@ class Group:
     mean: float
     median: float
     max: float
+    longest_call: int  # the call number of the row holding `max`
 
 
 @dataclass
@@ -57,6 +67,9 @@ class MetricSummary:
     stats: Stats
     by_function: list[Group] = field(default_factory=list)
     by_program: list[Group] = field(default_factory=list)
+    unit: str = ""
+    per_frame: Stats | None = None  # call tables: the statistics of per-frame sums
+    weighted_mean: float | None = None  # levels (VSIZE/RSS Start): weighted by duration
 
 
 @dataclass
@@ -86,21 +99,61 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
             if is_derived(metric, parsed.metrics):
                 continue  # --stats columns: a spread of repeats, which no sum describes
             values = cols.values[metric]
-            summary = MetricSummary(metric, _stats(values))
+            summary = MetricSummary(
+                metric, _stats(values), unit=run.units.get((boundary, metric), "")
+            )
+            if is_level(metric):
+                summary.weighted_mean = _weighted_mean(values, cols)
+            elif boundary != Boundary.FRAME and not is_timestamp(metric):
+                summary.per_frame = _stats(_per_frame(cols.frames, values))
             if boundary != Boundary.FRAME:
                 total = summary.stats.sum
                 names = vocabulary.names
                 summary.by_function = [
                     Group(names[key], *rest)
-                    for key, *rest in _groups(cols.names, values, total, top)
+                    for key, *rest in _groups(cols.names, values, cols.call_nos, total, top)
                 ]
                 summary.by_program = [
                     Group(str(key), *rest)
-                    for key, *rest in _groups(cols.programs, values, total, top)
+                    for key, *rest in _groups(cols.programs, values, cols.call_nos, total, top)
                 ]
             metrics.append(summary)
         tables.append(TableSummary(TABLE_NAMES[boundary], len(cols), metrics))
     return RunSummary(run.source, tables)
+
+
+def is_timestamp(metric: str) -> bool:
+    """CPU Start, GPU Start: positions in time, which no sum or mean describes."""
+    return metric.casefold() in ("cpu start", "gpu start")
+
+
+def is_level(metric: str) -> bool:
+    """A value sampled at the event's start (VSIZE Start, RSS Start): a level, not a cost."""
+    return metric.casefold().endswith(" start") and not is_timestamp(metric)
+
+
+def _per_frame(frames: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The sum of each frame's values (NaN for a frame with none)."""
+    ok = ~np.isnan(values)
+    if not ok.any():
+        return np.empty(0)
+    count = int(frames.max()) + 1
+    sums = np.bincount(frames[ok], weights=values[ok], minlength=count)
+    seen = np.bincount(frames[ok], minlength=count) > 0
+    return np.where(seen, sums, np.nan)
+
+
+def _weighted_mean(values: np.ndarray, cols: Columns) -> float:
+    """The mean of `values` weighted by the rows' CPU (else GPU) Duration; NaN without one."""
+    weights = next(
+        (v for m, v in cols.values.items() if m.casefold() in ("cpu duration", "gpu duration")),
+        None,
+    )
+    if weights is None:
+        return math.nan
+    ok = ~np.isnan(values) & ~np.isnan(weights) & (weights > 0)
+    total = float(weights[ok].sum())
+    return float((values[ok] * weights[ok]).sum() / total) if total else math.nan
 
 
 def _stats(values: np.ndarray) -> Stats:
@@ -120,15 +173,16 @@ def _stats(values: np.ndarray) -> Stats:
 
 
 def _groups(
-    keys: np.ndarray, values: np.ndarray, total: float, top: int | None
-) -> list[tuple[int, int, float, float, float, float, float]]:
-    """(key, count, sum, share %, mean, median, max) per key, the largest sum first."""
+    keys: np.ndarray, values: np.ndarray, call_nos: np.ndarray, total: float, top: int | None
+) -> list[tuple[int, int, float, float, float, float, float, int]]:
+    """(key, count, sum, share %, mean, median, max, call no of the max) per key, the
+    largest sum first."""
     ok = ~np.isnan(values)
-    keys, values = keys[ok], values[ok]
+    keys, values, call_nos = keys[ok], values[ok], call_nos[ok]
     if not keys.size:
         return []
     order = np.lexsort((values, keys))
-    keys, values = keys[order], values[order]
+    keys, values, call_nos = keys[order], values[order], call_nos[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     counts = np.diff(np.r_[starts, keys.size])
     sums = np.add.reduceat(values, starts)
@@ -145,6 +199,7 @@ def _groups(
             float(sums[g] / counts[g]),
             float(medians[g]),
             float(maxima[g]),
+            int(call_nos[starts[g] + counts[g] - 1]),
         )
         for g in ranked.tolist()
     ]

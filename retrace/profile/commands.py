@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from retrace import contain
 from retrace.errors import Interrupted, RetraceError
+from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.driver import Profiler
 from retrace.profile.options import ProfileOptions
@@ -23,7 +24,6 @@ from retrace.profile.progress import CLEAR_LINE
 from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
-from retrace.writer.tsv import MetricWriter, runs_folder
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -143,6 +143,7 @@ def run_profile(
     store_dir: str | None,
     keep_store: bool,
     progress: IO[str] | None,
+    chosen_outputs: outputs.Outputs | None = None,
 ) -> None:
     """Profile in a child process, then write the tables here (see `_measure_and_write`).
 
@@ -152,8 +153,10 @@ def run_profile(
     job = Job.start(trace, options, output)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
+    chosen = chosen_outputs or outputs.Outputs.chosen("tsv", None, None)
+    outputs.save(store, chosen)
     store.close()  # writes the manifest: resumable from here on
-    _measure_and_write(job, store.path, keep_store, progress)
+    _measure_and_write(job, chosen, store.path, keep_store, progress)
 
 
 def resume_profile(
@@ -163,21 +166,22 @@ def resume_profile(
     lacks, then write the tables (to `output`, else where the run was to write them)."""
     store = Store.load(path)
     job = Job.from_json(store.meta.get("job"), path)
+    chosen = outputs.of(store)
     store.close(flush=False)
     job.check_trace(path)
     if output:
         job = replace(job, output=os.path.abspath(output))
-    _measure_and_write(job, path, keep_store, progress)
+    _measure_and_write(job, chosen, path, keep_store, progress)
 
 
-def _measure_and_write(job: Job, path: str, keep_store: bool, progress: IO[str] | None) -> None:
+def _measure_and_write(
+    job: Job, chosen: outputs.Outputs, path: str, keep_store: bool, progress: IO[str] | None
+) -> None:
     """Measure (`measure`), write the tables, then the `Rendered` line and the replay's
     warnings; raise the replay's error if it had one."""
-    finish = measure(
-        job, path, keep_store, progress, lambda p, store: _write_tables(p, store, job.output)
-    )
+    finish = measure(job, path, keep_store, progress, partial(_write_tables, job=job))
     if job.output is None or progress is not None:  # --quiet -o: nothing on stdout
-        print(finish["summary"])
+        print(finish["summary"], file=outputs.summary_stream(chosen, job))
     for line in finish["warnings"]:
         print(line, file=sys.stderr)
     if finish["error"]:
@@ -327,25 +331,15 @@ def _missing(state: dict[str, Any] | None, runs: int, frames: int) -> str:
     return f"{have}; the cells of the rest read '-'"
 
 
-def _write_tables(profile: Profile, store: Store, output: str | None) -> None:
-    """The tables to `output` (else stdout); with repeats and `output`, every measured
-    run's tables too, in `runs_folder(output)`."""
+def _write_tables(profile: Profile, store: Store, job: Job) -> None:
     try:
-        with ExitStack() as stack:
-            stream = stack.enter_context(open(output, "w")) if output else sys.stdout
-            MetricWriter(stream).write_all(profile.tables(store))
-        if output and profile.repeats > 1:
-            folder = runs_folder(output)
-            shutil.rmtree(folder, ignore_errors=True)  # runs of an earlier profile
-            os.makedirs(folder)
-            for run in range(profile.repeats):
-                with open(os.path.join(folder, f"run{run + 1}.tsv"), "w") as stream:
-                    MetricWriter(stream).write_all(profile.tables(store, run))
+        outputs.write(profile, store, job)
     except BrokenPipeError:
         raise  # the reader went away: not an error (see cli.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured
         store.keep = True
+        tables = f"the tables to {job.output or 'standard output'}"
+        what = e.filename if e.filename and e.filename != job.output else tables  # the metadata?
         raise RetraceError(
-            f"cannot write the tables to {output or 'standard output'}: "
-            f"{e.strerror or e}; the measurements are kept in {store.path}"
+            f"cannot write {what}: {e.strerror or e}; the measurements are kept in {store.path}"
         ) from None

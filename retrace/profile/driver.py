@@ -32,6 +32,7 @@ from retrace.errors import RetraceError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EventMeter, PassPlan, ProfileError
+from retrace.profile.metadata import context_facts, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
@@ -85,6 +86,7 @@ class Profiler(ReplayListener):
         self._expected: dict[Boundary, int] | None = None  # events per boundary in pass 1
         self._ready = False  # the pass's first context has been current
         self._on_ready: Callable[[], None] = lambda: None
+        self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
         self.replayer.listen(self)
@@ -126,6 +128,7 @@ class Profiler(ReplayListener):
     def after_switch(self) -> None:
         if not self._ready:
             self._ready = True
+            self.context_facts = self.context_facts or context_facts(self.replayer)
             self._on_ready()
             self._start_pass()
         else:
@@ -297,6 +300,7 @@ class Profiler(ReplayListener):
         if "progress" not in self.store.meta and self.progress is not None:
             print(f"retrace: measuring into {self.store.path}", file=self.progress, flush=True)
         expected = self._expected
+        self.store.meta["facts"] = run_facts(self)  # where it ran, for the metadata
         self.store.meta["progress"] = {
             "pass": next_pass,
             "run": next_run,

@@ -1,0 +1,259 @@
+"""Self-describing results: the facts written beside a profile's tables.
+
+A TSV says nothing of what it measured: no units, no driver, no trace. Two
+results could be compared without anyone noticing that they came from different
+traces or GPUs. So every profile written to a file (`-o OUT.tsv`) also writes
+``OUT.tsv.json`` (or the `--metadata` file): the retrace version; the trace's
+identity (path, size, SHA-256, calls, frames); the GL context and EGL display it
+ran on; the host; the selection as given and as resolved, and the pass plan;
+per column its backend, metric, boundary, kind, unit and numeric type; repeats
+and warm-up; start time and duration; and how faithful the replay was. The
+TSV itself stays byte for byte glretrace's.
+
+The facts come from two processes: the replay child knows the GL context, the
+pass plan and the replay's departures (`run_facts`, kept in the store's
+manifest); the parent that writes the tables knows the rest (`describe`).
+`retrace diff`, `summary` and `report` read the file back (`read_metadata`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import socket
+from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrace.errors import RetraceError
+from retrace.vocabulary import Boundary, Metric
+
+if TYPE_CHECKING:
+    from retrace.profile.driver import Profiler
+    from retrace.profile.results import Profile
+    from retrace.replay.replayer import Replayer
+
+FORMAT = "retrace-profile-metadata"
+FORMAT_VERSION = 1
+TABLE_KEYS = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "drawcalls"}
+GL_VENDOR = 0x1F00
+
+
+@dataclass(frozen=True)
+class TraceIdentity:
+    """What names a trace's content: two results of one trace share `sha256`."""
+
+    path: str  # absolute
+    size: int  # bytes
+    sha256: str
+    calls: int
+    frames: int  # frame-ending calls
+
+
+def trace_identity(path: str) -> TraceIdentity:
+    """Path, size, SHA-256, calls and frames of the trace at `path`.
+
+    Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
+    trace are those before the damage (the replay reports the damage itself).
+    """
+    from retrace.trace.info import trace_info
+
+    path = os.path.abspath(path)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            while block := stream.read(1 << 20):
+                digest.update(block)
+    except OSError as e:
+        raise RetraceError(f"{path}: cannot read: {e.strerror}") from None
+    info, _damage = trace_info(path)
+    return TraceIdentity(path, size, digest.hexdigest(), info["CallCount"], info["FramesCount"])
+
+
+def context_facts(replayer: Replayer) -> dict[str, Any]:
+    """The GL context current now and the EGL display under it (called at the first one)."""
+    current = replayer.state.current
+    real = current.real if current is not None else None
+    gl: dict[str, Any] = {}
+    if real is not None:
+        try:
+            get_string = replayer.dispatch.raw("glGetString", ctypes.c_char_p, ctypes.c_uint)
+            vendor = (get_string(GL_VENDOR) or b"").decode(errors="replace")
+        except LookupError:
+            vendor = ""
+        gl = {
+            "api": real.api,
+            "vendor": vendor,
+            "renderer": real.renderer,
+            "version": real.version,
+            "profile": real.profile,
+            "requested": current.request.describe(),
+        }
+    display = replayer.display
+    egl = {
+        "platform": display.platform,
+        "device": display.device,
+        "vendor": display.vendor,
+        "version": display.version,
+    }
+    return {"gl": gl, "egl": egl}
+
+
+def run_facts(profiler: Profiler) -> dict[str, Any]:
+    """What only the replay child knows, for the store's manifest: the context, the pass
+    plan and how faithful the replay was."""
+    passes = []
+    for plan in profiler.plan:
+        lines = plan.backend.describe_passes()
+        passes.append(
+            {
+                "backend": plan.backend.name,
+                "index": plan.index,
+                "boundaries": sorted(TABLE_KEYS[b] for b in plan.boundaries),
+                "what": lines[plan.index] if plan.index < len(lines) else "",
+            }
+        )
+    return {
+        **profiler.context_facts,
+        "passes": passes,
+        "fidelity": (profiler.fidelity or profiler.replayer.fidelity()).as_dict(),
+    }
+
+
+def host_facts() -> dict[str, str]:
+    """CPU model, kernel and host name."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    cpu = line.partition(":")[2].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cpus": str(os.cpu_count() or 0),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "host": socket.gethostname(),
+    }
+
+
+def retrace_version() -> str:
+    try:
+        return version("retrace")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def column_facts(metric: Metric, boundary: Boundary, derived_from: str = "") -> dict[str, Any]:
+    """One column: its backend, metric, boundary, kind, unit and numeric type."""
+    facts = {
+        "name": metric.name,
+        "backend": metric.backend,
+        "group": metric.group,
+        "id": metric.id,
+        "boundary": boundary.name.lower(),
+        "kind": metric.kind.value,
+        "unit": metric.unit,
+        "num_type": metric.num_type.value,
+    }
+    if derived_from:
+        facts["derived_from"] = derived_from  # a --stats spread of this column's repeats
+    return facts
+
+
+def describe(
+    trace: TraceIdentity,
+    selections: dict[str, str],
+    profile: Profile,
+    run: dict[str, Any] | None,
+    options: dict[str, Any],
+    outputs: dict[str, Any],
+    started: float,
+    finished: float,
+    complete: bool,
+) -> dict[str, Any]:
+    """The metadata document of one profile.
+
+    `selections`: Boundary name -> selection as given; `run`: `run_facts` (None if the
+    child never got that far); `options`: repeat, warm-up, stats, strict;
+    `outputs`: where the tables and other outputs went; `complete`: whether every
+    pass was measured (False after a crash or interruption).
+    """
+    import datetime
+
+    tables: dict[str, list[dict[str, Any]]] = {}
+    resolved: dict[str, list[str]] = {}
+    for boundary, metrics in profile.metrics.items():
+        key = TABLE_KEYS[boundary]
+        columns = tables.setdefault(key, [])
+        for metric in metrics:
+            columns.append(column_facts(metric, boundary))
+            for derived, _column in profile.stats.get((metric, boundary), ()):
+                columns.append(column_facts(derived, boundary, derived_from=metric.name))
+        resolved[key] = [f"{m.backend}: {m.name}" for m in metrics]
+    run = run or {}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "retrace": retrace_version(),
+        "trace": asdict(trace),
+        "gl": run.get("gl", {}),
+        "egl": run.get("egl", {}),
+        "host": host_facts(),
+        "selection": {
+            "given": {TABLE_KEYS[Boundary[b]]: spec for b, spec in selections.items()},
+            "resolved": resolved,
+        },
+        "passes": run.get("passes", []),
+        "tables": tables,
+        "frames": profile.frames,
+        **options,
+        "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
+        "duration_s": round(finished - started, 3),
+        "complete": complete,
+        "fidelity": run.get("fidelity"),
+        "outputs": outputs,
+    }
+
+
+def write_metadata(path: str, document: dict[str, Any]) -> None:
+    """Write `document` to `path` atomically (a reader never sees half a file)."""
+    temporary = f"{path}.tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump(document, stream, indent=2)
+        stream.write("\n")
+    os.replace(temporary, path)
+
+
+def read_metadata(tables: str | Path) -> dict[str, Any]:
+    """The metadata beside a tables file (``TABLES.json``); {} when there is none.
+
+    Raises `RetraceError` for a file that is there but not a JSON object.
+    """
+    beside = Path(f"{tables}.json")
+    try:
+        document = json.loads(beside.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise RetraceError(f"{beside}: not readable JSON metadata ({exc})") from None
+    if not isinstance(document, dict):
+        raise RetraceError(f"{beside}: not readable JSON metadata (not an object)")
+    return document
+
+
+def units(document: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(table key, column name) -> unit, from a metadata document ({} without one)."""
+    found = {}
+    for table, columns in (document.get("tables") or {}).items():
+        for column in columns if isinstance(columns, list) else ():
+            if isinstance(column, dict) and column.get("unit"):
+                found[table, str(column.get("name"))] = str(column["unit"])
+    return found
