@@ -12,7 +12,7 @@ trace's objects, uniform locations, where a mapped buffer lives -- is looked
 up when the entry runs, through tables in `ReplayState` that every pass
 refills.
 
-Window-system calls go to `ws.WsCompiler`. Calls without side effects
+Window-system calls go to `ws.reader.WsCompiler`. Calls without side effects
 (glGet*, glIs*, glGetError, the program's own query readbacks) compile to
 nothing, as glretrace skips them. A call that cannot be issued (a function the
 driver lacks, an argument that cannot be marshalled) is skipped and counted
@@ -37,7 +37,8 @@ from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effe
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
-from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
+from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
+from retrace.replay.ws.reader import WsCompiler
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
@@ -97,7 +98,7 @@ _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
-# (target, image): EGLImages made from GL objects are made again (`ws.create_image`)
+# (target, image): EGLImages made from GL objects are made again (`WindowSystem.create_image`)
 _IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
 _SPECIAL = (

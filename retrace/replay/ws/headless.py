@@ -17,7 +17,8 @@ this order by `EglDisplay.open`:
 
 The platform that won is recorded in `EglDisplay.platform`.
 
-Rendering goes to a pbuffer surface of the trace's window size or, when the
+Rendering goes to a pbuffer surface of the trace's window size (a `Drawable`
+stands in for each of the trace's windows and pbuffers) or, when the
 chosen config cannot back a pbuffer, to no surface at all: the context is made
 current surfaceless (EGL_KHR_surfaceless_context) and the caller renders into
 a framebuffer object of its own.
@@ -45,6 +46,7 @@ from retrace.errors import RetraceError
 __all__ = [
     "Context",
     "ContextRequest",
+    "Drawable",
     "EglDisplay",
     "EglError",
     "PixelFormat",
@@ -98,6 +100,10 @@ EGL_CONTEXT_OPENGL_ROBUST_ACCESS_BIT_KHR = 0x4
 EGL_CONTEXT_OPENGL_DEBUG = 0x31B0
 EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE = 0x31B1
 EGL_CONTEXT_OPENGL_ROBUST_ACCESS = 0x31B2
+
+# EGL_GL_TEXTURE_2D, _3D, the six cube-map faces, EGL_GL_RENDERBUFFER (EGL_KHR_gl_image)
+EGL_GL_RENDERBUFFER = 0x30B9
+EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
 
 # Platforms and devices
 EGL_PLATFORM_DEVICE_EXT = 0x313F
@@ -221,6 +227,21 @@ class Surface:
     config: int
     width: int
     height: int
+
+
+# glretrace's stand-in size for a window whose size the trace has not revealed yet.
+DEFAULT_SIZE = 32
+
+
+@dataclass(eq=False)
+class Drawable:
+    """The stand-in for one window, pixmap or pbuffer of the traced program: its size, and
+    the pbuffer surface behind it once a context has been bound to it."""
+
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+    fixed: bool = False  # a pbuffer: its size came from the trace and never grows
+    surface: Surface | None = None
 
 
 # --- libEGL, loaded once per process ----------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 from retrace.errors import RetraceError
 from retrace.replay.snapshot import Image
+from retrace.replay.ws.headless import EGL_OPENGL_API
 
 __all__ = ["FrameWindow"]
 
@@ -51,7 +52,6 @@ _HINT = "replay without --window"
 
 EGL_DRAW = 0x3059
 EGL_READ = 0x305A
-EGL_OPENGL_API = 0x30A2
 
 GL_TEXTURE_2D = 0x0DE1
 GL_UNPACK_ALIGNMENT = 0x0CF5
