@@ -75,6 +75,8 @@ EGL_VERSION = 0x3054
 EGL_EXTENSIONS = 0x3055
 EGL_HEIGHT = 0x3056
 EGL_WIDTH = 0x3057
+EGL_DRAW = 0x3059
+EGL_READ = 0x305A
 EGL_CLIENT_APIS = 0x308D
 EGL_RGB_BUFFER = 0x308E
 EGL_OPENGL_ES_API = 0x30A0
@@ -276,6 +278,11 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "eglMakeCurrent": (_BOOL, [_VP, _VP, _VP, _VP]),
     "eglSwapBuffers": (_BOOL, [_VP, _VP]),
     "eglGetProcAddress": (_VP, [ctypes.c_char_p]),
+    # what is current on the thread (the --window viewer puts the replay's binding back)
+    "eglQueryAPI": (_ENUM, []),
+    "eglGetCurrentDisplay": (_VP, []),
+    "eglGetCurrentContext": (_VP, []),
+    "eglGetCurrentSurface": (_VP, [_INT]),
 }
 
 # Extension entry points, resolved through eglGetProcAddress.
@@ -290,7 +297,8 @@ _GetString = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_uint32)
 _GetIntegerv = ctypes.CFUNCTYPE(None, ctypes.c_uint32, _INTP)
 
 
-def _load_egl() -> ctypes.CDLL:
+def load_egl() -> ctypes.CDLL:
+    """libEGL with the prototypes of the functions retrace calls, loaded once."""
     global _egl
     with _lock:
         if _egl is None:
@@ -401,7 +409,7 @@ class EglDisplay:
         surfaceless, default). Raises EglError "no EGL driver found: ..." with
         what each platform said when none initialises, or libEGL is missing.
         """
-        egl = _load_egl()
+        egl = load_egl()
         order = tuple(platforms or ("device", "surfaceless", "default"))
         unknown = [p for p in order if p not in ("device", "surfaceless", "default")]
         if unknown:
