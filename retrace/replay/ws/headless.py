@@ -40,6 +40,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from retrace.errors import RetraceError
 
@@ -465,7 +466,13 @@ class EglDisplay:
             err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
             yield "", handle, f"eglGetPlatformDisplay failed ({err})"
             return
-        # device
+        yield from EglDisplay._devices(egl, client_ext, get_platform_display)
+
+    @staticmethod
+    def _devices(
+        egl: ctypes.CDLL, client_ext: frozenset[str], get_platform_display: Any
+    ) -> Iterator[tuple[str, int, str]]:
+        """The device platform's candidates: one display per device, hardware first."""
         wanted = ("EGL_EXT_device_enumeration", "EGL_EXT_platform_device")
         missing = [ext for ext in wanted if ext not in client_ext]
         query_devices = egl.eglGetProcAddress(b"eglQueryDevicesEXT")
@@ -661,37 +668,24 @@ class EglDisplay:
         core) is kept only if no fallback gives compatibility. Failure is one
         EglError naming the request, the EGL error and what the driver offers.
         """
-        self._check_open()
-        if request.api not in ("gl", "gles"):
-            raise EglError(f"unknown client API {request.api!r} (expected gl or gles)")
-        if request.api == "gl" and request.profile not in ("core", "compat"):
-            raise EglError(f"unknown OpenGL profile {request.profile!r} (expected core or compat)")
-        if share is not None and self._contexts.get(share.handle) is not share:
-            raise EglError("cannot share with a context of another display or a destroyed one")
+        self._check_request(request, share)
         proc_api = _proc_api(request.api, request.major)
         config_api = "gles3" if request.api == "gles" and request.major >= 3 else proc_api
         config = self.choose_config(fmt, config_api)
         share_handle = share.handle if share is not None else None
 
-        egl = self._egl
         first_error = ""
         offer = ""
         wrong_profile: Context | None = None
         for attribs in self._context_attempts(request):
             self._bind(request.api)
-            handle = egl.eglCreateContext(self.handle, config, share_handle, _attrib_list(attribs))
+            handle = self._egl.eglCreateContext(
+                self.handle, config, share_handle, _attrib_list(attribs)
+            )
             if not handle:
                 first_error = first_error or self._error()
                 continue
-            context = Context(handle=handle, config=config, request=request, api=request.api)
-            self._contexts[handle] = context
-            try:
-                self._identify(context)
-            except BaseException:
-                self.destroy_context(context)
-                if wrong_profile is not None:
-                    self.destroy_context(wrong_profile)
-                raise
+            context = self._identified(handle, config, request, wrong_profile)
             if not context.version:  # could not be asked: trust EGL
                 return context
             if (context.major, context.minor) < (request.major, request.minor):
@@ -715,6 +709,32 @@ class EglDisplay:
             offer = self._offer(request, config)
         why = " ".join(part for part in (first_error, f"({offer})" if offer else "") if part)
         raise EglError(f"cannot create an {request.describe()} context: {why}")
+
+    def _check_request(self, request: ContextRequest, share: Context | None) -> None:
+        """Refuse, with one line, a request or share context this display cannot take."""
+        self._check_open()
+        if request.api not in ("gl", "gles"):
+            raise EglError(f"unknown client API {request.api!r} (expected gl or gles)")
+        if request.api == "gl" and request.profile not in ("core", "compat"):
+            raise EglError(f"unknown OpenGL profile {request.profile!r} (expected core or compat)")
+        if share is not None and self._contexts.get(share.handle) is not share:
+            raise EglError("cannot share with a context of another display or a destroyed one")
+
+    def _identified(
+        self, handle: int, config: int, request: ContextRequest, wrong_profile: Context | None
+    ) -> Context:
+        """A context EGL just made, kept and asked what it is; if asking fails, it is
+        destroyed with the one kept in reserve (`wrong_profile`)."""
+        context = Context(handle=handle, config=config, request=request, api=request.api)
+        self._contexts[handle] = context
+        try:
+            self._identify(context)
+        except BaseException:
+            self.destroy_context(context)
+            if wrong_profile is not None:
+                self.destroy_context(wrong_profile)
+            raise
+        return context
 
     def _has_create_context(self) -> bool:
         return self.egl_version >= (1, 5) or "EGL_KHR_create_context" in self.extensions
