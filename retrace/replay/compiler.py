@@ -547,7 +547,7 @@ class Compiler:
         if problem is not None:
             plan.compile = _unsupported(problem)
             return
-        assert command is not None
+        assert command is not None and fn is not None
         if _IMAGE_TARGETS.match(name):
             plan.compile = lambda args, ret, thread: self._image_target(fn, args)
             return

@@ -103,7 +103,7 @@ class EglReader:
 
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
-        self.formats: dict[int, PixelFormat] = {}  # traced config -> pixel format
+        self.formats: dict[int | tuple[str, int], PixelFormat] = {}  # traced config -> format
         self.api = EGL_OPENGL_ES_API
         self.gl_images: set[int] = set()  # traced EGLImages the replay makes again
 

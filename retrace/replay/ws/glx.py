@@ -97,7 +97,7 @@ class GlxReader:
 
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
-        self.formats: dict[int, PixelFormat] = {}  # traced visual or config -> pixel format
+        self.formats: dict[int | tuple[str, int], PixelFormat] = {}  # visual or config -> format
 
     def handlers(self) -> dict[str, Handler]:
         return {
