@@ -81,7 +81,6 @@ class ReplayState:
 
     def __init__(self, display: EglDisplay) -> None:
         self.display = display
-        self.formats: dict[object, PixelFormat] = {}  # traced visual/config -> pixel format
         self.contexts: dict[int, TracedContext] = {}
         self.drawables: dict[int, Drawable] = {}
         self.names: dict[str, dict[int, int]] = {}
@@ -117,7 +116,6 @@ class ReplayState:
                 drawable.surface = None
         self.contexts.clear()
         self.drawables.clear()
-        self.formats.clear()
         for table in self.names.values():
             table.clear()
         self.locations.clear()
