@@ -199,7 +199,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
-    from retrace.replay.command import run_replay
+    from retrace.replay.run import run_replay
 
     run_replay(trace, **options)
 

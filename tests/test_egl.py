@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from retrace.errors import RetraceError
-from retrace.replay.egl import (
+from retrace.replay.ws.headless import (
     Context,
     ContextRequest,
     EglDisplay,
@@ -396,7 +396,7 @@ def run_child(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 OPEN_AND_REPORT = """
-    from retrace.replay.egl import EglDisplay, EglError
+    from retrace.replay.ws.headless import EglDisplay, EglError
     try:
         EglDisplay.open()
     except EglError as exc:
@@ -415,7 +415,7 @@ def test_no_vendor_driver_is_an_error_not_a_crash():
 
 
 def test_missing_libegl_is_an_error_not_a_crash():
-    code = "import retrace.replay.egl as egl\negl._EGL_LIBRARY = 'libEGL-missing.so.1'\n"
+    code = "import retrace.replay.ws.headless as egl\negl._EGL_LIBRARY = 'libEGL-missing.so.1'\n"
     child = run_child(code + textwrap.dedent(OPEN_AND_REPORT))
     assert child.returncode == 0, child.stderr
     assert child.stdout.startswith("no EGL driver found: cannot load libEGL-missing.so.1")

@@ -25,9 +25,9 @@ from PIL import Image as PILImage
 from PIL import ImageGrab
 
 from retrace.errors import RetraceError
-from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
 from retrace.replay.snapshot import Image
-from retrace.replay.window import FrameWindow
+from retrace.replay.ws.headless import Context, ContextRequest, EglDisplay, PixelFormat, Surface
+from retrace.replay.ws.viewer import FrameWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -293,7 +293,7 @@ def _error_line(env: dict[str, str], preamble: str = "") -> str:
         """
         import sys
         from retrace.errors import RetraceError
-        from retrace.replay.window import FrameWindow
+        from retrace.replay.ws.viewer import FrameWindow
         try:
             FrameWindow()
         except RetraceError as exc:

@@ -24,9 +24,9 @@ from conftest import recorded_calls, run_retrace
 from PIL import Image
 from tracegen import TraceWriter
 
-from retrace.replay.ws import WsCompiler
-from retrace.replay.ws_cgl import cgl_pixel_format
-from retrace.replay.ws_wgl import pfd_format, wgl_attrib_format
+from retrace.replay.ws.cgl import cgl_pixel_format
+from retrace.replay.ws.reader import WsCompiler
+from retrace.replay.ws.wgl import pfd_format, wgl_attrib_format
 
 W, H = 160, 120
 # Clear colours per frame and the triangle's, as floats and as the 8-bit pixels they give.

@@ -12,7 +12,7 @@ trace's objects, uniform locations, where a mapped buffer lives -- is looked
 up when the entry runs, through tables in `ReplayState` that every pass
 refills.
 
-Window-system calls go to `ws.WsCompiler`. Calls without side effects
+Window-system calls go to `ws.reader.WsCompiler`. Calls without side effects
 (glGet*, glIs*, glGetError, the program's own query readbacks) compile to
 nothing, as glretrace skips them. A call that cannot be issued (a function the
 driver lacks, an argument that cannot be marshalled) is skipped and counted
@@ -37,7 +37,8 @@ from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effe
 from retrace.replay.program import Entry, Program, Row
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
-from retrace.replay.ws import GL_TIMEOUT_IGNORED, WsCompiler, is_window_system_call
+from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
+from retrace.replay.ws.reader import WsCompiler
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
@@ -97,14 +98,14 @@ _UNIFORM_PREFIXES = ("glUniform", "glProgramUniform")
 _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 # handles into the traced process's window system: passing them on would crash the driver
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
-# (target, image): EGLImages made from GL objects are made again (`ws.create_image`)
+# (target, image): EGLImages made from GL objects are made again (`WindowSystem.create_image`)
 _IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
 _READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
+# GL functions whose calls need work beside the driver's (`_gl_call`): never direct in C
 _SPECIAL = (
     _LOCATION_QUERIES
     | _VIEWPORTS
     | _BLITS
-    | _USE_PROGRAM
     | _READ_PIXELS
     | IMAGE_READBACKS
     | _BIND_PIPELINE
@@ -153,9 +154,10 @@ class _Plan:
     name: str
     flags: int
     ends_frame: bool
-    skip: bool = False
     row: int = Row.NONE
-    proto: int = -1  # the direct-call prototype (`Code.add_proto`), or -1
+    # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
+    # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
+    route: int = _vm.SIG_SLOW
     name_id: int = 0  # the name's index in Program.names
     compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
 
@@ -294,8 +296,8 @@ class Compiler:
             plan = self._plans.get(sig_id)
             if plan is None:
                 plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
-                code.set_sig(sig_id, self._direct(plan), plan.name_id, plan.row)
-            if plan.skip:
+                code.set_sig(sig_id, plan.route, plan.name_id, plan.row)
+            if plan.route == _vm.SIG_SKIP:
                 continue
             visited += 1
             if values is None and visited > _FEW_CALLS:
@@ -331,7 +333,6 @@ class Compiler:
             for s, name in functions.items()
             if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name)
         ]
-        hints, seen = self.ws.ws.size_hints, self._window_scan
         for i in np.flatnonzero(np.isin(sig_ids, wanted)).tolist():
             _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
                 batch.calls[i].item()
@@ -340,21 +341,26 @@ class Compiler:
             values = NodeLists.of_call(batch, node_start, nodes_n)
             slots = batch.slots[slot_start : slot_start + nargs]
             args, result = _arguments(values, 0, slots, ret, sigs)
-            drawable, on_window = seen.get(thread, (0, True))
-            if _MAKE_CURRENT.match(name):
-                try:
-                    entry = self.ws.compile(name, args, result, thread)
-                except BadValue:
-                    continue  # damage: reported when the call itself compiles, in order
-                if entry is not None and entry[0] == self.ws.ws.make_current:
-                    seen[thread] = (entry[1][1], True)
-            elif _BIND_FRAMEBUFFER.match(name):
-                if len(args) == 2 and args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
-                    seen[thread] = (drawable, not args[1])
-            elif len(args) == 4 and drawable and on_window and drawable not in hints:
-                x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
-                if w > 0 and h > 0:
-                    hints[drawable] = (x + w, y + h)
+            self._scan_call(name, args, result, thread)
+
+    def _scan_call(self, name: str, args: list[Any], result: Any, thread: int) -> None:
+        """What one make-current, bind-framebuffer or viewport call tells the read-ahead."""
+        hints, seen = self.ws.ws.size_hints, self._window_scan
+        drawable, on_window = seen.get(thread, (0, True))
+        if _MAKE_CURRENT.match(name):
+            try:
+                entry = self.ws.compile(name, args, result, thread)
+            except BadValue:
+                return  # damage: reported when the call itself compiles, in order
+            if entry is not None and entry[0] == self.ws.ws.make_current:
+                seen[thread] = (entry[1][1], True)
+        elif _BIND_FRAMEBUFFER.match(name):
+            if len(args) == 2 and args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
+                seen[thread] = (drawable, not args[1])
+        elif len(args) == 4 and drawable and on_window and drawable not in hints:
+            x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
+            if w > 0 and h > 0:
+                hints[drawable] = (x + w, y + h)
 
     def _stops(self, batch: CallBatch, sigs: Signatures, functions: dict[int, str]) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
@@ -385,15 +391,6 @@ class Compiler:
             stops |= ~self._only.contains_many(nos, call_flags)
         return stops.view(np.uint8).tobytes()
 
-    def _direct(self, plan: _Plan) -> int:
-        """How C compiles the signature's calls: a direct-call prototype, skipped, or (-1)
-        handed to `_add_call`."""
-        if plan.skip:
-            return _vm.SIG_SKIP
-        if plan.ends_frame or plan.name in _PYTHON_ONLY:
-            return _vm.SIG_SLOW
-        return plan.proto
-
     def _add_call(
         self,
         plan: _Plan,
@@ -409,12 +406,8 @@ class Compiler:
     ) -> None:
         """Compile one call into a Python entry (with its thread switch, hooks and frame end)."""
         program = self.program
-        if self._only is not None and plan.row != _NONE and not self._only.contains(no, plan.flags):
+        if self._left_out(plan, fake, no, thread):
             return
-        if thread in self._unbound_threads and plan.name.startswith("gl") and plan.row != _NONE:
-            return  # a GL call with no context current: the driver would ignore it
-        if fake and no == self._image_shared_at + 1:
-            return  # apitrace's copy of a shared image's pixels (see `_image_target`)
         if thread != self._thread:
             if self._thread is not None:
                 program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
@@ -430,6 +423,22 @@ class Compiler:
             return
         except BadValue as e:  # the calls before it still run (see Replayer)
             raise TraceError.in_stream(self.path, offset, f"call {no} {plan.name}: {e}") from None
+        self._emit(plan, no, entry)
+
+    def _left_out(self, plan: _Plan, fake: bool, no: int, thread: int) -> bool:
+        """Calls that compile to nothing here: GL calls outside the call subset or made with
+        no context current (the driver would ignore them), and apitrace's copy of a shared
+        image's pixels (see `_image_target`)."""
+        if plan.row != _NONE:
+            if self._only is not None and not self._only.contains(no, plan.flags):
+                return True
+            if thread in self._unbound_threads and plan.name.startswith("gl"):
+                return True
+        return fake and no == self._image_shared_at + 1
+
+    def _emit(self, plan: _Plan, no: int, entry: Entry | None) -> None:
+        """Add a call's entry to the program, with the hook's entry and the frame end."""
+        program = self.program
         # no hook while a display list compiles or inside glBegin/glEnd: draws there draw
         # nothing yet, and the hook's own GL calls (a snapshot's glReadPixels) are errors
         hooked = self._hook_calls is not None and self._hook_calls.contains(no, plan.flags)
@@ -504,93 +513,71 @@ class Compiler:
         elif QUERY_RESULTS.match(name):
             plan.compile = lambda args, ret, thread: self._query_result(name, args)
             plan.row = Row.CALL
-        elif (
-            not has_side_effects(name, self.dispatch.command(name))
-            if name.startswith("gl") and not is_window_system_call(name)
-            else bool(flags & _NO_SIDE_EFFECTS)
-        ):
-            plan.skip = True  # (the app's query readbacks too: glretrace's --query-handling=skip)
+        elif self._without_side_effects(name, flags):
+            # (the app's query readbacks too: glretrace's --query-handling=skip)
+            plan.route = _vm.SIG_SKIP
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
             plan.compile = lambda args, ret, thread: self._window_system(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
-            plan.compile, plan.proto = (
-                (self._get_synciv, -1)
-                if name == "glGetSynciv"
-                else self._gl_plan(name, len(sig.arg_names))
-            )
-            plan.row = (
-                Row.BEGIN
-                if name == "glBegin"
-                else Row.END
-                if name == "glEnd"
-                else Row.LIST_END
-                if name == "glEndList"
-                else Row.DRAW
-                if is_profiled_draw(name)
-                else Row.CALL
-            )
+            plan.row = _gl_row(name)
+            self._gl_plan(plan, len(sig.arg_names))
         else:
             plan.compile = _unsupported(f"{name} is not an OpenGL function")
         return plan
 
-    def _gl_plan(self, name: str, nargs: int) -> tuple[Callable[[list[Any], Any, int], Entry], int]:
-        """How a GL function's calls compile, and its direct-call prototype when its calls
-        need nothing but numbers (-1 otherwise)."""
+    def _without_side_effects(self, name: str, flags: int) -> bool:
+        """Calls glretrace skips: GL calls by their name and prototype, others by apitrace's
+        flags."""
+        if name.startswith("gl") and not is_window_system_call(name):
+            return not has_side_effects(name, self.dispatch.command(name))
+        return bool(flags & _NO_SIDE_EFFECTS)
+
+    def _gl_plan(self, plan: _Plan, nargs: int) -> None:
+        """How a GL function's calls compile: the Python entry they make when they come to
+        `_add_call`, and whether C calls the driver directly instead (`_direct_params`)."""
+        name = plan.name
+        if name == "glGetSynciv":
+            plan.compile = self._get_synciv
+            return
         command = self.dispatch.command(name)
-        if command is None:
-            return _unsupported("not in the Khronos registry"), -1
-        fn = self.dispatch.function(name)
-        if fn is None:
-            return _unsupported("the driver does not provide it"), -1
-        if nargs != len(command.params):
-            return _unsupported(
-                f"the trace gives {nargs} arguments, the registry {len(command.params)}"
-            ), -1
+        fn = self.dispatch.function(name) if command is not None else None
+        problem = _why_not_issued(name, command, fn, nargs)
+        if problem is not None:
+            plan.compile = _unsupported(problem)
+            return
+        assert command is not None and fn is not None
         if _IMAGE_TARGETS.match(name):
-            return (lambda args, ret, thread: self._image_target(fn, args)), -1
-        if any(p.base in _FOREIGN_HANDLES for p in command.params):
-            return _unsupported(
-                "takes an EGL image or VDPAU surface of the traced process, which the replay "
-                "cannot recreate"
-            ), -1
-        if all(
-            p.pointer_depth == 0
-            and p.object_class is None
-            and p.base not in _HANDLE_TYPES
-            and not (p.name == "location" and name.startswith(_UNIFORM_PREFIXES))
-            for p in command.params
-        ) and not (
+            plan.compile = lambda args, ret, thread: self._image_target(fn, args)
+            return
+        direct = self._direct_params(command)
+        if direct is not None and all(code < _PTR and table is None for code, table in direct):
+            plan.compile = _numbers_only(command, fn)
+        else:
+            plan.compile = lambda args, ret, thread: self._gl_call(command, fn, args, ret)
+        # calls that end frames or change how the calls after them are rows stay in Python
+        if direct is not None and not (plan.ends_frame or name in _PYTHON_ONLY):
+            types = bytes(code for code, _ in direct)
+            tables = tuple(table for _, table in direct)
+            address = ctypes.cast(fn, ctypes.c_void_p).value or 0
+            plan.route = self.program.code.add_proto(address, types, tables)
+
+    def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:
+        """The rule for whether a GL function's calls need nothing but the driver call: how
+        each parameter is passed (`_direct_param`), or None when Python must do more -- a
+        result to keep (object names, handles), work before or after the call (`_SPECIAL`,
+        `_SPECIAL_PATTERNS`) or a parameter only Python can pass."""
+        name = command.name
+        if (
             command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
             or name in _SPECIAL
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
-            scalars = [_scalar(ctypes_type(p)) for p in command.params]
-
-            def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
-                # nothing to look up at replay time
-                return (fn, tuple(convert(v) for convert, v in zip(scalars, args, strict=True)))
-
-        else:
-
-            def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
-                return self._gl_call(command, fn, args, ret)
-
+            return None
         direct = [self._direct_param(name, p) for p in command.params]
-        if (
-            None in direct
-            or command.return_class is not None
-            or command.return_ctype in _HANDLE_TYPES
-            or (name in _SPECIAL and name not in _USE_PROGRAM)
-            or any(p.match(name) for p in _SPECIAL_PATTERNS)
-        ):
-            return compile_, -1  # its calls need Python: after-effects, outputs, handles
-        types = bytes(code for code, _ in direct)
-        tables = tuple(table for _, table in direct)
-        address = ctypes.cast(fn, ctypes.c_void_p).value or 0
-        return compile_, self.program.code.add_proto(address, types, tables)
+        return None if None in direct else direct  # type: ignore[return-value]
 
     def _direct_param(self, function: str, p: Param) -> tuple[int, Any] | None:
         """How a direct call passes one parameter: its `_vm` type code and how the traced
@@ -624,12 +611,38 @@ class Compiler:
     # --- GL calls ---------------------------------------------------------------------------
 
     def _gl_call(self, command: Command, fn: Any, args: list[Any], ret: Any) -> Entry:
-        name = command.name
-        st = self.state
-        template: list[Any] = []
-        only_into_buffer = False
+        """The entry of a GL call that needs Python when it runs (`_direct_params` says which):
+        lookups before the driver's call, records after it, and a wrapper where the replay
+        may leave the call out."""
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
+        template, only_into_buffer = self._gl_arguments(command, args, before, after)
+        self._result_mapping(command, ret, after)
+        effect = self._after_effect(command, args, ret)
+        if effect is not None:
+            after.append(effect)
+        if only_into_buffer:
+            return (self._into_pack_buffer, (fn, template))
+        entry: Entry = (
+            (fn, template)
+            if not before and not after
+            else (_Call(fn, template, tuple(before), tuple(after)), ())
+        )
+        return self._guarded(command.name, args, entry)
+
+    def _gl_arguments(
+        self,
+        command: Command,
+        args: list[Any],
+        before: list[tuple[int, Callable[[Any], Any]]],
+        after: list[Callable[[list[Any], Any], None]],
+    ) -> tuple[tuple[Any, ...], bool]:
+        """The call's arguments as the driver takes them, with the conversions they need when
+        the call runs (`before`) and the records after it (`after`); and whether it is an
+        image readback, which runs only into a pack buffer."""
+        name = command.name
+        template: list[Any] = []
+        only_into_buffer = False
         classes = {
             index: _OBJECT_KINDS.get(integer(args[kind]), default)
             for index, kind, default in _NAMES_BY_KIND.get(name, ())
@@ -638,57 +651,73 @@ class Compiler:
             cls = classes.get(index) or param.object_class
             cls = cls or ("handle" if param.base == "GLhandleARB" else None)
             if param.pointer_depth == 0 or param.base == "GLsync":
-                if cls is not None:
-                    before.append((index, self._lookup(cls)))
-                    template.append(integer(value))
-                elif param.name == "location" and name.startswith(
-                    ("glUniform", "glProgramUniform")
-                ):
-                    program_index = 0 if name.startswith("glProgramUniform") else None
-                    before.append((index, self._location(args, program_index)))
-                    template.append(integer(value))
-                else:
-                    template.append(_scalar(ctypes_type(param))(value))
-                continue
-            if param.output and isinstance(value, Pointer) and name in _READ_PIXELS:
+                template.append(self._gl_number(name, args, param, value, cls, index, before))
+            elif param.output and isinstance(value, Pointer) and name in _READ_PIXELS:
                 before.append((index, self._pack_destination(args)))
                 template.append(integer(value))
-                continue
-            if param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
+            elif param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
                 # into a pack buffer it changes GL state; into the program's memory it does
                 # not, and its size is unknown: run it only in the first case
                 template.append(integer(value))
                 only_into_buffer = True
-                continue
-            template.append(self._pointer(param, value, cls, index, before, after))
-        self._result_mapping(command, ret, after)
-        if name in _LOCATION_QUERIES and isinstance(ret, int):
+            else:
+                template.append(self._pointer(param, value, cls, index, before, after))
+        return tuple(template), only_into_buffer
+
+    def _gl_number(
+        self,
+        name: str,
+        args: list[Any],
+        param: Param,
+        value: Any,
+        cls: str | None,
+        index: int,
+        before: list[tuple[int, Callable[[Any], Any]]],
+    ) -> int | float:
+        """A number argument; an object name or a uniform location is looked up when the
+        call runs."""
+        if cls is not None:
+            before.append((index, self._lookup(cls)))
+            return integer(value)
+        if param.name == "location" and name.startswith(_UNIFORM_PREFIXES):
+            program_index = 0 if name.startswith("glProgramUniform") else None
+            before.append((index, self._location(args, program_index)))
+            return integer(value)
+        return _scalar(ctypes_type(param))(value)
+
+    def _after_effect(
+        self, command: Command, args: list[Any], ret: Any
+    ) -> Callable[[list[Any], Any], None] | None:
+        """What the replay records after a call besides the driver's state: a uniform's
+        location, the program or pipeline in use, the window's size, a buffer's mapping."""
+        name, st = command.name, self.state
+        if name in _LOCATION_QUERIES:
+            if not isinstance(ret, int):
+                return None
             traced_program = integer(args[0])
-            after.append(lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r))
-        elif name in _USE_PROGRAM:
+            return lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r)
+        if name in _USE_PROGRAM:
             traced_program = integer(args[0])
-            after.append(lambda a, r, p=traced_program: st.use_program(p))
-        elif name in _BIND_PIPELINE:
+            return lambda a, r, p=traced_program: st.use_program(p)
+        if name in _BIND_PIPELINE:
             pipeline = integer(args[0])
-            after.append(lambda a, r, p=pipeline: st.bind_pipeline(p))
-        elif name in _ACTIVE_PROGRAM:
+            return lambda a, r, p=pipeline: st.bind_pipeline(p)
+        if name in _ACTIVE_PROGRAM:
             pipeline, program = integer(args[0]), integer(args[1])
-            after.append(lambda a, r: st.set_active_program(pipeline, program))
-        elif name in _VIEWPORTS:
+            return lambda a, r: st.set_active_program(pipeline, program)
+        if name in _VIEWPORTS:
             x, y, w, h = (integer(v) for v in args)
-            after.append(lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size))
-        elif name in _BLITS:
+            return lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size)
+        if name in _BLITS:
             w, h = max(integer(args[4]), integer(args[6])), max(integer(args[5]), integer(args[7]))
-            after.append(lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size))
-        elif _MAP_BUFFER.match(name):
-            after.append(self._map_buffer(command, args, ret))
-        if only_into_buffer:
-            return (self._into_pack_buffer, (fn, tuple(template)))
-        entry: Entry = (
-            (fn, tuple(template))
-            if not before and not after
-            else (_Call(fn, tuple(template), tuple(before), tuple(after)), ())
-        )
+            return lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size)
+        if _MAP_BUFFER.match(name):
+            return self._map_buffer(command, args, ret)
+        return None
+
+    def _guarded(self, name: str, args: list[Any], entry: Entry) -> Entry:
+        """The entry of a call the replay follows up (an unmap ends its mapping's region)
+        or may leave out (the program's own queries and conditional renders, `AppQueries`)."""
         unmap = _UNMAP_BUFFER.match(name)
         if unmap:
             return (self._unmap_buffer, (self._map_pointer(unmap, integer(args[0])), entry))
@@ -986,6 +1015,45 @@ class Compiler:
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise BadValue("memcpy without a destination address and data")
         return (self.state.mapped.write, (int(dest), bytes(data)))
+
+
+def _why_not_issued(name: str, command: Command | None, fn: Any, nargs: int) -> str | None:
+    """Why a GL function's calls cannot be issued, if they cannot."""
+    if command is None:
+        return "not in the Khronos registry"
+    if fn is None:
+        return "the driver does not provide it"
+    if nargs != len(command.params):
+        return f"the trace gives {nargs} arguments, the registry {len(command.params)}"
+    if not _IMAGE_TARGETS.match(name) and any(p.base in _FOREIGN_HANDLES for p in command.params):
+        return (
+            "takes an EGL image or VDPAU surface of the traced process, which the replay "
+            "cannot recreate"
+        )
+    return None
+
+
+def _numbers_only(command: Command, fn: Any) -> Callable[[list[Any], Any, int], Entry]:
+    """How calls whose arguments are all plain numbers compile: converted once, nothing
+    to look up at replay time."""
+    scalars = [_scalar(ctypes_type(p)) for p in command.params]
+
+    def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
+        return (fn, tuple(convert(v) for convert, v in zip(scalars, args, strict=True)))
+
+    return compile_
+
+
+def _gl_row(name: str) -> Row:
+    """What a GL function's calls are in the profile's tables (`Compiler._row` says where
+    display lists and glBegin/glEnd blocks change that)."""
+    if name == "glBegin":
+        return Row.BEGIN
+    if name == "glEnd":
+        return Row.END
+    if name == "glEndList":
+        return Row.LIST_END
+    return Row.DRAW if is_profiled_draw(name) else Row.CALL
 
 
 def _arguments(

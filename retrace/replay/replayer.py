@@ -22,12 +22,13 @@ from retrace.errors import RetraceError, TraceError
 from retrace.libc import libc
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
-from retrace.replay.egl import EglDisplay
 from retrace.replay.fidelity import Fidelity, FidelityError, GlErrors, enum_name
 from retrace.replay.program import Marks, Program
 from retrace.replay.snapshot import Image, OwnGL, read_current
-from retrace.replay.state import Drawable, ReplayState
-from retrace.replay.ws import WindowSystem, WsCompiler
+from retrace.replay.state import ReplayState
+from retrace.replay.ws.core import WindowSystem
+from retrace.replay.ws.headless import Drawable, EglDisplay
+from retrace.replay.ws.reader import WsCompiler
 from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
 

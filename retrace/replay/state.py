@@ -14,31 +14,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
 from retrace.replay.mapped import MappedMemory
+from retrace.replay.ws.headless import Context, ContextRequest, Drawable, EglDisplay, PixelFormat
 
 # Object classes whose names live in one context rather than in the share group.
 CONTAINER_CLASSES = frozenset(
     {"vertex array", "framebuffer", "transform feedback", "program pipeline"}
 )
 
-# glretrace's stand-in size for a window whose size the trace has not revealed yet.
-DEFAULT_SIZE = 32
-
 
 def class_key(object_class: str) -> str:
     """Shaders and programs share one namespace in GL (and GLhandleARB uses it too)."""
     return "program" if object_class in ("shader", "handle") else object_class
-
-
-@dataclass(eq=False)
-class Drawable:
-    """The stand-in for one window, pixmap or pbuffer of the traced program."""
-
-    width: int = DEFAULT_SIZE
-    height: int = DEFAULT_SIZE
-    fixed: bool = False  # a pbuffer: its size came from the trace and never grows
-    surface: Surface | None = None
 
 
 @dataclass(eq=False)
@@ -94,7 +81,6 @@ class ReplayState:
 
     def __init__(self, display: EglDisplay) -> None:
         self.display = display
-        self.formats: dict[object, PixelFormat] = {}  # traced visual/config -> pixel format
         self.contexts: dict[int, TracedContext] = {}
         self.drawables: dict[int, Drawable] = {}
         self.names: dict[str, dict[int, int]] = {}
@@ -130,7 +116,6 @@ class ReplayState:
                 drawable.surface = None
         self.contexts.clear()
         self.drawables.clear()
-        self.formats.clear()
         for table in self.names.values():
             table.clear()
         self.locations.clear()

@@ -17,7 +17,8 @@ this order by `EglDisplay.open`:
 
 The platform that won is recorded in `EglDisplay.platform`.
 
-Rendering goes to a pbuffer surface of the trace's window size or, when the
+Rendering goes to a pbuffer surface of the trace's window size (a `Drawable`
+stands in for each of the trace's windows and pbuffers) or, when the
 chosen config cannot back a pbuffer, to no surface at all: the context is made
 current surfaceless (EGL_KHR_surfaceless_context) and the caller renders into
 a framebuffer object of its own.
@@ -39,12 +40,14 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from retrace.errors import RetraceError
 
 __all__ = [
     "Context",
     "ContextRequest",
+    "Drawable",
     "EglDisplay",
     "EglError",
     "PixelFormat",
@@ -73,6 +76,8 @@ EGL_VERSION = 0x3054
 EGL_EXTENSIONS = 0x3055
 EGL_HEIGHT = 0x3056
 EGL_WIDTH = 0x3057
+EGL_DRAW = 0x3059
+EGL_READ = 0x305A
 EGL_CLIENT_APIS = 0x308D
 EGL_RGB_BUFFER = 0x308E
 EGL_OPENGL_ES_API = 0x30A0
@@ -98,6 +103,10 @@ EGL_CONTEXT_OPENGL_ROBUST_ACCESS_BIT_KHR = 0x4
 EGL_CONTEXT_OPENGL_DEBUG = 0x31B0
 EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE = 0x31B1
 EGL_CONTEXT_OPENGL_ROBUST_ACCESS = 0x31B2
+
+# EGL_GL_TEXTURE_2D, _3D, the six cube-map faces, EGL_GL_RENDERBUFFER (EGL_KHR_gl_image)
+EGL_GL_RENDERBUFFER = 0x30B9
+EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
 
 # Platforms and devices
 EGL_PLATFORM_DEVICE_EXT = 0x313F
@@ -223,6 +232,21 @@ class Surface:
     height: int
 
 
+# glretrace's stand-in size for a window whose size the trace has not revealed yet.
+DEFAULT_SIZE = 32
+
+
+@dataclass(eq=False)
+class Drawable:
+    """The stand-in for one window, pixmap or pbuffer of the traced program: its size, and
+    the pbuffer surface behind it once a context has been bound to it."""
+
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+    fixed: bool = False  # a pbuffer: its size came from the trace and never grows
+    surface: Surface | None = None
+
+
 # --- libEGL, loaded once per process ----------------------------------------------------------
 
 _lock = threading.Lock()
@@ -255,6 +279,11 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "eglMakeCurrent": (_BOOL, [_VP, _VP, _VP, _VP]),
     "eglSwapBuffers": (_BOOL, [_VP, _VP]),
     "eglGetProcAddress": (_VP, [ctypes.c_char_p]),
+    # what is current on the thread (the --window viewer puts the replay's binding back)
+    "eglQueryAPI": (_ENUM, []),
+    "eglGetCurrentDisplay": (_VP, []),
+    "eglGetCurrentContext": (_VP, []),
+    "eglGetCurrentSurface": (_VP, [_INT]),
 }
 
 # Extension entry points, resolved through eglGetProcAddress.
@@ -269,7 +298,8 @@ _GetString = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_uint32)
 _GetIntegerv = ctypes.CFUNCTYPE(None, ctypes.c_uint32, _INTP)
 
 
-def _load_egl() -> ctypes.CDLL:
+def load_egl() -> ctypes.CDLL:
+    """libEGL with the prototypes of the functions retrace calls, loaded once."""
     global _egl
     with _lock:
         if _egl is None:
@@ -380,7 +410,7 @@ class EglDisplay:
         surfaceless, default). Raises EglError "no EGL driver found: ..." with
         what each platform said when none initialises, or libEGL is missing.
         """
-        egl = _load_egl()
+        egl = load_egl()
         order = tuple(platforms or ("device", "surfaceless", "default"))
         unknown = [p for p in order if p not in ("device", "surfaceless", "default")]
         if unknown:
@@ -436,7 +466,13 @@ class EglDisplay:
             err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
             yield "", handle, f"eglGetPlatformDisplay failed ({err})"
             return
-        # device
+        yield from EglDisplay._devices(egl, client_ext, get_platform_display)
+
+    @staticmethod
+    def _devices(
+        egl: ctypes.CDLL, client_ext: frozenset[str], get_platform_display: Any
+    ) -> Iterator[tuple[str, int, str]]:
+        """The device platform's candidates: one display per device, hardware first."""
         wanted = ("EGL_EXT_device_enumeration", "EGL_EXT_platform_device")
         missing = [ext for ext in wanted if ext not in client_ext]
         query_devices = egl.eglGetProcAddress(b"eglQueryDevicesEXT")
@@ -632,37 +668,24 @@ class EglDisplay:
         core) is kept only if no fallback gives compatibility. Failure is one
         EglError naming the request, the EGL error and what the driver offers.
         """
-        self._check_open()
-        if request.api not in ("gl", "gles"):
-            raise EglError(f"unknown client API {request.api!r} (expected gl or gles)")
-        if request.api == "gl" and request.profile not in ("core", "compat"):
-            raise EglError(f"unknown OpenGL profile {request.profile!r} (expected core or compat)")
-        if share is not None and self._contexts.get(share.handle) is not share:
-            raise EglError("cannot share with a context of another display or a destroyed one")
+        self._check_request(request, share)
         proc_api = _proc_api(request.api, request.major)
         config_api = "gles3" if request.api == "gles" and request.major >= 3 else proc_api
         config = self.choose_config(fmt, config_api)
         share_handle = share.handle if share is not None else None
 
-        egl = self._egl
         first_error = ""
         offer = ""
         wrong_profile: Context | None = None
         for attribs in self._context_attempts(request):
             self._bind(request.api)
-            handle = egl.eglCreateContext(self.handle, config, share_handle, _attrib_list(attribs))
+            handle = self._egl.eglCreateContext(
+                self.handle, config, share_handle, _attrib_list(attribs)
+            )
             if not handle:
                 first_error = first_error or self._error()
                 continue
-            context = Context(handle=handle, config=config, request=request, api=request.api)
-            self._contexts[handle] = context
-            try:
-                self._identify(context)
-            except BaseException:
-                self.destroy_context(context)
-                if wrong_profile is not None:
-                    self.destroy_context(wrong_profile)
-                raise
+            context = self._identified(handle, config, request, wrong_profile)
             if not context.version:  # could not be asked: trust EGL
                 return context
             if (context.major, context.minor) < (request.major, request.minor):
@@ -686,6 +709,32 @@ class EglDisplay:
             offer = self._offer(request, config)
         why = " ".join(part for part in (first_error, f"({offer})" if offer else "") if part)
         raise EglError(f"cannot create an {request.describe()} context: {why}")
+
+    def _check_request(self, request: ContextRequest, share: Context | None) -> None:
+        """Refuse, with one line, a request or share context this display cannot take."""
+        self._check_open()
+        if request.api not in ("gl", "gles"):
+            raise EglError(f"unknown client API {request.api!r} (expected gl or gles)")
+        if request.api == "gl" and request.profile not in ("core", "compat"):
+            raise EglError(f"unknown OpenGL profile {request.profile!r} (expected core or compat)")
+        if share is not None and self._contexts.get(share.handle) is not share:
+            raise EglError("cannot share with a context of another display or a destroyed one")
+
+    def _identified(
+        self, handle: int, config: int, request: ContextRequest, wrong_profile: Context | None
+    ) -> Context:
+        """A context EGL just made, kept and asked what it is; if asking fails, it is
+        destroyed with the one kept in reserve (`wrong_profile`)."""
+        context = Context(handle=handle, config=config, request=request, api=request.api)
+        self._contexts[handle] = context
+        try:
+            self._identify(context)
+        except BaseException:
+            self.destroy_context(context)
+            if wrong_profile is not None:
+                self.destroy_context(wrong_profile)
+            raise
+        return context
 
     def _has_create_context(self) -> bool:
         return self.egl_version >= (1, 5) or "EGL_KHR_create_context" in self.extensions

@@ -18,13 +18,20 @@ Calls that apitrace records but that need no replay compile to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from retrace.replay.egl import ContextRequest, PixelFormat
 from retrace.replay.values import integer
-from retrace.replay.ws import DrawableKey, Entry, WindowSystem, _format
-from retrace.replay.ws_wgl import channel_bits
+from retrace.replay.ws.core import (
+    LEGACY_CONTEXT,
+    DrawableKey,
+    Entry,
+    Handler,
+    WindowSystem,
+    channel_bits,
+    glretrace_format,
+    output_handle,
+)
+from retrace.replay.ws.headless import ContextRequest, PixelFormat
 
 # CGLPixelFormatAttribute (CGLTypes.h). Booleans are recorded without a value; every
 # other attribute, known or not, with one (apitrace writes unknown keys with a value).
@@ -72,10 +79,6 @@ CGL_FORMAT = {kCGLPFAAlphaSize: "alpha", kCGLPFADepthSize: "depth", kCGLPFAStenc
 kCGLOGLPVersion_Legacy = 0x1000
 kCGLNoError = 0
 
-LEGACY_CONTEXT = ContextRequest(api="gl", major=1, minor=0, profile="compat")
-
-Handler = Callable[[list[Any], Any, int], Entry | None]
-
 
 def cgl_context_request(profile: int) -> ContextRequest:
     """The context a kCGLPFAOpenGLProfile value stands for.
@@ -119,19 +122,12 @@ def cgl_pixel_format(attribs: Any) -> tuple[PixelFormat, ContextRequest]:
             profile = value
     if sample_buffers > 0:
         wanted["samples"] = samples
-    return _format(wanted), cgl_context_request(profile)
+    return glretrace_format(wanted), cgl_context_request(profile)
 
 
 def failed(ret: Any) -> bool:
     """A recorded CGLError other than kCGLNoError (None: the result was not recorded)."""
     return ret is not None and ret != kCGLNoError
-
-
-def _output(value: Any) -> int:
-    """The handle an output pointer recorded: an array of one."""
-    if isinstance(value, list):
-        value = value[0] if value else None
-    return integer(value)
 
 
 def _run(entries: tuple[Entry, ...]) -> None:
@@ -183,13 +179,13 @@ class CglReader:
 
     def _choose_pixel_format(self, args, ret, thread) -> None:
         """CGLChoosePixelFormat(attribs, pix, npix): pix stands for the format and version."""
-        pix = _output(args[1])
+        pix = output_handle(args[1])
         if not failed(ret) and pix:
             self.formats[pix] = cgl_pixel_format(args[0])
 
     def _create_context(self, args, ret, thread) -> Entry | None:
         """CGLCreateContext(pix, share, ctx): the version comes with the pixel format."""
-        ctx = _output(args[2])
+        ctx = output_handle(args[2])
         if failed(ret) or not ctx:
             return None
         fmt, request = self.formats.get(integer(args[0]), (PixelFormat(), LEGACY_CONTEXT))
@@ -255,7 +251,7 @@ class CglReader:
 
     def _create_pbuffer(self, args, ret, thread) -> Entry | None:
         """CGLCreatePBuffer(width, height, target, internalFormat, max_level, pbuffer)."""
-        pbuffer = _output(args[5])
+        pbuffer = output_handle(args[5])
         if failed(ret) or not pbuffer:
             return None
         size = (integer(args[0]), integer(args[1]))

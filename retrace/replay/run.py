@@ -68,7 +68,7 @@ def _replay(
         replayer.last_frame = last_frame
         viewer = None
         if window:
-            from retrace.replay.window import FrameWindow
+            from retrace.replay.ws.viewer import FrameWindow
 
             viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import threading
 import warnings
 from collections.abc import Iterator
 from types import ModuleType
@@ -44,14 +43,11 @@ from typing import NamedTuple
 
 from retrace.errors import RetraceError
 from retrace.replay.snapshot import Image
+from retrace.replay.ws.headless import EGL_DRAW, EGL_OPENGL_API, EGL_READ, EglError, load_egl
 
 __all__ = ["FrameWindow"]
 
 _HINT = "replay without --window"
-
-EGL_DRAW = 0x3059
-EGL_READ = 0x305A
-EGL_OPENGL_API = 0x30A2
 
 GL_TEXTURE_2D = 0x0DE1
 GL_UNPACK_ALIGNMENT = 0x0CF5
@@ -69,34 +65,15 @@ _VP = ctypes.c_void_p
 _UINT = ctypes.c_uint
 _INT = ctypes.c_int
 
-_egl_lock = threading.Lock()
-_egl: ctypes.CDLL | None = None
 # glfwTerminate destroys every window, so GLFW ends with the last FrameWindow.
 _open_windows = 0
 
 
 def _load_egl() -> ctypes.CDLL:
-    global _egl
-    with _egl_lock:
-        if _egl is None:
-            try:
-                lib = ctypes.CDLL("libEGL.so.1")
-            except OSError as exc:
-                raise RetraceError(f"cannot open a window: {exc}; {_HINT}") from None
-            for name, restype, argtypes in (
-                ("eglGetCurrentDisplay", _VP, []),
-                ("eglGetCurrentContext", _VP, []),
-                ("eglGetCurrentSurface", _VP, [ctypes.c_int32]),
-                ("eglQueryAPI", ctypes.c_uint32, []),
-                ("eglBindAPI", ctypes.c_uint32, [ctypes.c_uint32]),
-                ("eglMakeCurrent", ctypes.c_uint32, [_VP, _VP, _VP, _VP]),
-                ("eglGetError", ctypes.c_int32, []),
-            ):
-                fn = getattr(lib, name)
-                fn.restype = restype
-                fn.argtypes = argtypes
-            _egl = lib
-        return _egl
+    try:
+        return load_egl()
+    except EglError as exc:
+        raise RetraceError(f"cannot open a window: {exc}; {_HINT}") from None
 
 
 class _EglBinding(NamedTuple):

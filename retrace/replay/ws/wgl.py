@@ -15,12 +15,20 @@ intervals, fonts, render-to-texture) compile to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from retrace.replay.egl import ContextRequest, PixelFormat
 from retrace.replay.values import integer
-from retrace.replay.ws import Entry, WindowSystem, _format, _pairs, glx_context_request
+from retrace.replay.ws.core import (
+    LEGACY_CONTEXT,
+    Entry,
+    Handler,
+    WindowSystem,
+    attrib_pairs,
+    channel_bits,
+    glretrace_format,
+)
+from retrace.replay.ws.glx import glx_context_request
+from retrace.replay.ws.headless import PixelFormat
 
 # PIXELFORMATDESCRIPTOR (wingdi.h), recorded as a struct whose members keep the C order.
 PFD_DOUBLEBUFFER = 0x1
@@ -40,46 +48,23 @@ WGL_FORMAT = {
     0x2023: "stencil",  # WGL_STENCIL_BITS_ARB
 }
 
-# wglCreateContext's context: whatever the driver gives, as a GLX 1.x context.
-LEGACY_CONTEXT = ContextRequest(api="gl", major=1, minor=0, profile="compat")
-
-Handler = Callable[[list[Any], Any, int], Entry | None]
-
-
-def channel_bits(color_bits: int) -> int:
-    """Bits per colour channel of a total colour depth (cColorBits, WGL_COLOR_BITS_ARB, ...).
-
-    The total is meant to leave alpha out, but programs write 24 and 32 alike
-    for 8 bits a channel; 30 is the one deeper format drivers offer (10 bits).
-    Other totals (float formats' 64 or 128, which EGL configs here cannot give)
-    stay at 8, the depth glretrace renders at whatever the program asked.
-    """
-    return 10 if color_bits == 30 else 8
-
 
 def failed(ret: Any) -> bool:
     """A recorded BOOL or handle result that says the call failed (None: not recorded)."""
     return ret is not None and not ret
 
 
-def _first(value: Any) -> int:
-    """The value an output pointer recorded (an array of one), or a plain handle."""
-    if isinstance(value, list):
-        value = value[0] if value else None
-    return integer(value)
-
-
 def pfd_format(ppfd: Any) -> PixelFormat:
     """Pixel format of a PIXELFORMATDESCRIPTOR as apitrace records it: a pointer to one struct."""
     pfd = ppfd[0] if isinstance(ppfd, list) and ppfd else ppfd
     if not isinstance(pfd, tuple) or len(pfd) <= PFD_STENCIL_BITS:
-        return _format({"alpha": 0, "depth": 0, "stencil": 0, "double_buffer": 1})
+        return glretrace_format({"alpha": 0, "depth": 0, "stencil": 0, "double_buffer": 1})
 
     def member(index: int) -> int:
         return integer(pfd[index])
 
     channel = channel_bits(member(PFD_COLOR_BITS))
-    return _format(
+    return glretrace_format(
         {
             "red": max(channel, member(PFD_RED_BITS)),
             "green": max(channel, member(PFD_GREEN_BITS)),
@@ -98,8 +83,8 @@ def wgl_attrib_format(int_attribs: Any, float_attribs: Any) -> PixelFormat:
     Both lists take the same attributes; the float one is rarely more than {0}.
     Samples count only with WGL_SAMPLE_BUFFERS_ARB set, as in the extension.
     """
-    pairs = {name: integer(value) for name, value in _pairs(float_attribs).items()}
-    pairs.update(_pairs(int_attribs))
+    pairs = {name: integer(value) for name, value in attrib_pairs(float_attribs).items()}
+    pairs.update(attrib_pairs(int_attribs))
     channel = channel_bits(pairs.get(WGL_COLOR_BITS_ARB, 0))
     wanted = {"red": channel, "green": channel, "blue": channel}
     wanted.update({"alpha": 0, "depth": 0, "stencil": 0, "double_buffer": 0})
@@ -109,7 +94,7 @@ def wgl_attrib_format(int_attribs: Any, float_attribs: Any) -> PixelFormat:
     wanted["double_buffer"] = pairs.get(WGL_DOUBLE_BUFFER_ARB, 0)
     if pairs.get(WGL_SAMPLE_BUFFERS_ARB, 0) > 0:
         wanted["samples"] = pairs.get(WGL_SAMPLES_ARB, 0)
-    return _format(wanted)
+    return glretrace_format(wanted)
 
 
 class WglReader:
