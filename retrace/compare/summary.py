@@ -91,12 +91,12 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
                 total = summary.stats.sum
                 names = vocabulary.names
                 summary.by_function = [
-                    Group(names[key], *rest)
-                    for key, *rest in _groups(cols.names, values, total, top)
+                    Group(names[key], *shares)
+                    for key, shares in _groups(cols.names, values, total, top)
                 ]
                 summary.by_program = [
-                    Group(str(key), *rest)
-                    for key, *rest in _groups(cols.programs, values, total, top)
+                    Group(str(key), *shares)
+                    for key, shares in _groups(cols.programs, values, total, top)
                 ]
             metrics.append(summary)
         tables.append(TableSummary(TABLE_NAMES[boundary], len(cols), metrics))
@@ -121,8 +121,8 @@ def _stats(values: np.ndarray) -> Stats:
 
 def _groups(
     keys: np.ndarray, values: np.ndarray, total: float, top: int | None
-) -> list[tuple[int, int, float, float, float, float, float]]:
-    """(key, count, sum, share %, mean, median, max) per key, the largest sum first."""
+) -> list[tuple[int, tuple[int, float, float, float, float, float]]]:
+    """(key, (count, sum, share %, mean, median, max)) per key, the largest sum first."""
     ok = ~np.isnan(values)
     keys, values = keys[ok], values[ok]
     if not keys.size:
@@ -139,12 +139,14 @@ def _groups(
     return [
         (
             int(keys[starts[g]]),
-            int(counts[g]),
-            float(sums[g]),
-            float(share[g]),
-            float(sums[g] / counts[g]),
-            float(medians[g]),
-            float(maxima[g]),
+            (
+                int(counts[g]),
+                float(sums[g]),
+                float(share[g]),
+                float(sums[g] / counts[g]),
+                float(medians[g]),
+                float(maxima[g]),
+            ),
         )
         for g in ranked.tolist()
     ]
