@@ -13,23 +13,19 @@ import os
 import select
 import shutil
 import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import missing_dependency
 from PIL import Image as PILImage
 from PIL import ImageGrab
 
-from retrace.errors import RetraceError
 from retrace.replay.egl import Context, ContextRequest, EglDisplay, PixelFormat, Surface
 from retrace.replay.snapshot import Image
 from retrace.replay.window import FrameWindow
-
-ROOT = Path(__file__).resolve().parent.parent
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 YELLOW, MAGENTA = (255, 255, 0), (255, 0, 255)
@@ -46,30 +42,12 @@ REQUESTS = {
 }
 
 
-def _missing(what: str, install: str) -> None:
-    """Skip for a missing test dependency, or fail under RETRACE_REQUIRE_REFERENCE."""
-    if os.environ.get("RETRACE_REQUIRE_REFERENCE"):
-        pytest.fail(
-            f"{what} is required by RETRACE_REQUIRE_REFERENCE but not installed ({install})"
-        )
-    pytest.skip(f"{what} is not installed; the window tests need it ({install})")
-
-
-@pytest.fixture(scope="module")
-def glfw() -> ModuleType:
-    try:
-        import glfw
-    except ImportError:
-        _missing("the Python package glfw", "pip install glfw")
-    return glfw
-
-
 @pytest.fixture(scope="module")
 def x_server() -> Iterator[str]:
     """A private Xvfb; -displayfd makes it pick a free display number itself, race-free."""
     xvfb = shutil.which("Xvfb")
     if xvfb is None:
-        _missing("Xvfb", "Debian package xvfb")
+        missing_dependency("Xvfb", "Debian package xvfb")
     read_end, write_end = os.pipe()
     proc = subprocess.Popen(
         [xvfb, "-displayfd", str(write_end), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
@@ -272,54 +250,3 @@ def test_two_windows_glfw_ends_with_the_last(
     assert colours(shot, (0, 0, 32, 48)) == {BLUE}
     second.close()
     replay.assert_current_and_renders()
-
-
-def test_no_server_on_the_display_is_one_line(
-    glfw: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    unused = next(
-        n
-        for n in range(200, 300)
-        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists()
-    )
-    monkeypatch.setenv("DISPLAY", f":{unused}")
-    with pytest.raises(RetraceError, match=r"^cannot open a window: .*; replay without --window$"):
-        FrameWindow()
-
-
-def _error_line(env: dict[str, str], preamble: str = "") -> str:
-    """The RetraceError FrameWindow() raises in a fresh interpreter, which must be one line."""
-    script = preamble + textwrap.dedent(
-        """
-        import sys
-        from retrace.errors import RetraceError
-        from retrace.replay.window import FrameWindow
-        try:
-            FrameWindow()
-        except RetraceError as exc:
-            print(exc)
-            sys.exit(3)
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, env=env, cwd=ROOT, timeout=60
-    )
-    assert out.returncode == 3, out.stderr.decode()
-    lines = out.stdout.decode().splitlines()
-    assert len(lines) == 1
-    return lines[0]
-
-
-def test_no_display_is_one_line() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    assert _error_line(env) == (
-        "cannot open a window: no display (neither DISPLAY nor WAYLAND_DISPLAY is set); "
-        "replay without --window"
-    )
-
-
-def test_without_glfw_is_one_line() -> None:
-    env = {**os.environ, "DISPLAY": ":0"}
-    line = _error_line(env, preamble="import sys; sys.modules['glfw'] = None\n")
-    assert line.startswith("cannot open a window: GLFW is not available (")
-    assert line.endswith("); pip install glfw, or replay without --window")

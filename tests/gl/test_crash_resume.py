@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import TRACES, reference_tool, run_retrace
+from conftest import TRACES, run_retrace
 from tracegen import TraceWriter, glx_context
 
 from retrace.vocabulary import Boundary
@@ -101,16 +101,6 @@ def test_plain_replay_names_the_crashing_call(tmp_path):
     r = run_retrace("replay", str(trace))
     assert r.returncode == 1
     assert f"driver crashed (SIGSEGV) at call {call} glDrawArrays(" in one_error_line(r)
-
-
-def test_glretrace_crashes_on_the_same_trace(tmp_path, x_display):
-    trace = tmp_path / "crash.trace"
-    crashing_trace(trace)
-    env = dict(os.environ, DISPLAY=x_display)
-    r = subprocess.run(
-        [reference_tool("glretrace"), str(trace)], capture_output=True, env=env, timeout=120
-    )
-    assert r.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), r.returncode
 
 
 def profile(*args: str) -> list[str]:

@@ -7,12 +7,9 @@ that terminate() leaves nothing behind for the next.
 from __future__ import annotations
 
 import ctypes
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
+from unit.test_egl import OPEN_AND_REPORT, run_child
 
 from retrace.errors import RetraceError
 from retrace.replay.egl import (
@@ -22,8 +19,6 @@ from retrace.replay.egl import (
     EglError,
     PixelFormat,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
 
 GL_POINTS = 0x0000
 GL_INVALID_OPERATION = 0x0502
@@ -152,11 +147,6 @@ def test_surfaceless_platform_when_offered():
         assert egl.platform == "surfaceless"
         context, gl = current(egl, ContextRequest("gl", 3, 3, "core"))
         assert gl.clear_and_read(COLOUR) == bytes(COLOUR)
-
-
-def test_unknown_platform_is_refused():
-    with pytest.raises(EglError, match="unknown EGL platform 'wayland'"):
-        EglDisplay.open(["wayland"])
 
 
 def test_core_45_clear_and_read_back(display):
@@ -381,41 +371,9 @@ def test_two_displays_share_one_egl_display():
         assert gl.clear_and_read(COLOUR) == bytes(COLOUR)
 
 
-def run_child(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run `code` in a fresh interpreter: libEGL state is per process."""
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **env},
-        timeout=120,
-    )
-
-
-OPEN_AND_REPORT = """
-    from retrace.replay.egl import EglDisplay, EglError
-    try:
-        EglDisplay.open()
-    except EglError as exc:
-        print(exc)
-    else:
-        print("opened")
-"""
-
-
 def test_no_vendor_driver_is_an_error_not_a_crash():
     child = run_child(OPEN_AND_REPORT, __EGL_VENDOR_LIBRARY_FILENAMES="/nonexistent.json")
     assert child.returncode == 0, child.stderr
     lines = child.stdout.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("no EGL driver found: ")
-
-
-def test_missing_libegl_is_an_error_not_a_crash():
-    code = "import retrace.replay.egl as egl\negl._EGL_LIBRARY = 'libEGL-missing.so.1'\n"
-    child = run_child(code + textwrap.dedent(OPEN_AND_REPORT))
-    assert child.returncode == 0, child.stderr
-    assert child.stdout.startswith("no EGL driver found: cannot load libEGL-missing.so.1")

@@ -31,78 +31,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TRACES, reference_tool
+from compare_runs import (
+    TRACE,
+    diff_json,
+    entry,
+    retrace,
+)
+from conftest import TRACES
 
 from retrace.compare.load import TABLE_NAMES, load_comparison
-from retrace.compare.stats import EXACT_LIMIT, false_discovery, mann_whitney, shift_interval
+from retrace.compare.stats import EXACT_LIMIT, mann_whitney
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
 
-TRACE = TRACES / "glmark2-desktop-fbo.trace"
-OTHER_TRACE = TRACES / "glmark2-texture-mipmap.trace"
-SAME_FRAMES_TRACE = TRACES / "glmark2-es2-pulsar.trace"  # 6 frames, as TRACE
-SELECTION = [
-    "--pframes", "opengl: CPU Start, CPU Duration, GPU Duration",
-    "--pcalls", "opengl: CPU Duration",
-    "--pdrawcalls", "opengl: GPU Duration, Pixels Drawn",
-]  # fmt: skip
-RECIPE = ["--warmup", "1", "--stats"]
-RUNS = 5
 THRESHOLD = ["--threshold", "0.5"]
 A_A_THRESHOLD = ["--threshold", "0.25"]
-
-
-def profile(trace: Path, out: Path, driver: str, selection: list[str] = SELECTION) -> Path:
-    env = {**os.environ, "GALLIUM_DRIVER": driver}
-    args = [*selection, *RECIPE, "--quiet", "-o", str(out), str(trace)]
-    subprocess.run(
-        [sys.executable, "-m", "retrace", *args],
-        env=env,
-        capture_output=True,
-        check=True,
-        timeout=300,
-    )
-    return out
-
-
-def retrace(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "retrace", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def diff_json(*args: str | Path) -> tuple[int, dict]:
-    done = retrace("diff", *args, "--format", "json")
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode, json.loads(done.stdout)
-
-
-def entry(report: dict, table: str, metric: str) -> dict:
-    (found,) = [m for m in report["metrics"] if m["table"] == table and m["metric"] == metric]
-    return found
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Directories llvmpipe/, softpipe/ and llvmpipe-again/ of 5 runs each; other.tsv of
-    another trace; frames-only runs of two traces with as many frames."""
-    root = tmp_path_factory.mktemp("profiles")
-    sides = {"llvmpipe": "llvmpipe", "softpipe": "softpipe", "llvmpipe-again": "llvmpipe"}
-    for side in sides:
-        (root / side).mkdir()
-    for i in range(RUNS):  # each side in every position in turn: a run affects the next one
-        order = list(sides.items())
-        for side, driver in order[i % 3 :] + order[: i % 3]:
-            profile(TRACE, root / side / f"run{i}.tsv", driver)
-    dirs = {side: root / side for side in sides}
-    dirs["other"] = profile(OTHER_TRACE, root / "other.tsv", "llvmpipe")
-    frames_only = ["--pframes", "opengl: CPU Duration"]
-    for name, trace in (("frames", TRACE), ("frames-other", SAME_FRAMES_TRACE)):
-        dirs[name] = profile(trace, root / f"{name}.tsv", "llvmpipe", frames_only)
-    return dirs
 
 
 def test_softpipe_is_a_regression(runs):
@@ -325,26 +268,6 @@ def test_not_a_profile_exits_2(tmp_path, runs):
     assert done.returncode == 2 and "no profile tables in it" in done.stderr
 
 
-def test_glretrace_profiles_are_accepted(runs, tmp_path, x_display):
-    glretrace = reference_tool("glretrace")
-    env = {**os.environ, "DISPLAY": x_display}
-    done = subprocess.run(
-        [glretrace, *SELECTION, str(TRACE)], env=env, capture_output=True, check=True, timeout=300
-    )
-    reference = tmp_path / "glretrace.tsv"
-    reference.write_bytes(done.stdout)
-    code, report = diff_json(reference, runs["llvmpipe"] / "run0.tsv")
-    tables = {(m["table"], m["metric"]) for m in report["metrics"]}
-    assert tables == {("frames", "CPU Duration"), ("frames", "GPU Duration"),
-                      ("calls", "CPU Duration"), ("draw calls", "GPU Duration"),
-                      ("draw calls", "Pixels Drawn")}  # fmt: skip
-    # glretrace's window gets its size after the first frame, so frame 0 may differ there
-    pixels = entry(report, "draw calls", "Pixels Drawn")
-    assert pixels["rows"] == entry(report, "draw calls", "GPU Duration")["rows"] > 0
-    done = retrace("summary", reference)
-    assert done.returncode == 0 and "calls, CPU Duration per function" in done.stdout
-
-
 def test_summary_statistics(runs):
     path = runs["llvmpipe"] / "run0.tsv"
     done = retrace("summary", "--format", "json", path)
@@ -444,26 +367,3 @@ def test_mann_whitney_matches_scipy(runs):
         for alternative, ours in (("greater", p_up), ("less", p_down)):
             theirs = scipy_stats.mannwhitneyu(n, b, alternative=alternative, method=method)
             np.testing.assert_allclose(ours, theirs.pvalue, rtol=1e-9)
-
-
-def test_interval_inverts_the_test():
-    """The interval holds exactly the shifts a two-sided Mann-Whitney test (scipy's) keeps."""
-    scipy_stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(16)
-    for m, n in [(4, 4), (5, 5), (3, 7), (10, 12), (60, 60)]:
-        base, new = rng.lognormal(size=m), rng.lognormal(size=n) * 1.3
-        low, high = shift_interval(base, new, 0.95)
-        shifts = np.unique(new[None, :] - base[:, None])
-        method = "exact" if m * n <= EXACT_LIMIT else "asymptotic"
-        for s in (shifts[1:] + shifts[:-1]) / 2:  # between differences: no ties
-            p = scipy_stats.mannwhitneyu(new - s, base, method=method).pvalue
-            assert (low < s < high) == (p > 0.05), (m, n, s)
-    assert shift_interval(np.ones(3), np.ones(3), 0.95) == (-math.inf, math.inf)
-
-
-def test_false_discovery_matches_scipy():
-    scipy_stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(16)
-    for p in (rng.uniform(size=500) ** 4, np.array([0.004] * 7 + [0.5] * 3), np.array([0.2])):
-        expected = scipy_stats.false_discovery_control(p)
-        np.testing.assert_allclose(false_discovery(p), expected, rtol=1e-12)

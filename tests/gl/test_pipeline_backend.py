@@ -30,32 +30,16 @@ import re
 import struct
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import glad
 import pytest
 from conftest import TRACES, recorded_calls, run_retrace
 from tracegen import TraceWriter, glx_context
+from unit.test_pipeline_backend import ALL
 
-from retrace.backends.pipeline import METRICS, TARGETS
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
-# The metrics, in the extension's order of query targets.
-ALL = [
-    "Vertices Submitted",
-    "Primitives Submitted",
-    "Vertex Shader Invocations",
-    "Tess Control Shader Patches",
-    "Tess Evaluation Shader Invocations",
-    "Geometry Shader Invocations",
-    "Geometry Shader Primitives Emitted",
-    "Fragment Shader Invocations",
-    "Compute Shader Invocations",
-    "Clipping Input Primitives",
-    "Clipping Output Primitives",
-]
 SHADER_STAGES = [
     "Tess Control Shader Patches",
     "Tess Evaluation Shader Invocations",
@@ -373,19 +357,6 @@ def test_list_metrics_shows_the_backend():
     rows = [m for m in json.loads(r.stdout) if m["backend"] == "pipeline"]
     assert rows and not any(m["available"] for m in rows)
     assert all("OpenGL ES" in m["reason"] for m in rows)
-
-
-def test_query_targets_are_the_registrys():
-    registry = ET.parse(os.path.join(os.path.dirname(glad.__file__), "files", "gl.xml"))
-    values = {e.get("name"): e.get("value") for e in registry.iter("enum") if e.get("value")}
-    required = next(
-        x for x in registry.iter("extension") if x.get("name") == "GL_ARB_pipeline_statistics_query"
-    )
-    names = [e.get("name") for e in required.iter("enum")]
-    # the extension's enums in its order, which is the backend's metric order
-    assert [int(values[n], 16) for n in names] == [TARGETS[m] for m in METRICS]
-    assert names[5] == "GL_GEOMETRY_SHADER_INVOCATIONS"  # the one target without _ARB
-    assert [m.name for m in METRICS] == ALL
 
 
 def immediate_triangles(path: Path, triangles: int) -> None:

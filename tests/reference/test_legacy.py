@@ -7,38 +7,35 @@ own output, read in the test, never written down from retrace's.
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import time
-import tracemalloc
 
-import numpy as np
 import pytest
-from conftest import TRACES, apitrace_dump, reference_tool
+from conftest import apitrace_dump, reference_tool
+from gl.test_legacy import (
+    CPU,
+    CPU_DURA,
+    GEARS,
+    GLMARK,
+    GPU_DURA,
+    GPU_START,
+    MEMORY,
+    NAME,
+    NO,
+    PIXELS,
+    PROGRAM,
+    SAMPLES,
+    VSIZE_START,
+    calls,
+    ours,
+    with_frames,
+)
 
-from retrace.profile import legacy
-from retrace.profile.driver import Profiler
-from retrace.profile.legacy import legacy_selections, run_legacy, write_legacy
-from retrace.vocabulary import Boundary
-from retrace.writer.tsv import LegacyWriter
-
-GEARS = TRACES / "glxgears.trace"
-GLMARK = TRACES / "glmark2-build-clientarrays.trace"
-SAMPLES = [GEARS, GLMARK]
 HEADER = (
     "# call no gpu_start gpu_dura cpu_start cpu_dura vsize_start vsize_dura "
     "rss_start rss_dura pixels program name"
 )
-# token positions in a call line
-NO, GPU_START, GPU_DURA, CPU_START, CPU_DURA = 1, 2, 3, 4, 5
-VSIZE_START, VSIZE_DURA, RSS_START, RSS_DURA, PIXELS, PROGRAM, NAME = 6, 7, 8, 9, 10, 11, 12
-GPU = (GPU_START, GPU_DURA)
-CPU = (CPU_START, CPU_DURA)
-MEMORY = (VSIZE_START, VSIZE_DURA, RSS_START, RSS_DURA)
-
-# option name -> run_legacy keyword
-FLAGS = {"--pcpu": "cpu", "--pgpu": "gpu", "--ppd": "pixels", "--pmem": "memory"}
 
 
 @pytest.fixture(scope="session")
@@ -65,27 +62,6 @@ def glretrace(x_display):
     return run
 
 
-def ours(trace, *options: str, **kwargs) -> list[str]:
-    """retrace's lines for glretrace-style options."""
-    flags = {name: False for name in FLAGS.values()}
-    min_cpu_time = 1000
-    for option in options:
-        if option.startswith("--min-cpu-time="):
-            min_cpu_time = int(option.split("=", 1)[1])
-        elif option != "--pframe-times":
-            flags[FLAGS[option]] = True
-    out = io.StringIO()
-    run_legacy(
-        str(trace),
-        **flags,
-        frame_times="--pframe-times" in options,
-        min_cpu_time=min_cpu_time,
-        out=out,
-        **kwargs,
-    )
-    return out.getvalue().splitlines()
-
-
 def as_glretrace(lines: list[str]) -> list[str]:
     """Without the call lines after the last frame_end, which glretrace never prints.
 
@@ -99,10 +75,6 @@ def as_glretrace(lines: list[str]) -> list[str]:
     return lines[:last] + [line for line in lines[last:] if not line.startswith("call ")]
 
 
-def calls(lines: list[str]) -> list[list[str]]:
-    return [line.split(" ") for line in lines if line.startswith("call ")]
-
-
 def structure(lines: list[str]) -> list[tuple[str, ...]]:
     """Call lines as (no, program, name), and the frame_end lines, in order."""
     out = []
@@ -112,17 +84,6 @@ def structure(lines: list[str]) -> list[tuple[str, ...]]:
             out.append((tokens[NO], tokens[PROGRAM], tokens[NAME]))
         elif line == "frame_end":
             out.append(("frame_end",))
-    return out
-
-
-def with_frames(lines: list[str]) -> list[tuple[int, list[str]]]:
-    """(frame number, tokens) of every call line."""
-    frame, out = 0, []
-    for line in lines:
-        if line == "frame_end":
-            frame += 1
-        elif line.startswith("call "):
-            out.append((frame, line.split(" ")))
     return out
 
 
@@ -175,12 +136,6 @@ def test_pixels_as_glretrace(glretrace, trace, options):
     assert any(int(t[PIXELS]) > 0 for _, t in got)
 
 
-def test_glxgears_first_frame_draws_for_real():
-    """retrace sizes the drawable from the trace, so frame 0 counts real pixels."""
-    first = [t for frame, t in with_frames(ours(GEARS, "--ppd")) if frame == 0]
-    assert sum(int(t[PIXELS]) for t in first if t[PIXELS] != "-1") > 0
-
-
 @pytest.mark.parametrize("trace", SAMPLES, ids=lambda p: p.stem)
 def test_min_cpu_time(glretrace, trace):
     full = structure(glretrace(trace, *FULL["--pcpu --ppd"]))
@@ -217,18 +172,6 @@ def test_calls_after_the_last_swap(glretrace, trace):
         assert [no for no, _ in after] == ["2544", "2545", "2546", "2547"]
 
 
-def test_cpu_columns():
-    lines = calls(ours(GLMARK, "--pcpu", "--min-cpu-time=0"))
-    starts = [int(t[CPU_START]) for t in lines]
-    assert all(int(t[CPU_DURA]) > 0 for t in lines)
-    assert starts[0] >= 0 and starts == sorted(starts) and len(set(starts)) == len(starts)
-    for t in lines:
-        assert all(t[i] == "0" for i in GPU + MEMORY + (PIXELS,)), t
-    # a call starts after the one before it ended
-    for before, after in zip(lines[:-1], lines[1:], strict=True):
-        assert int(before[CPU_START]) + int(before[CPU_DURA]) <= int(after[CPU_START])
-
-
 @pytest.mark.parametrize("trace", SAMPLES, ids=lambda p: p.stem)
 def test_gpu_columns(glretrace, trace):
     expected = calls(glretrace(trace, "--ppd"))  # which calls are draws, per glretrace
@@ -243,14 +186,6 @@ def test_gpu_columns(glretrace, trace):
             assert int(mine[GPU_START]) >= 0 and int(mine[GPU_DURA]) >= 0, mine
             durations.append(int(mine[GPU_DURA]))
     assert durations and all(d > 0 for d in durations)
-
-
-@pytest.mark.parametrize("trace", SAMPLES, ids=lambda p: p.stem)
-def test_memory_columns(trace):
-    lines = calls(ours(trace, "--pmem"))
-    for t in lines:
-        assert int(t[VSIZE_START]) > 0 and int(t[RSS_START]) > 0, t
-        assert all(t[i] == "0" for i in GPU + CPU + (PIXELS,)), t
 
 
 def test_all_options_together(glretrace):
@@ -286,71 +221,3 @@ def test_frame_times(glretrace):
     # with only --pframe-times, call lines as glretrace's: every value 0
     assert calls(as_glretrace(got)) == calls(expected)
     assert all(t[GPU_START : PIXELS + 1] == ["0"] * 9 for t in calls(got))
-
-
-def test_small_blocks_same_lines(monkeypatch):
-    """Block boundaries (draw matching, frame ends) do not change the output."""
-    options = ("--ppd", "--pframe-times")
-
-    def stable(lines):
-        return [
-            line.split(" ")[:1] if line.startswith("rendering_finished") else line
-            for line in lines[:-1]
-        ]
-
-    whole = ours(GLMARK, *options)
-    for rows in (1, 3, 7):
-        monkeypatch.setattr(legacy, "BLOCK_ROWS", rows)
-        assert stable(ours(GLMARK, *options)) == stable(whole)
-
-
-def test_selections():
-    assert legacy_selections(cpu=True, gpu=False, pixels=False, memory=False) == {
-        Boundary.CALL: "opengl: CPU Start, CPU Duration"
-    }
-    assert legacy_selections(cpu=False, gpu=True, pixels=True, memory=True) == {
-        Boundary.CALL: "opengl: VSIZE Start, VSIZE Duration, RSS Start, RSS Duration",
-        Boundary.DRAWCALL: "opengl: GPU Start, GPU Duration, Pixels Drawn",
-    }
-    # no call option: CPU Duration carries the call rows (printed as 0)
-    assert legacy_selections(cpu=False, gpu=False, pixels=True, memory=False) == {
-        Boundary.CALL: "opengl: CPU Duration",
-        Boundary.DRAWCALL: "opengl: Pixels Drawn",
-    }
-
-
-def test_draws_matched_by_walking_the_call_numbers():
-    nos = np.array([3, 5, 8, 9, 12])
-    assert legacy._draw_mask(nos, np.array([5, 9, 20])).tolist() == [0, 1, 0, 1, 0]
-    assert legacy._draw_mask(nos, np.array([], np.int64)).tolist() == [0] * 5
-    # repeated numbers (not in real traces): the walk pairs them in order
-    assert legacy._draw_mask(np.array([5, 5, 6]), np.array([5, 6])).tolist() == [1, 0, 1]
-
-
-def test_writing_keeps_memory_bounded(tmp_path, monkeypatch):
-    """Lines are written from the store a block at a time: Python memory stays at one block."""
-    from test_profile import big_trace
-
-    trace = tmp_path / "100k.trace"
-    big_trace(trace, 100_000)
-    profiler = Profiler(
-        str(trace),
-        legacy_selections(cpu=True, gpu=False, pixels=True, memory=True),
-        store_dir=str(tmp_path),
-    )
-    try:
-        profiler.run()
-        monkeypatch.setattr(legacy, "BLOCK_ROWS", 2000)
-        with open(os.devnull, "w") as sink:
-            writer = LegacyWriter(sink, cpu=True, pixels=True, memory=True, min_cpu_time=0)
-            tracemalloc.start()
-            try:
-                write_legacy(profiler, writer)
-                peak = tracemalloc.get_traced_memory()[1]
-            finally:
-                tracemalloc.stop()
-    finally:
-        profiler.close()
-    # per-call lists of the whole trace would take 30 MB and more (measured: 33 MB
-    # with one 100k-row block, 1 MB with 2000-row blocks)
-    assert peak < 4_000_000, f"peak {peak} bytes"

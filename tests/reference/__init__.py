@@ -1,0 +1,1 @@
+"""Tests compared against apitrace, glretrace or eglretrace, the reference tools."""
