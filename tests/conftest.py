@@ -5,7 +5,9 @@ context (Mesa llvmpipe through EGL), `reference/` the apitrace tools as well. Th
 gives each test its marker (`gl`, `reference`), so `pytest -m "not reference"` is the
 quick loop and `pytest tests/unit` runs where there is no GL. A test file whose tests
 need different things is split across folders under one name, and a module imports its
-helpers only from a folder that needs less (reference from gl, gl from unit).
+helpers only from a folder that needs less (reference from gl, gl from unit). `unit` and
+`gl` are packages, so that their modules can share a name; `reference/` is none, as
+benchmarks/ import a `reference` module of their own with tests/ on the path.
 """
 
 from __future__ import annotations

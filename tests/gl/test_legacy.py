@@ -111,7 +111,7 @@ def test_small_blocks_same_lines(monkeypatch):
 
 def test_writing_keeps_memory_bounded(tmp_path, monkeypatch):
     """Lines are written from the store a block at a time: Python memory stays at one block."""
-    from test_profile import big_trace
+    from gl.test_profile import big_trace
 
     trace = tmp_path / "100k.trace"
     big_trace(trace, 100_000)

@@ -1,1 +1,0 @@
-"""Tests compared against apitrace, glretrace or eglretrace, the reference tools."""
