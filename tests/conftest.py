@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 import pytest
 from tracegen import TraceWriter, glx_context
@@ -68,7 +69,7 @@ def apitrace_dump(path: Path | str, *args: str) -> bytes:
     ).stdout
 
 
-def missing_dependency(what: str, install: str) -> None:
+def missing_dependency(what: str, install: str) -> NoReturn:
     """Skip for a missing test dependency, or fail under RETRACE_REQUIRE_REFERENCE."""
     if os.environ.get("RETRACE_REQUIRE_REFERENCE"):
         pytest.fail(

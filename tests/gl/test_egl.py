@@ -7,6 +7,7 @@ that terminate() leaves nothing behind for the next.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import pytest
 from unit.test_egl import OPEN_AND_REPORT, run_child
@@ -48,7 +49,7 @@ FLOAT = ctypes.c_float
 PTR = ctypes.c_void_p
 
 # name -> (restype, argtypes), enough to draw and read back without PyOpenGL.
-PROTOTYPES = {
+PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "glGetString": (ctypes.c_char_p, [UINT]),
     "glGetError": (UINT, []),
     "glGetIntegerv": (None, [UINT, ctypes.POINTER(INT)]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import tracemalloc
+from typing import Any
 
 import pytest
 from conftest import TRACES
@@ -33,7 +34,7 @@ FLAGS = {"--pcpu": "cpu", "--pgpu": "gpu", "--ppd": "pixels", "--pmem": "memory"
 
 def ours(trace, *options: str, **kwargs) -> list[str]:
     """retrace's lines for glretrace-style options."""
-    flags = {name: False for name in FLAGS.values()}
+    flags: dict[str, Any] = {name: False for name in FLAGS.values()}
     min_cpu_time = 1000
     for option in options:
         if option.startswith("--min-cpu-time="):

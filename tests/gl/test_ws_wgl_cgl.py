@@ -55,7 +55,8 @@ def pixel(rgb: tuple[float, ...]) -> tuple[int, ...]:
     return tuple(round(c * 255) for c in rgb)
 
 
-def close(got: tuple[int, ...], want: tuple[int, ...]) -> bool:
+def close(got: tuple[int, ...] | float | None, want: tuple[int, ...]) -> bool:
+    assert isinstance(got, tuple), got  # a pixel of an RGB image
     return all(abs(a - b) <= 1 for a, b in zip(got, want, strict=True))
 
 

@@ -77,7 +77,7 @@ def as_glretrace(lines: list[str]) -> list[str]:
 
 def structure(lines: list[str]) -> list[tuple[str, ...]]:
     """Call lines as (no, program, name), and the frame_end lines, in order."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for line in lines:
         if line.startswith("call "):
             tokens = line.split(" ")

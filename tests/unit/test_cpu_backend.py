@@ -313,8 +313,8 @@ def test_unprivileged_thread_refused_kernel_counting() -> None:
             os.setgid(65534)
             os.setuid(65534)
             backend = CpuBackend(None)
-            answers = [backend.available(metric(backend, n)) for n in COUNTER_NAMES]
-            os.write(write_end, repr(answers).encode())
+            found = [backend.available(metric(backend, n)) for n in COUNTER_NAMES]
+            os.write(write_end, repr(found).encode())
             code = 0
         finally:
             os._exit(code)

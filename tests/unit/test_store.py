@@ -30,7 +30,7 @@ PAGE = 4096
 def test_growth_past_several_chunks(tmp_path: Path, chunk_bytes: int, sizes: list[int]) -> None:
     with Store(str(tmp_path), chunk_bytes=chunk_bytes, release_bytes=PAGE) as store:
         col = store.column("opengl/GPU Duration@CALL", np.int64)
-        seen = []
+        seen: list[int] = []
         for i in range(10_000):  # 80,000 bytes: 20 pages
             col.append(i * 3)
             size = os.path.getsize(col.path)

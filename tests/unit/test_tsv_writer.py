@@ -202,7 +202,7 @@ def test_store_columns_streamed_in_small_blocks(tmp_path) -> None:
             ("frame", source.frame_of_event),
         ]:
             col = store.column(key, np.int64)
-            col.extend(array)
+            col.extend(np.asarray(array))
             columns.append(col)
         cpu, gpu, nos, programs, names, frames = columns
         table = Table(

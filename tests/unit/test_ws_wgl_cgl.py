@@ -5,6 +5,8 @@ are in tests/gl/test_ws_wgl_cgl.py, which uses the recordings made here).
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from conftest import recorded_calls
 from tracegen import TraceWriter
@@ -332,7 +334,7 @@ def compiled(path: str) -> list[tuple[str, tuple]]:
         entry = compiler.compile(name, args, ret, 0)
         if entry is not None:
             entries.append(entry)
-    return entries
+    return cast("list[tuple[str, tuple]]", entries)  # RecordingWs: operations by name
 
 
 def test_recorded_wgl_calls_compile(tmp_path):
