@@ -1,17 +1,17 @@
 """Types of the replay loop (`_vm.c`): the module's `Code`, `publish` and constants."""
 
 from collections.abc import Callable
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, final, overload
 
 from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 # How one parameter's traced object names become the driver's: a dict every pass refills,
 # or a function of the traced value; None where the parameter names no object.
-NameTable: TypeAlias = dict[int, int] | Callable[[int], int] | None
+_NameTable: TypeAlias = dict[int, int] | Callable[[int], int] | None
 # A Python entry the loop calls: (function, its arguments).
-Entry: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
+_Entry: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
 # An op's index and its mark (1: a profiling row, 2: checkable).
-Bracket: TypeAlias = Callable[[int, int], object] | None
+_Bracket: TypeAlias = Callable[[int, int], object] | None
 
 NATIVE_CALLS: int
 """1 where direct calls work on this ABI (x86-64 System V, AArch64), else 0."""
@@ -27,6 +27,7 @@ SIG_SLOW: int
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
 
+@final
 class Code:
     """A compiled trace: ops, their argument pool and per-op metadata."""
 
@@ -34,7 +35,7 @@ class Code:
     def position(self) -> int:
         """The op running now."""
     def __len__(self) -> int: ...
-    def add_proto(self, address: int, types: Buffer, tables: tuple[NameTable, ...], /) -> int:
+    def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
         """A direct-call prototype's id, or -1 when it cannot be called directly here."""
     def set_sig(self, sig: int, proto: int, name_id: int, row: int, /) -> None:
         """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW)."""
@@ -56,9 +57,9 @@ class Code:
         self, entry_index: int, call_no: int, name_id: int, row: int, checkable: bool, /
     ) -> None:
         """Add an op that calls the Python entry `entry_index`."""
-    def run(self, start: int, end: int, entries: list[Entry], /) -> int:
+    def run(self, start: int, end: int, entries: list[_Entry], /) -> int:
         """Run ops [start, end); returns end."""
-    def bracket(self, marks: int, before: Bracket, after: Bracket, /) -> None:
+    def bracket(self, marks: int, before: _Bracket, after: _Bracket, /) -> None:
         """Call before(i, mark) and after(i, mark) around every op whose mark is not zero."""
     @overload
     def events(self, off: None, /) -> None: ...

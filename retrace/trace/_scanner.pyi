@@ -1,6 +1,6 @@
 """Types of the C scanner (`_scanner.c`): what its module, `Scanner` and `take()` export."""
 
-from typing import TypeAlias
+from typing import TypeAlias, final
 
 from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
@@ -8,16 +8,17 @@ from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 # reads them): ("call", id, name, arg names), ("struct", id, name, member names),
 # ("enum", id, ((name, value), ...)), ("bitmask", id, ((name, flag), ...)),
 # ("frame", id, module, function, file name, line, offset).
-CallDef: TypeAlias = tuple[str, int, bytes, tuple[bytes, ...]]
-EnumDef: TypeAlias = tuple[str, int, tuple[tuple[bytes, int], ...]]
-FrameDef: TypeAlias = tuple[str, int, bytes | None, bytes | None, bytes | None, int, int]
-Definition: TypeAlias = CallDef | EnumDef | FrameDef
+_CallDef: TypeAlias = tuple[str, int, bytes, tuple[bytes, ...]]
+_EnumDef: TypeAlias = tuple[str, int, tuple[tuple[bytes, int], ...]]
+_FrameDef: TypeAlias = tuple[str, int, bytes | None, bytes | None, bytes | None, int, int]
+_Definition: TypeAlias = _CallDef | _EnumDef | _FrameDef
 
 CALL_SIZE: int
 """Bytes per call record (`CallRec` in records.h)."""
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
 
+@final
 class Scanner:
     """Incremental scanner of apitrace's event stream into flat records."""
 
@@ -26,7 +27,7 @@ class Scanner:
         """Parse every whole event buffered; the number of calls ready."""
     def finish(self) -> int:
         """End of stream: pending calls are delivered as incomplete; the calls ready."""
-    def take(self) -> tuple[bytes, bytes, bytes, bytes, bytes, list[Definition]]:
+    def take(self) -> tuple[bytes, bytes, bytes, bytes, bytes, list[_Definition]]:
         """(calls, slots, nodes, pool, backtraces, definitions); starts a new batch."""
     @property
     def error(self) -> tuple[int, str] | None:
