@@ -6,8 +6,8 @@ run the real `Profiler` on real traces: the backend's calls are the ones it
 makes on hardware. The model counts real GL_SAMPLES_PASSED and
 GL_PRIMITIVES_GENERATED work between begin and end, so its "Samples Passed"
 must equal the opengl backend's Pixels Drawn for every frame and draw call.
-What this machine's own driver does is checked as well (the last tests), and
-the model itself is checked against the spec first.
+What this machine's own driver does is checked as well (the last tests); the
+model itself is checked against the spec in tests/unit/test_amd_perfmon.py.
 """
 
 from __future__ import annotations

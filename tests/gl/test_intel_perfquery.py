@@ -5,7 +5,8 @@ extension, so the model of the spec (tests/models/intel_perfquery.py) takes the
 driver's place for the backends while the real `Profiler` replays real traces.
 Its "Samples Passed" counts real GL_SAMPLES_PASSED work, so it must equal the
 opengl backend's Pixels Drawn for every event. The model is checked against
-the spec first; the last test is about this machine's own driver.
+the spec in tests/unit/test_intel_perfquery.py; the last test is about this
+machine's own driver.
 """
 
 from __future__ import annotations

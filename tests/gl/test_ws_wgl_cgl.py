@@ -1,7 +1,7 @@
 """Traces captured on Windows (WGL) and macOS (CGL), replayed here through EGL.
 
-No such traces exist in this repository, so the tests write them with
-`tracegen`, call for call as apitrace records a small program on those
+No such traces exist in this repository, so tests/unit/test_ws_wgl_cgl.py
+writes them with `tracegen`, call for call as apitrace records a small program on those
 systems: the argument names and value kinds follow apitrace's specs
 (specs/wglapi.py, specs/cglapi.py). Handles are opaque pointers; a
 PIXELFORMATDESCRIPTOR is a pointer to one struct (an array of one); attribute

@@ -1,4 +1,13 @@
-"""Profiling real traces on llvmpipe, compared with glretrace's own profiler."""
+"""Profiling real traces on llvmpipe, compared with glretrace's own profiler.
+
+Pixels Drawn and the table structure (tables, columns, row tags, call numbers,
+programs, function names, frame_end rows) must equal glretrace's; timings
+cannot be compared, only checked for sense. Known differences, asserted:
+- glretrace draws frame 0 of glxgears and glx-multithread into a window that
+  has not got its size yet (0 or garbage pixels); retrace sizes it first.
+- glretrace aborts replaying gl-1.0-dlist-beginend (an assertion in apitrace
+  11.1), so that trace is left out.
+"""
 
 from __future__ import annotations
 
