@@ -1,4 +1,5 @@
-"""Shared fixtures: the sample traces, and apitrace as the reference to compare with.
+"""Shared fixtures: the sample traces, the CLI, apitrace as the reference to compare with,
+and the fixtures tests in several folders use (glfw, long_trace, runs).
 
 Tests live in folders that say what they need: `unit/` no GL at all, `gl/` a real GL
 context (Mesa llvmpipe through EGL), `reference/` the apitrace tools as well. The folder
