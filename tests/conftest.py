@@ -32,14 +32,19 @@ TRACES = ROOT / "traces"
 SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
 
 
-MARKED_FOLDERS = ("gl", "reference")
+FOLDERS = ("unit", "gl", "reference")  # by what their tests need; the last two are markers
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with the folder it is in (gl, reference)."""
+    """Mark every test with the folder it is in (gl, reference); refuse a test outside them."""
     for item in items:
         folder = item.path.relative_to(HERE).parts[0]
-        if folder in MARKED_FOLDERS:
+        if folder not in FOLDERS:
+            raise pytest.UsageError(
+                f"{item.path.relative_to(ROOT)}: tests go in tests/unit (no GL), tests/gl "
+                "(a GL context) or tests/reference (the apitrace tools)"
+            )
+        if folder != "unit":
             item.add_marker(folder)
 
 
