@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_retrace
-from unit.test_exit_paths import (
-    GEARS,
-    retrace,
-)
+from unit.test_exit_paths import GEARS, retrace
 
 
 def test_a_profile_whose_reader_goes_away_ends_quietly(long_trace):

@@ -9,10 +9,7 @@ import textwrap
 import pytest
 from conftest import ROOT
 
-from retrace.replay.egl import (
-    EglDisplay,
-    EglError,
-)
+from retrace.replay.egl import EglDisplay, EglError
 
 
 def test_unknown_platform_is_refused():
