@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from gl.test_profile import big_trace  # noqa: E402 - the tests' generator of this trace
 from reference import private_display  # noqa: E402
-from test_profile import big_trace  # noqa: E402 - the tests' generator of this trace
 
 
 def record_glxgears(out: Path, seconds: int = 12) -> None:

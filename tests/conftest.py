@@ -1,4 +1,15 @@
-"""Shared fixtures: the sample traces, and apitrace as the reference to compare with."""
+"""Shared fixtures: the sample traces, the CLI, apitrace as the reference to compare with,
+and the fixtures tests in several folders use (glfw, long_trace, runs).
+
+Tests live in folders that say what they need: `unit/` no GL at all, `gl/` a real GL
+context (Mesa llvmpipe through EGL), `reference/` the apitrace tools as well. The folder
+gives each test its marker (`gl`, `reference`), so `pytest -m "not reference"` is the
+quick loop and `pytest tests/unit` runs where there is no GL. A test file whose tests
+need different things is split across folders under one name, and a module imports its
+helpers only from a folder that needs less (reference from gl, gl from unit). `unit` and
+`gl` are packages, so that their modules can share a name; `reference/` is none, as
+benchmarks/ import a `reference` module of their own with tests/ on the path.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +20,32 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
+from tracegen import TraceWriter, glx_context
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 TRACES = ROOT / "traces"
 SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
+
+
+FOLDERS = ("unit", "gl", "reference")  # by what their tests need; the last two are markers
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with the folder it is in (gl, reference); refuse a test outside them."""
+    for item in items:
+        folder = item.path.relative_to(HERE).parts[0]
+        if folder not in FOLDERS:
+            raise pytest.UsageError(
+                f"{item.path.relative_to(ROOT)}: tests go in tests/unit (no GL), tests/gl "
+                "(a GL context) or tests/reference (the apitrace tools)"
+            )
+        if folder != "unit":
+            item.add_marker(folder)
 
 
 def reference_tool(name: str) -> str:
@@ -42,6 +73,44 @@ def apitrace_dump(path: Path | str, *args: str) -> bytes:
         check=True,
         timeout=600,
     ).stdout
+
+
+def missing_dependency(what: str, install: str) -> NoReturn:
+    """Skip for a missing test dependency, or fail under RETRACE_REQUIRE_REFERENCE."""
+    if os.environ.get("RETRACE_REQUIRE_REFERENCE"):
+        pytest.fail(
+            f"{what} is required by RETRACE_REQUIRE_REFERENCE but not installed ({install})"
+        )
+    pytest.skip(f"{what} is not installed; the window tests need it ({install})")
+
+
+@pytest.fixture(scope="module")
+def glfw() -> ModuleType:
+    try:
+        import glfw
+    except ImportError:
+        missing_dependency("the Python package glfw", "pip install glfw")
+    return glfw
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory) -> str:
+    """A trace whose dump and calls table are far bigger than a pipe holds (64 KiB)."""
+    w = TraceWriter()
+    glx_context(w)
+    for i in range(10_000):
+        w.call("glClearColor", ("r", "g", "b", "a"), {k: w.float(i / 10_000) for k in range(4)})
+    path = tmp_path_factory.mktemp("long") / "long.trace"
+    path.write_bytes(w.snappy())
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The profiles `retrace diff` and `compare` are tested on (compare_runs.py), made once."""
+    from compare_runs import profile_runs
+
+    return profile_runs(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

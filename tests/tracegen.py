@@ -8,6 +8,7 @@ grammar in apitrace's docs/FORMAT.markdown. Tests hand its output to both
 
 from __future__ import annotations
 
+import builtins  # int and float: TraceWriter has methods of those names
 import math
 import struct
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class TraceWriter:
         return b"\x05" + struct.pack("<f", x)
 
     @staticmethod
-    def double(x: float) -> bytes:
+    def double(x: builtins.float) -> bytes:
         return b"\x06" + struct.pack("<d", x)
 
     @staticmethod
@@ -88,7 +89,7 @@ class TraceWriter:
     def blob(data: bytes) -> bytes:
         return b"\x08" + string(data)
 
-    def enum(self, values: tuple[tuple[str, int], ...], value: int) -> bytes:
+    def enum(self, values: tuple[tuple[str, builtins.int], ...], value: builtins.int) -> bytes:
         if self.version >= 3:
             definition = uint(len(values)) + b"".join(string(n) + self.int(v) for n, v in values)
             return b"\x09" + self._sig("enum", values, definition) + self.int(value)
@@ -96,7 +97,7 @@ class TraceWriter:
         name = dict((v, n) for n, v in reversed(values)).get(value, str(value))
         return b"\x09" + self._sig("enum", (name, value), string(name) + self.int(value))
 
-    def bitmask(self, flags: tuple[tuple[str, int], ...], value: int) -> bytes:
+    def bitmask(self, flags: tuple[tuple[str, builtins.int], ...], value: builtins.int) -> bytes:
         definition = uint(len(flags)) + b"".join(string(n) + uint(v) for n, v in flags)
         return b"\x0a" + self._sig("bitmask", flags, definition) + uint(value)
 
@@ -109,7 +110,7 @@ class TraceWriter:
         return b"\x0c" + self._sig("struct", (name, members), definition) + b"".join(values)
 
     @staticmethod
-    def opaque(address: int) -> bytes:
+    def opaque(address: builtins.int) -> bytes:
         return b"\x0d" + uint(address)
 
     @staticmethod
@@ -126,11 +127,12 @@ class TraceWriter:
         self,
         name: str,
         arg_names: tuple[str, ...],
-        args: dict[int, bytes],
-        thread: int = 0,
+        args: dict[builtins.int, bytes],
+        thread: builtins.int = 0,
         fake: bool = False,
-        backtrace: list[tuple[int, dict[int, bytes | int]]] | None = None,
-    ) -> int:
+        backtrace: list[tuple[builtins.int, dict[builtins.int, bytes | builtins.int]]]
+        | None = None,
+    ) -> builtins.int:
         """Write an enter event; returns the call number apitrace assigns."""
         out = self._out
         out += b"\x00"
@@ -149,7 +151,9 @@ class TraceWriter:
                 if ("frame", frame_id) not in self._defined:
                     self._defined.add(("frame", frame_id))
                     for kind, detail in details.items():
-                        out += bytes([kind]) + (string(detail) if kind <= 3 else uint(detail))
+                        out += bytes([kind]) + (
+                            uint(detail) if isinstance(detail, builtins.int) else string(detail)
+                        )
                     out += b"\x00"
         out += b"\x00"
         self._next_call += 1
@@ -157,7 +161,10 @@ class TraceWriter:
         return self._next_call - 1
 
     def leave(
-        self, call_no: int, args: dict[int, bytes] | None = None, ret: bytes | None = None
+        self,
+        call_no: builtins.int,
+        args: dict[builtins.int, bytes] | None = None,
+        ret: bytes | None = None,
     ) -> None:
         out = self._out
         out += b"\x01" + uint(call_no)
@@ -172,10 +179,10 @@ class TraceWriter:
         self,
         name: str,
         arg_names: tuple[str, ...] = (),
-        args: dict[int, bytes] | None = None,
+        args: dict[builtins.int, bytes] | None = None,
         ret: bytes | None = None,
         **enter_options,
-    ) -> int:
+    ) -> builtins.int:
         no = self.enter(name, arg_names, args or {}, **enter_options)
         self.leave(no, ret=ret)
         return no
@@ -184,7 +191,7 @@ class TraceWriter:
     def stream(self) -> bytes:
         return bytes(self._out)
 
-    def snappy(self, chunk_size: int = 1 << 20) -> bytes:
+    def snappy(self, chunk_size: builtins.int = 1 << 20) -> bytes:
         return wrap_snappy(self.stream, chunk_size)
 
 
@@ -324,9 +331,8 @@ def every_value_kind(w: TraceWriter) -> None:
 
 def threads_and_leftovers(w: TraceWriter) -> None:
     """Calls overtaken by another thread, a leave without enter, and calls that never return."""
-    thread = {"thread": 1} if w.version >= 4 else {}
     a = w.enter("glFinish", (), {})
-    b = w.enter("glFlush", (), {}, **thread)
+    b = w.enter("glFlush", (), {}, thread=1 if w.version >= 4 else 0)
     w.leave(b)
     w.leave(a, ret=w.int(1))
     w.leave(10_000)  # stranded leave: skipped

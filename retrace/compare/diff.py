@@ -317,10 +317,10 @@ def _diff_metric(
     low, high = _ratio_interval(base_totals, new_totals, 1 - options.alpha)
 
     rows = _classify(base, new, ranked, floor, options)
-    if ranked:
-        rows.q = np.full(rows.change.shape, np.nan)
-        rows.q[judged] = stats.false_discovery(rows.p[judged])
-        rows.codes[~(rows.q <= options.alpha * stats.P_SLACK) & valid] = _SAME
+    if rows.p is not None:  # ranked
+        rows.q = q = np.full(rows.change.shape, np.nan)
+        q[judged] = stats.false_discovery(rows.p[judged])
+        rows.codes[~(q <= options.alpha * stats.P_SLACK) & valid] = _SAME
     rows.codes[startup] = _STARTUP
     up = int(np.count_nonzero(rows.codes == _UP))
     down = int(np.count_nonzero(rows.codes == _DOWN))

@@ -24,7 +24,7 @@ A table of millions of calls then needs no Python object per row.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCA
 DERIVED = ("min", "p95", "stddev")
 
 
-def is_derived(metric: str, metrics: Sequence[str]) -> bool:
+def is_derived(metric: str, metrics: Collection[str]) -> bool:
     """Whether `metric` is a column --stats derived from another one of `metrics`: a spread
     of the repeats, not a cost, so never summed nor required on both sides."""
     head, _, tail = metric.rpartition(" ")

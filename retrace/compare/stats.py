@@ -146,4 +146,4 @@ def _exact_sf(m: int, n: int) -> np.ndarray:
 
 def _normal_sf(z: np.ndarray) -> np.ndarray:
     """P(Z >= z) for a standard normal Z, elementwise."""
-    return 0.5 * np.frompyfunc(math.erfc, 1, 1)(z / math.sqrt(2)).astype(np.float64)
+    return 0.5 * np.asarray(np.frompyfunc(math.erfc, 1, 1)(z / math.sqrt(2)), np.float64)

@@ -151,7 +151,9 @@ class _Parser:
         return ", found end of input" if char is None else f", found {char!r}"
 
     def _skip_space(self) -> None:
-        self.pos = _SPACE.match(self.text, self.pos).end()
+        space = _SPACE.match(self.text, self.pos)
+        assert space is not None  # it matches the empty string
+        self.pos = space.end()
 
     def _fail(self, problem: str, at: int | None = None) -> NoReturn:
         at = self.pos if at is None else at

@@ -13,7 +13,7 @@ structs are printed member by member here (GL traces have none).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 from retrace.trace.callset import CallSet
@@ -39,7 +39,7 @@ def _real(d: float, precision: int) -> str:
     return f"{d:.{precision}g}"
 
 
-def quote(codes: Iterator[int] | bytes, wide: bool = False) -> str:
+def quote(codes: Iterable[int], wide: bool = False) -> str:
     """A C string literal as apitrace writes it (stopping at the first NUL)."""
     out = ['"']
     for c in codes:

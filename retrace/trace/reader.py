@@ -125,7 +125,7 @@ class TraceReader:
         """Yield every call of the trace, in delivery order, in batches."""
         scanner = Scanner(self.version, self.header_size)
         damage: TraceError | None = None
-        data = self._rest
+        data: bytes | None = self._rest
         self._rest = b""
         while True:
             if data and scanner.feed(data):

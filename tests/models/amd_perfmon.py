@@ -249,7 +249,7 @@ class AmdPerfMonitorModel(ExtensionModel):
         else:
             self.error(GL_INVALID_ENUM)
             return
-        ctypes.memmove(data, packed, len(packed))
+        ctypes.memmove(ctypes.c_void_p(data), packed, len(packed))
 
     def glGenPerfMonitorsAMD(self, n: int, monitors: Any) -> None:
         state: AmdState = self.state()
@@ -355,6 +355,6 @@ class AmdPerfMonitorModel(ExtensionModel):
             self.error(GL_INVALID_ENUM)
             return
         out = out[: max(size, 0)]
-        ctypes.memmove(ctypes.cast(data, ctypes.c_void_p).value, out, len(out))
+        ctypes.memmove(ctypes.cast(data, ctypes.c_void_p), out, len(out))
         if written:
             written[0] = len(out)

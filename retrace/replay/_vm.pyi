@@ -1,0 +1,90 @@
+"""Types of the replay loop (`_vm.c`): the module's `Code`, `publish` and constants."""
+
+from collections.abc import Callable
+from typing import Any, TypeAlias, final, overload
+
+import numpy as np
+from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
+
+# Anything with the buffer protocol; numpy's stubs give ndarray __buffer__ from Python 3.12 only.
+_Bytes: TypeAlias = Buffer | np.ndarray[Any, Any]
+
+# How one parameter's traced object names become the driver's: a dict every pass refills,
+# or a function of the traced value; None where the parameter names no object.
+_NameTable: TypeAlias = dict[int, int] | Callable[[int], int] | None
+# A Python entry the loop calls: (function, its arguments).
+_Entry: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
+# An op's index and its mark (1: a profiling row, 2: checkable).
+_Bracket: TypeAlias = Callable[[int, int], object] | None
+
+NATIVE_CALLS: int
+"""1 where direct calls work on this ABI (x86-64 System V, AArch64), else 0."""
+CALL_SIZE: int
+"""Bytes per call record (`CallRec` in records.h), as the scanner writes them."""
+NODE_SIZE: int
+"""Bytes per value node (`Node` in records.h)."""
+SIG_SKIP: int
+"""`Code.set_sig` proto of a signature whose calls compile to nothing."""
+SIG_SLOW: int
+"""`Code.set_sig` proto of a signature whose calls compile in Python."""
+
+def publish(buffer: Buffer, /) -> None:
+    """From now on the loop writes (call number running, loop running) as two int64 there."""
+
+@final
+class Code:
+    """A compiled trace: ops, their argument pool and per-op metadata."""
+
+    @property
+    def position(self) -> int:
+        """The op running now."""
+    def __len__(self) -> int: ...
+    def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
+        """A direct-call prototype's id, or -1 when it cannot be called directly here."""
+    def set_sig(self, sig: int, proto: int, name_id: int, row: int, /) -> None:
+        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW)."""
+    def compile(
+        self,
+        calls: _Bytes,
+        slots: _Bytes,
+        nodes: _Bytes,
+        pool: _Bytes,
+        start: int,
+        thread: int,
+        in_list: bool,
+        in_begin: bool,
+        stops: _Bytes | None = None,
+        /,
+    ) -> int:
+        """Compile calls from `start` on to direct ops; the index of the first left to Python."""
+    def add_py(
+        self, entry_index: int, call_no: int, name_id: int, row: int, checkable: bool, /
+    ) -> None:
+        """Add an op that calls the Python entry `entry_index`."""
+    def run(self, start: int, end: int, entries: list[_Entry], /) -> int:
+        """Run ops [start, end); returns end."""
+    def bracket(self, marks: int, before: _Bracket, after: _Bracket, /) -> None:
+        """Call before(i, mark) and after(i, mark) around every op whose mark is not zero."""
+    @overload
+    def events(self, off: None, /) -> None: ...
+    @overload
+    def events(
+        self,
+        gpu_call: bool,
+        pixels_call: bool,
+        gpu_draw: bool,
+        pixels_draw: bool,
+        queries: tuple[int, int, int, int, int, int] | None,
+        on_full: Callable[[], object] | None,
+        /,
+    ) -> None: ...
+    def take_events(self, all: bool, /) -> tuple[bytes, bytes]:
+        """(calls, draws): the events measured, as EventResult records (5 int64 each)."""
+    def forget_queries(self) -> None:
+        """Delete every query object made, in the current context."""
+    def column(self, name: str, start: int, stop: int, /) -> bytes:
+        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable)."""
+    def meta(self, i: int, /) -> tuple[int, int, int, int]:
+        """(call_no, name_id, row, checkable) of op i."""
+    def is_direct(self, i: int, /) -> bool:
+        """Whether op i is a direct call."""

@@ -1,0 +1,40 @@
+"""How retrace ends when its output goes away or an option is out of bounds.
+
+A reader that stops reading (`| head`) ends the run quietly with 141, the
+status of a Unix tool killed by SIGPIPE; a stdout closed from the start and a
+count that can only be a typo are one `retrace: error:` line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import TRACES
+
+GEARS = str(TRACES / "glxgears.trace")
+
+
+def retrace(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "retrace", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly(long_trace):
+    proc = retrace("dump", long_trace)
+    assert proc.stdout is not None and proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and err == b""
+
+
+def test_closed_stdout_is_one_line():
+    r = subprocess.run(
+        [sys.executable, "-m", "retrace", "dump", GEARS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        preexec_fn=lambda: __import__("os").close(1),
+    )
+    assert r.returncode == 1 and r.stderr == b"retrace: error: standard output is closed\n"

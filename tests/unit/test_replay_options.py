@@ -1,0 +1,12 @@
+"""glretrace's replay options: a bad frame range is a usage error, before any replay."""
+
+from __future__ import annotations
+
+from conftest import TRACES, run_retrace
+
+GEARS = str(TRACES / "glxgears.trace")
+
+
+def test_bad_frame_range_is_a_usage_error():
+    r = run_retrace("replay", "--frames", "5-2", GEARS)
+    assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"--frames" in r.stderr
