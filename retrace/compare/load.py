@@ -165,9 +165,10 @@ def read_samples(paths: Sequence[str]) -> list[Run]:
             runs.append(read_run(path))
             continue
         document = _document(path)  # the medians' metadata describes every run
-        described = {"metadata": _fields(document), "units": _units(document)}
+        fields, units = _fields(document), _units(document)
         runs += [
-            replace(read_run(f), source=str(path), document=document, **described) for f in files
+            replace(read_run(f), source=str(path), metadata=fields, units=units, document=document)
+            for f in files
         ]
     return runs
 
@@ -211,12 +212,12 @@ def _units(document: dict) -> dict[tuple[Boundary, str], str]:
     return {(tables[t], m): u for (t, m), u in units(document).items() if t in tables}
 
 
-def _fields(document: dict) -> dict[str, str]:
+def _fields(document: dict[str, Any]) -> dict[str, str]:
     """The fields of `_METADATA` found in a metadata document."""
-    found = {}
+    found: dict[str, str] = {}
     for name, places in _METADATA.items():
         for keys in places:
-            value = document
+            value: Any = document
             for key in keys:
                 value = value.get(key) if isinstance(value, dict) else None
             if isinstance(value, str) and value:

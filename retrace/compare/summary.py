@@ -110,12 +110,12 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
                 total = summary.stats.sum
                 names = vocabulary.names
                 summary.by_function = [
-                    Group(names[key], *rest)
-                    for key, *rest in _groups(cols.names, values, cols.call_nos, total, top)
+                    Group(names[key], *shares)
+                    for key, shares in _groups(cols.names, values, cols.call_nos, total, top)
                 ]
                 summary.by_program = [
-                    Group(str(key), *rest)
-                    for key, *rest in _groups(cols.programs, values, cols.call_nos, total, top)
+                    Group(str(key), *shares)
+                    for key, shares in _groups(cols.programs, values, cols.call_nos, total, top)
                 ]
             metrics.append(summary)
         tables.append(TableSummary(TABLE_NAMES[boundary], len(cols), metrics))
@@ -174,8 +174,8 @@ def _stats(values: np.ndarray) -> Stats:
 
 def _groups(
     keys: np.ndarray, values: np.ndarray, call_nos: np.ndarray, total: float, top: int | None
-) -> list[tuple[int, int, float, float, float, float, float, int]]:
-    """(key, count, sum, share %, mean, median, max, call no of the max) per key, the
+) -> list[tuple[int, tuple[int, float, float, float, float, float, int]]]:
+    """(key, (count, sum, share %, mean, median, max, call no of the max)) per key, the
     largest sum first."""
     ok = ~np.isnan(values)
     keys, values, call_nos = keys[ok], values[ok], call_nos[ok]
@@ -193,13 +193,15 @@ def _groups(
     return [
         (
             int(keys[starts[g]]),
-            int(counts[g]),
-            float(sums[g]),
-            float(share[g]),
-            float(sums[g] / counts[g]),
-            float(medians[g]),
-            float(maxima[g]),
-            int(call_nos[starts[g] + counts[g] - 1]),
+            (
+                int(counts[g]),
+                float(sums[g]),
+                float(share[g]),
+                float(sums[g] / counts[g]),
+                float(medians[g]),
+                float(maxima[g]),
+                int(call_nos[starts[g] + counts[g] - 1]),
+            ),
         )
         for g in ranked.tolist()
     ]

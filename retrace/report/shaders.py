@@ -66,16 +66,17 @@ def program_sources(path: str) -> dict[int, list[tuple[str, str]]]:
                 ]
                 value = nodes.value(start + ret, sigs) if ret >= 0 else None
                 name = sigs.functions[sig].name
+                first = args[0] if args and isinstance(args[0], int) else -1
                 if name in _CREATE and isinstance(value, int):
-                    stages[value] = STAGES.get(args[0], "shader")
+                    stages[value] = STAGES.get(first, "shader")
                 elif name in _SOURCE and len(args) >= 3:
-                    sources[args[0]] = _text(args[2], args[3] if len(args) > 3 else None)
-                elif name in _ATTACH and len(args) >= 2:
+                    sources[first] = _text(args[2], args[3] if len(args) > 3 else None)
+                elif name in _ATTACH and len(args) >= 2 and isinstance(args[1], int):
                     shader = args[1]
                     entry = (stages.get(shader, "shader"), sources.get(shader, ""))
-                    programs.setdefault(args[0], []).append(entry)
+                    programs.setdefault(first, []).append(entry)
                 elif name in _PROGRAMV and isinstance(value, int) and len(args) >= 3:
-                    stage = STAGES.get(args[0], "shader")
+                    stage = STAGES.get(first, "shader")
                     programs.setdefault(value, []).append((stage, _text(args[2], None)))
     except TraceError:
         pass  # the report shows what was read; the replay reported the damage

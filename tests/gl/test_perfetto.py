@@ -42,7 +42,9 @@ def run(tmp_path_factory) -> tuple[dict, list, dict]:
 def slices(packets: list, track: int) -> list[dict]:
     """The track's slices with their depth, checking that every end closes an open slice
     and that children lie within their parents."""
-    out, stack, last = [], [], -1
+    out: list[dict] = []
+    stack: list[dict] = []
+    last = -1
     for p in packets:
         if not p.HasField("track_event") or p.track_event.track_uuid != track:
             continue
