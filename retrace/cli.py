@@ -14,6 +14,7 @@ from functools import partial
 
 import click
 
+from retrace.batch.command import batch
 from retrace.errors import RetraceError
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
@@ -385,6 +386,7 @@ _forward(
     "Profile a trace under two environments, alternating runs, and diff them.",
 )
 _forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
+cli.add_command(batch)
 
 
 def main(run: Callable[[], object] | None = None) -> None:

@@ -178,6 +178,11 @@ def read_metadata(path: Path) -> dict[str, str]:
         return {}
     except (OSError, ValueError) as exc:
         raise UsageError(f"{beside}: not readable JSON metadata ({exc})") from None
+    return metadata_fields(document)
+
+
+def metadata_fields(document: object) -> dict[str, str]:
+    """The fields of `_METADATA` found in a run's metadata document."""
     found = {}
     for name, places in _METADATA.items():
         for keys in places:
@@ -217,6 +222,12 @@ def load_comparison(
     """
     base = [read_run(p) for p in expand_paths(base_paths)]
     new = [read_run(p) for p in expand_paths(new_paths)]
+    return align_runs(base, new, metrics)
+
+
+def align_runs(base: list[Run], new: list[Run], metrics: Sequence[str] = ()) -> Comparison:
+    """Line up runs already read (from files, or from a batch database); raises as
+    `load_comparison` does."""
     wanted = _resolve_metrics(base + new, metrics)
     vocabulary = Vocabulary()
     tables = []
