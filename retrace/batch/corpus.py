@@ -130,13 +130,7 @@ def _side(spec: str) -> tuple[str, dict[str, database.TraceRuns], dict[str, str]
         elif build not in known:
             raise UsageError(f"{path} has no build {build!r} (it has: {', '.join(known)})")
         traces = database.load_build(con, path, build)
-        failed = dict(
-            con.execute(
-                "SELECT trace, any_value(reason) FROM runs WHERE build = ? GROUP BY trace "
-                "HAVING bool_and(status NOT IN ('ok', 'mismatch'))",
-                [build],
-            ).fetchall()
-        )
+        failed = database.only_failed(con, build)
     return f"{path}:{build}", traces, failed
 
 

@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS runs (
     build VARCHAR NOT NULL, trace VARCHAR NOT NULL, run INTEGER NOT NULL,
     path VARCHAR, size BIGINT, sha256 VARCHAR, settings JSON,
     status VARCHAR, reason VARCHAR, exit_code INTEGER, attempts INTEGER,
-    host VARCHAR, started TIMESTAMPTZ, wall_s DOUBLE,
+    host VARCHAR, started TIMESTAMP, wall_s DOUBLE,
     warnings VARCHAR[], fidelity VARCHAR, metadata JSON, allowed_regression DOUBLE,
     PRIMARY KEY (build, trace, run));
 CREATE TABLE IF NOT EXISTS measurements (
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS measurements (
 CREATE TABLE IF NOT EXISTS frame_md5 (
     build VARCHAR, trace VARCHAR, frame INTEGER, md5 VARCHAR, expected VARCHAR);
 CREATE TABLE IF NOT EXISTS batches (
-    build VARCHAR, manifest VARCHAR, shard VARCHAR, started TIMESTAMPTZ, finished TIMESTAMPTZ,
+    build VARCHAR, manifest VARCHAR, shard VARCHAR, started TIMESTAMP, finished TIMESTAMP,
     jobs INTEGER, ran INTEGER, failed INTEGER, retrace_version VARCHAR);
 """
 TABLES = ("runs", "measurements", "frame_md5", "batches")
@@ -142,7 +142,7 @@ def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcom
         con.execute("DELETE FROM runs WHERE build = ? AND trace = ? AND run = ?", key)
         con.execute("DELETE FROM measurements WHERE build = ? AND trace = ? AND run = ?", key)
         con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, to_timestamp(?), ?, ?, "
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, make_timestamp(?), ?, ?, "
             "?, ?, ?)",
             [
                 *key,
@@ -155,7 +155,7 @@ def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcom
                 outcome.exit_code,
                 outcome.attempts,
                 outcome.host,
-                outcome.started,
+                _micros(outcome.started),
                 outcome.wall_s,
                 outcome.warnings,
                 fidelity if fidelity is None or isinstance(fidelity, str) else json.dumps(fidelity),
@@ -176,6 +176,12 @@ def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcom
     except BaseException:
         con.rollback()
         raise
+
+
+def _micros(seconds: float) -> int:
+    """Seconds since the epoch as DuckDB's make_timestamp takes them: times are UTC, and
+    TIMESTAMP rather than TIMESTAMPTZ, which Python clients can read only with pytz."""
+    return round(seconds * 1e6)
 
 
 def _parse(outcome: Outcome) -> dict[Boundary, Any]:
@@ -251,8 +257,16 @@ def record_batch(
     from importlib.metadata import version
 
     con.execute(
-        "INSERT INTO batches VALUES (?, ?, ?, to_timestamp(?), to_timestamp(?), ?, ?, ?, ?)",
-        [build, manifest, shard, started, time.time(), *counts, version("retrace")],
+        "INSERT INTO batches VALUES (?, ?, ?, make_timestamp(?), make_timestamp(?), ?, ?, ?, ?)",
+        [
+            build,
+            manifest,
+            shard,
+            _micros(started),
+            _micros(time.time()),
+            *counts,
+            version("retrace"),
+        ],  # fmt: skip
     )
 
 
@@ -265,19 +279,33 @@ class TraceRuns:
     runs: list[Run]
 
 
+def only_failed(con: duckdb.DuckDBPyConnection, build: str) -> dict[str, str]:
+    """Trace -> a reason, for the traces of `build` none of whose runs finished."""
+    marks = ",".join("?" * len(FINISHED))
+    return dict(
+        con.execute(
+            "SELECT trace, any_value(reason) FROM runs WHERE build = ? GROUP BY trace "
+            f"HAVING NOT bool_or(status IN ({marks}))",
+            [build, *FINISHED],
+        ).fetchall()
+    )
+
+
 def builds(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [b for (b,) in con.execute("SELECT DISTINCT build FROM runs ORDER BY 1").fetchall()]
 
 
 def load_build(con: duckdb.DuckDBPyConnection, source: str, build: str) -> dict[str, TraceRuns]:
-    """Every trace of `build` with its runs whose status is ok; `source` names them."""
+    """Every trace of `build` with its finished runs (a frame MD5 other than expected still
+    measured the trace); `source` names them."""
     from retrace.compare.load import Run, metadata_fields
 
     out: dict[str, TraceRuns] = {}
+    marks = ",".join("?" * len(FINISHED))
     runs = con.execute(
         "SELECT trace, run, sha256, allowed_regression, metadata FROM runs "
-        "WHERE build = ? AND status = 'ok' ORDER BY trace, run",
-        [build],
+        f"WHERE build = ? AND status IN ({marks}) ORDER BY trace, run",
+        [build, *FINISHED],
     ).fetchall()
     for trace, run, sha256, allowed, metadata in runs:
         fields = metadata_fields(json.loads(metadata)) if metadata else {}
