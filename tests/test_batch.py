@@ -11,9 +11,13 @@ test_compare.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -79,6 +83,7 @@ def test_a_batch_of_real_traces_is_stored_and_resumes(tmp_path):
     first = batch(samples(tmp_path), "--db", db, "--junit", tmp_path / "jobs.xml")
     assert first.returncode == 0, first.stderr
     assert "3 jobs: 0 already done, ran 3 (3 ok)" in first.stdout
+    assert first.stderr == ""  # no progress bar where stderr is no terminal
     runs, values = contents(db)
     assert [r[1] for r in runs] == sorted(str(TRACES / t) for t in SAMPLES)
     # the stored tables are the ones retrace writes for the same trace and selection
@@ -140,6 +145,25 @@ def test_a_crashing_replay_fails_its_job_only(tmp_path):
     assert "2 jobs: 1 already done, ran 1 (1 failed)" in again.stdout
 
 
+def test_sigterm_keeps_the_finished_jobs_and_the_same_command_resumes(tmp_path):
+    m = samples(tmp_path, "runs = 3\n")  # 9 jobs of about a second
+    db = tmp_path / "b.duckdb"
+    command = [sys.executable, "-m", "retrace", "batch", str(m), "--db", str(db)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 143 and "Traceback" not in err
+    [line] = err.splitlines()
+    recorded = len(query(db, "SELECT * FROM runs WHERE status = 'ok'"))
+    assert line == (f"retrace: interrupted by SIGTERM: {recorded} of 9 jobs recorded in {db}; "
+                    "run the same command again to resume")  # fmt: skip
+    resumed = batch(m, "--db", db)
+    assert f"9 jobs: {recorded} already done, ran {9 - recorded} ({9 - recorded} ok)" in (
+        resumed.stdout
+    )
+
+
 def test_a_job_past_its_timeout_fails_with_the_reason(tmp_path):
     loop = manifest(tmp_path, DETERMINISTIC.replace("timeout = 120", "timeout = 0.2"),
                     f'path = "{TRACES / "glmark2-desktop-fbo.trace"}"')  # fmt: skip
@@ -166,6 +190,22 @@ def test_shards_merged_equal_the_whole_batch(tmp_path):
     done = batch("merge", merged, *parts)
     assert done.returncode == 0 and "merged 3 runs" in done.stdout
     assert contents(merged) == contents(whole)
+
+
+def test_progress_is_drawn_on_a_terminal(tmp_path):
+    m = manifest(tmp_path, DETERMINISTIC, f'path = "{TRACES / "glxgears.trace"}"')
+    command = [sys.executable, "-m", "retrace", "batch", str(m), "--db", str(tmp_path / "b.db")]
+    terminal, side = pty.openpty()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=side)
+    os.close(side)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once the child has closed its side
+        while chunk := os.read(terminal, 4096):
+            shown += chunk
+    os.close(terminal)
+    assert child.wait(timeout=600) == 0
+    text = shown.decode()
+    assert "retrace batch" in text and "100%" in text, text
 
 
 def test_the_manifest_is_checked_before_anything_runs(tmp_path):

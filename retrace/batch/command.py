@@ -92,8 +92,8 @@ def run(
     rerun: bool,
     junit: str | None,
 ) -> None:
-    """Profile every trace of MANIFEST (a run per trace and `runs`), resuming what the
-    database lacks. Exit status: 0 every job ok, 1 a job failed, 2 bad usage."""
+    """Profile every trace of MANIFEST (`runs` times each), skipping the runs the database
+    already has. Exit status: 0 every job ok, 1 a job failed, 2 bad usage."""
     from retrace.batch import database, schedule
     from retrace.batch.executors import LocalExecutor, RayExecutor
     from retrace.batch.manifest import load_manifest

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrace.batch.job import FINISHED, Job, Outcome
+from retrace.batch.job import FINISHED, Job, Outcome, first_line
 from retrace.errors import RetraceError, UsageError
 from retrace.vocabulary import Boundary
 
@@ -98,19 +98,15 @@ def connect(path: str | Path, read_only: bool = False) -> Iterator[duckdb.DuckDB
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
-        raise RetraceError(f"{path}: {_first_line(exc)}") from None
+        raise RetraceError(f"{path}: {first_line(exc)}") from None
     try:
         if not read_only:
             con.execute(_SCHEMA)
         yield con
     except duckdb.Error as exc:
-        raise RetraceError(f"{path}: {_first_line(exc)}") from None
+        raise RetraceError(f"{path}: {first_line(exc)}") from None
     finally:
         con.close()
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def finished(con: duckdb.DuckDBPyConnection, build: str) -> dict[tuple[str, int], tuple[str, str]]:

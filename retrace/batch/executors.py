@@ -22,7 +22,7 @@ import concurrent.futures
 import logging
 from typing import Any, Protocol
 
-from retrace.batch.job import FAILED, Job, Outcome, run_job, stop_children
+from retrace.batch.job import FAILED, Job, Outcome, first_line, run_job, stop_children
 from retrace.errors import RetraceError
 
 
@@ -78,7 +78,7 @@ class RayExecutor:
         try:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise RetraceError(f"--ray {address}: cannot connect: {_first_line(exc)}") from None
+            raise RetraceError(f"--ray {address}: cannot connect: {first_line(exc)}") from None
         self._task = ray.remote(max_retries=0)(run_job)
         self._largest: dict[str, float] = {}
         for node in ray.nodes():
@@ -117,13 +117,9 @@ class RayExecutor:
         try:
             return job, ray.get(ref)
         except ray.exceptions.RayError as exc:  # the worker or its node died
-            return job, Outcome(FAILED, f"Ray: {_first_line(exc)}")
+            return job, Outcome(FAILED, f"Ray: {first_line(exc)}")
 
     def close(self) -> None:
         for ref in self._running:
             self._ray.cancel(ref)
         self._ray.shutdown()
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

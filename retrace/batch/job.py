@@ -133,6 +133,11 @@ class Outcome:
     attempts: int = 1
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a library's may run to many), for a reason."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def run_job(job: Job) -> Outcome:
     """Profile `job` in a child process (and, where MD5s are expected, replay for them)."""
     started = time.time()
