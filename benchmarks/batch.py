@@ -50,10 +50,11 @@ def manifest(folder: Path, traces: list[Path], runs: int) -> Path:
     return path
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+def timed(command: list[str], env: dict[str, str] | None = None, ok: int = 0) -> float:
+    """Wall seconds of `command`; an exit status above `ok` ends the benchmark."""
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    if done.returncode > ok:
         sys.exit(f"batch benchmark: {' '.join(command[:4])}... failed: {done.stderr.strip()}")
     return time.monotonic() - started
 
@@ -104,8 +105,9 @@ def main() -> None:
         many = manifest(folder, args.traces, args.diff_runs)
         db = folder / "drivers.duckdb"
         for driver in ("llvmpipe", "softpipe"):
+            # exit 1, a job failed, is a finding: softpipe offers only OpenGL 3.3, for one
             wall = timed(batch(many, "--db", db, "--build", driver,
-                               "--env", f"GALLIUM_DRIVER={driver}"))  # fmt: skip
+                               "--env", f"GALLIUM_DRIVER={driver}"), ok=1)  # fmt: skip
             print(f"\n{driver}: {args.diff_runs} runs of {len(args.traces)} traces in {wall:.0f} s")
         diff = [sys.executable, "-m", "retrace", "diff", f"{db}:llvmpipe", f"{db}:softpipe"]
         print(subprocess.run(diff, capture_output=True, text=True, check=False).stdout)
