@@ -168,7 +168,7 @@ def run_job(job: Job) -> Outcome:
 def _child(command: list[str], job: Job) -> Outcome:
     """Run `command` under the job's environment and timeout; its status and stderr."""
     try:
-        child = subprocess.Popen(  # noqa: SIM115 - waited for below, with a timeout
+        child = subprocess.Popen(
             command,
             env={**os.environ, **dict(job.env)},
             stdin=subprocess.DEVNULL,
