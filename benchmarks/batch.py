@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from reference import private_display, reference_replayer
 from tabulate import tabulate
@@ -75,7 +76,11 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="retrace-batch-bench-"))
     one = manifest(folder, args.traces, 1)
-    node = {"num_cpus": 1, "resources": {"replay": 1}, "object_store_memory": 100 << 20}
+    node: dict[str, Any] = {
+        "num_cpus": 1,
+        "resources": {"replay": 1},
+        "object_store_memory": 100 << 20,
+    }
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     cluster.add_node(**node)
     cluster.wait_for_nodes()

@@ -204,7 +204,7 @@ class _Progress:
 
     def __init__(self, total: int) -> None:
         self._failed = 0
-        self._bar = None
+        self._bar: Any = None  # click's ProgressBar, entered here and left in close()
         if sys.stderr.isatty() and total:
             self._bar = click.progressbar(
                 length=total,

@@ -365,8 +365,7 @@ def merge(con: duckdb.DuckDBPyConnection, shards: list[str]) -> int:
             for table in TABLES:
                 con.execute(f"INSERT INTO {table} SELECT * FROM {alias}.{table}")
             con.execute("COMMIT")
-            (count,) = con.execute(f"SELECT count(*) FROM {alias}.runs").fetchone()
-            merged += count
+            merged += con.execute(f"SELECT count(*) FROM {alias}.runs").fetchall()[0][0]
         finally:
             con.execute(f"DETACH {alias}")
     return merged

@@ -29,7 +29,8 @@ from retrace.errors import RetraceError
 class Executor(Protocol):
     """Runs jobs; `pending` counts those submitted and not yet handed back."""
 
-    pending: int
+    @property
+    def pending(self) -> int: ...
 
     def submit(self, job: Job) -> None: ...
 
