@@ -15,6 +15,7 @@ from functools import partial
 
 import click
 
+from retrace.batch.command import batch
 from retrace.errors import RetraceError
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
@@ -421,6 +422,7 @@ _forward(
 )
 _forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
 _forward("report", "report_main", "One HTML page of plots from profiles.", "retrace.report.command")
+cli.add_command(batch)
 
 
 def main(run: Callable[[], object] | None = None) -> None:

@@ -61,12 +61,27 @@ def options_of(values: dict[str, Any]) -> DiffOptions:
     return DiffOptions(**{k: v for k, v in values.items() if k in names})
 
 
-def report(base: Sequence[str], new: Sequence[str], options: DiffOptions, fmt: str) -> int:
-    """Compare the runs, print the report on stdout and return diff's exit status."""
+def report(
+    base: Sequence[str], new: Sequence[str], options: DiffOptions, fmt: str, junit: str | None
+) -> int:
+    """Compare the runs (or two batch databases), print the report on stdout, write it as
+    JUnit XML to `junit` if given, and return diff's exit status."""
+    from retrace.batch.database import is_database
     from retrace.compare.render import render_diff
 
+    if any(map(is_database, [*base, *new])):
+        if len(base) != 1 or len(new) != 1 or not all(map(is_database, [*base, *new])):
+            raise UsageError("compare two batch databases (DB or DB:BUILD), or runs, not both")
+        from retrace.batch.command import diff_databases
+
+        return diff_databases(base[0], new[0], options, fmt, junit)
     result = judge(base, new, options)
     click.echo(render_diff(result, fmt), nl=False)
+    if junit:
+        from retrace.batch.junit import Case, write_junit
+
+        failure = f"{result.verdict}" if result.exit_code else None
+        write_junit(junit, "retrace diff", [Case("retrace diff", new[0], failure=failure)])
     return result.exit_code
 
 
@@ -147,13 +162,17 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
     is_flag=True,
     help="Compare runs whose metadata name different traces, with a loud warning.",
 )
-def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write the verdict as "
+              "JUnit XML (a case per trace when comparing batches).")  # fmt: skip
+def _diff(paths: tuple[str, ...], fmt: str, junit: str | None, **options: Any) -> int:
     """Compare profiles of one trace made by two builds (retrace or glretrace TSV files).
 
     BASE and NEW are TSV files or directories of *.tsv files; with several runs
     per side, separate the sides with --: `retrace diff a1.tsv a2.tsv a3.tsv --
-    b1.tsv b2.tsv b3.tsv`. Frames are matched by index, calls and draw calls by
-    call number and name; runs of different traces are refused (exit 2).
+    b1.tsv b2.tsv b3.tsv`. Or two batch databases (`retrace batch`), DB or
+    DB:BUILD, for a verdict per trace and one for the corpus. Frames are
+    matched by index, calls and draw calls by call number and name; runs of
+    different traces are refused (exit 2).
 
     Duration metrics are costs: larger is a regression. Start metrics and the
     min/p95/stddev columns of --stats are left out. Other metrics (Pixels Drawn,
@@ -168,7 +187,7 @@ def _diff(paths: tuple[str, ...], fmt: str, **options: Any) -> int:
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
     base, new = split_sides(list(paths))
-    return report(base, new, options_of(options), fmt)
+    return report(base, new, options_of(options), fmt, junit)
 
 
 def _side_options(function: Callable[..., int]) -> Callable[..., int]:
@@ -256,8 +275,8 @@ def _compare(
 
 
 # compare and report take every option of diff (its verdict): one definition of each.
-VERDICT_OPTIONS = [p for p in _diff.params if p.name not in ("paths", "fmt")]
-_compare.params += [p for p in _diff.params if p.name != "paths"]
+VERDICT_OPTIONS = [p for p in _diff.params if p.name not in ("paths", "fmt", "junit")]
+_compare.params += [p for p in _diff.params if p.name not in ("paths", "junit")]
 
 
 def compare_main(args: list[str]) -> int:

@@ -165,7 +165,7 @@ def read_samples(paths: Sequence[str]) -> list[Run]:
             runs.append(read_run(path))
             continue
         document = _document(path)  # the medians' metadata describes every run
-        fields, units = _fields(document), _units(document)
+        fields, units = metadata_fields(document), _units(document)
         runs += [
             replace(read_run(f), source=str(path), metadata=fields, units=units, document=document)
             for f in files
@@ -188,7 +188,7 @@ def read_run(path: Path) -> Run:
             "--pframes/--pcalls/--pdrawcalls)"
         )
     document = _document(path)
-    return Run(str(path), tables, _fields(document), _units(document), document)
+    return Run(str(path), tables, metadata_fields(document), _units(document), document)
 
 
 def _document(path: Path) -> dict[str, Any]:
@@ -212,8 +212,8 @@ def _units(document: dict) -> dict[tuple[Boundary, str], str]:
     return {(tables[t], m): u for (t, m), u in units(document).items() if t in tables}
 
 
-def _fields(document: dict[str, Any]) -> dict[str, str]:
-    """The fields of `_METADATA` found in a metadata document."""
+def metadata_fields(document: object) -> dict[str, str]:
+    """The fields of `_METADATA` found in a run's metadata document."""
     found: dict[str, str] = {}
     for name, places in _METADATA.items():
         for keys in places:
@@ -256,6 +256,14 @@ def load_comparison(
     different traces only warns with `force`).
     """
     base, new = read_samples(base_paths), read_samples(new_paths)
+    return align_runs(base, new, metrics, force)
+
+
+def align_runs(
+    base: list[Run], new: list[Run], metrics: Sequence[str] = (), force: bool = False
+) -> Comparison:
+    """Line up runs already read (from files, or from a batch database); raises as
+    `load_comparison` does."""
     wanted = _resolve_metrics(base + new, metrics)
     vocabulary = Vocabulary()
     tables = []

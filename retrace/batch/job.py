@@ -1,0 +1,243 @@
+"""One job of a batch: one profile run of one trace, isolated in a child process.
+
+A job is a `python -m retrace profile` of its own, as a user would run it, so
+a driver that crashes or hangs takes down only that job: retrace's child
+already names the crashing call on stderr (`retrace: error: driver crashed
+(SIGSEGV) at call 34 glDrawArrays(...)`), and that line becomes the job's
+reason. A job that runs past its timeout gets SIGTERM, on which retrace writes
+what it measured, then SIGKILL if it lingers; retrace's replay child dies with
+it (PR_SET_PDEATHSIG, `retrace.contain`).
+
+`run_job` takes a `Job` and returns an `Outcome`: plain picklable data, so the
+same function runs in a local thread or as a Ray task on another machine. The
+trace is checked there against the SHA-256 taken when the batch was planned,
+so a node whose copy of the corpus differs fails the job instead of measuring
+another trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Seconds between SIGTERM (retrace writes the tables measured so far) and SIGKILL.
+_GRACE = 10.0
+
+OK = "ok"
+FAILED = "failed"  # retrace exited non-zero: a driver crash, a damaged trace, a bad selection
+TIMEOUT = "timeout"
+MISMATCH = "mismatch"  # profiled, but a frame's MD5 is not the one the manifest expects
+FINISHED = (OK, MISMATCH)
+
+# The profiles this process runs now (from the local executor's threads).
+_CHILDREN: set[subprocess.Popen[str]] = set()
+_LOCK = threading.Lock()  # what a resumed batch does not run again: retrying cannot change it
+
+
+@dataclass(frozen=True)
+class TraceIdentity:
+    """What names a trace's content: where it is, its size and its SHA-256."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+def trace_identity(path: str | Path) -> TraceIdentity:
+    """The identity of the trace at `path` (one read of the file).
+
+    The one place the batch learns what a trace is; raises OSError if unreadable.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return TraceIdentity(str(path), size, digest.hexdigest())
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the manifest expects of a trace: its frames' MD5s (in order, `retrace replay -s -
+    --snapshot-format=MD5`'s), and how much its totals may regress before a diff fails."""
+
+    md5: tuple[str, ...] = ()
+    allowed_regression: float | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One profile run: run `run` (0-based) of the trace named `name` in the batch."""
+
+    name: str
+    run: int
+    trace: TraceIdentity
+    selection: tuple[str, ...]  # --pframes SPEC --pcalls SPEC ...
+    repeat: int = 1
+    warmup: int = 0
+    frames: tuple[int, int] | None = None  # rows kept: frames first..last
+    calls: str | None = None  # rows kept: calls in this call set
+    timeout: float = 600.0
+    retries: int = 1
+    env: tuple[tuple[str, str], ...] = ()
+    resources: tuple[tuple[str, float], ...] = ()
+    expect: Expect = field(default_factory=Expect)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.name, self.run)
+
+    def profile_args(self) -> list[str]:
+        """The profile's options, as `retrace` takes them."""
+        return [*self.selection, "--repeat", str(self.repeat), "--warmup", str(self.warmup)]
+
+    def settings(self) -> str:
+        """What decides the measurement besides the trace, as canonical JSON: a finished run
+        is reused by a resumed batch only if this and the trace's SHA-256 are unchanged."""
+        return json.dumps(
+            {
+                "profile": self.profile_args(),
+                "env": dict(self.env),
+                "frames": self.frames,
+                "calls": self.calls,
+            },
+            sort_keys=True,
+        )
+
+
+@dataclass
+class Outcome:
+    """What one attempt of a job gave: `tsv` holds the tables (those measured before a crash
+    too), `metadata` the ``OUT.tsv.json`` written beside them, if any."""
+
+    status: str
+    reason: str = ""
+    exit_code: int | None = None
+    wall_s: float = 0.0
+    started: float = 0.0
+    host: str = ""
+    warnings: list[str] = field(default_factory=list)
+    tsv: str = ""
+    metadata: str | None = None
+    md5: list[str] = field(default_factory=list)
+    attempts: int = 1
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a library's may run to many), for a reason."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def run_job(job: Job) -> Outcome:
+    """Profile `job` in a child process (and, where MD5s are expected, replay for them)."""
+    started = time.time()
+    host = socket.gethostname()
+    try:
+        found = trace_identity(job.trace.path)
+    except OSError as exc:
+        return Outcome(
+            FAILED, f"{job.trace.path}: {exc.strerror or exc}", started=started, host=host
+        )
+    if found.sha256 != job.trace.sha256:
+        reason = f"{job.trace.path} on {host} is not the trace planned (SHA-256 differs)"
+        return Outcome(FAILED, reason, started=started, host=host)
+    with tempfile.TemporaryDirectory(prefix="retrace-job-") as scratch:
+        out = Path(scratch) / "profile.tsv"
+        command = [sys.executable, "-m", "retrace", "profile", "--quiet", *job.profile_args()]
+        outcome = _child([*command, "-o", str(out), job.trace.path], job)
+        outcome.started, outcome.host = started, host
+        outcome.tsv = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        beside = Path(f"{out}.json")
+        outcome.metadata = beside.read_text(encoding="utf-8") if beside.exists() else None
+    if outcome.status == OK and job.expect.md5 and job.run == 0:  # one replay per trace
+        _check_md5(job, outcome)
+    outcome.wall_s = time.time() - started
+    return outcome
+
+
+def _child(command: list[str], job: Job) -> Outcome:
+    """Run `command` under the job's environment and timeout; its status and stderr."""
+    try:
+        child = subprocess.Popen(
+            command,
+            env={**os.environ, **dict(job.env)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+    except OSError as exc:
+        return Outcome(FAILED, f"cannot start {command[0]}: {exc.strerror or exc}")
+    with _LOCK:
+        _CHILDREN.add(child)
+    try:
+        stdout, stderr = child.communicate(timeout=job.timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        stdout, stderr = _stop(child)
+        timed_out = True
+    except BaseException:  # a cancelled Ray task, an interrupted batch: leave no replay behind
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        with _LOCK:
+            _CHILDREN.discard(child)
+    lines = stderr.splitlines()
+    warnings = [line for line in lines if line.startswith("retrace: warning")]
+    outcome = Outcome(OK, exit_code=child.returncode, warnings=warnings)
+    outcome.tsv = stdout  # replaced by the -o file where there is one
+    if timed_out:
+        outcome.status, outcome.reason = TIMEOUT, f"timed out after {job.timeout:g} s"
+    elif child.returncode != 0:
+        errors = [line for line in lines if line.startswith("retrace: ")] or lines or ["no message"]
+        outcome.status = FAILED
+        outcome.reason = errors[-1].removeprefix("retrace: ").removeprefix("error: ")
+    return outcome
+
+
+def stop_children() -> None:
+    """SIGTERM every profile this process runs: an interrupted batch ends them now."""
+    with _LOCK:
+        for child in _CHILDREN:
+            child.terminate()
+
+
+def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
+    """SIGTERM the child (retrace writes what it measured, and its replay child, which dies
+    with it, ends too); SIGKILL if it lingers past `_GRACE` s. What it printed."""
+    child.terminate()
+    try:
+        return child.communicate(timeout=_GRACE)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.communicate()
+
+
+def _check_md5(job: Job, outcome: Outcome) -> None:
+    """Replay for the frames' MD5s and compare them with the manifest's."""
+    command = [sys.executable, "-m", "retrace", "replay", "-s", "-", "--snapshot-format=MD5"]
+    replay = _child([*command, job.trace.path], job)
+    if replay.status != OK:
+        outcome.status, outcome.reason = replay.status, f"MD5 replay: {replay.reason}"
+        return
+    outcome.md5 = replay.tsv.split()
+    for frame, (want, got) in enumerate(zip(job.expect.md5, outcome.md5, strict=False)):
+        if want.upper() != got.upper():
+            outcome.status = MISMATCH
+            outcome.reason = f"frame {frame}: MD5 {got}, expected {want}"
+            return
+    if len(outcome.md5) < len(job.expect.md5):
+        outcome.status = MISMATCH
+        outcome.reason = f"{len(outcome.md5)} frames, {len(job.expect.md5)} MD5s expected"
