@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 
 from retrace.errors import UsageError
-from retrace.replay.replayer import Replayer, StopReplay, rendered
-from retrace.replay.snapshot import Image
-from retrace.trace.callset import CallSet
+
+if TYPE_CHECKING:
+    from retrace.replay.snapshot import Image
 
 _FRAMES = re.compile(r"^(\d+)?(?:-(\d+)?)?$")
 
@@ -57,6 +58,10 @@ def _replay(
     query_handling: str,
     query_tolerance: int,
 ) -> None:
+    # Imported in the child that replays: the parent only waits, and exits sooner without them.
+    from retrace.replay.replayer import Replayer, StopReplay, rendered
+    from retrace.trace.callset import CallSet
+
     first_frame, last_frame = _frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
     with ExitStack() as stack:
