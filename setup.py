@@ -19,5 +19,10 @@ setup(
             depends=RECORDS,
             extra_compile_args=FLAGS,
         ),
+        Extension(
+            "retrace.writer._tsv",
+            sources=["writer/_tsv.c"],
+            extra_compile_args=FLAGS,
+        ),
     ]
 )
