@@ -14,6 +14,12 @@ setup(
             extra_compile_args=FLAGS,
         ),
         Extension(
+            "retrace.trace._dump",
+            sources=["retrace/trace/_dump.c"],
+            depends=RECORDS,
+            extra_compile_args=FLAGS,
+        ),
+        Extension(
             "retrace.replay._vm",
             sources=["retrace/replay/_vm.c"],
             depends=RECORDS,
