@@ -35,11 +35,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -311,7 +309,7 @@ def _cache_dir() -> Path:
 
 
 _MAGIC = b"retrace-registry\n"
-_DIGEST = 16  # bytes of BLAKE2b over the rest of the file
+_DIGEST = 4  # bytes of CRC-32 over the rest of the file: damage, not tampering, is the risk
 
 
 def _cache_key(path: Path) -> tuple[Any, ...]:
@@ -358,7 +356,7 @@ def _read_cache(file: Path, key: tuple[Any, ...], api: str) -> Registry | None:
         return None
     body = memoryview(data)[len(_MAGIC) + _DIGEST :]
     digest = data[len(_MAGIC) : len(_MAGIC) + _DIGEST]
-    if not data.startswith(_MAGIC) or hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
+    if not data.startswith(_MAGIC) or _checksum(body) != digest:
         return None
     try:
         cached_key, records, enums = marshal.loads(body)
@@ -369,10 +367,16 @@ def _read_cache(file: Path, key: tuple[Any, ...], api: str) -> Registry | None:
     return Registry(api=api, commands=CommandTable(records), enums=enums)
 
 
+def _checksum(body: bytes | memoryview) -> bytes:
+    return zlib.crc32(body).to_bytes(_DIGEST, "little")
+
+
 def _write_cache(file: Path, key: tuple[Any, ...], registry: Registry) -> None:
+    import tempfile  # only when the cache is written: 5 ms of imports
+
     records = {name: _encode_command(cmd) for name, cmd in registry.commands.items()}
     body = marshal.dumps((key, records, registry.enums))
-    digest = hashlib.blake2b(body, digest_size=_DIGEST).digest()
+    digest = _checksum(body)
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         # Write a temporary file and rename it, so that concurrent loaders never see half.
