@@ -167,6 +167,14 @@ def write_dump(
 ) -> None:
     """Write the dump to a binary stream, keeping every byte of names and strings; a
     damaged trace raises after its last intact call is written."""
-    out.write(_properties(reader))
+    _write_all(out, _properties(reader))
     for text, _ in _dumped(reader, calls, verbose):
-        out.write(text)
+        _write_all(out, text)
+
+
+def _write_all(out: IO[bytes], data: bytes) -> None:
+    """Write all of `data`: a large write to a pipe whose reader leaves (or to a full disk)
+    can return short without an error, which the next write then raises."""
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view) :]
