@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 from array import array
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import given, settings
@@ -18,12 +19,13 @@ from retrace.writer import tsv_reader
 from retrace.writer.tsv_reader import ParsedTable, read_tables
 
 
-def reference(text: str, source: str = "<stream>") -> list[ParsedTable]:
-    """The tables of `text` read one line at a time by the reference row reader, in order."""
+def reference(text: str | Iterable[str], source: str = "<stream>") -> list[ParsedTable]:
+    """The tables of `text` (or of its lines) read one line at a time by the reference row
+    reader, in order."""
     tables: list[ParsedTable] = []
     table = None
     names: dict[str, str] = {}
-    for lineno, raw in enumerate(io.StringIO(text), 1):
+    for lineno, raw in enumerate(io.StringIO(text) if isinstance(text, str) else text, 1):
         line = raw.rstrip("\r\n")
         if table is None:
             if line == "#" or line.startswith("#\t"):
