@@ -264,7 +264,22 @@ def test_cache_stale_schema_reparses(cache_home: Path, monkeypatch: pytest.Monke
     assert parses == ["glx", "glx"]
     load_registry.cache_clear()
     load_registry("glx")
-    assert parses == ["glx", "glx"]  # the rewritten entry is current again
+    assert parses == ["glx", "glx"]  # the new entry is current again
+
+
+def test_two_schemas_keep_their_own_entries(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two retraces sharing one glad2 (two checkouts, one venv) each keep their entry
+    instead of parsing and overwriting the other's on every start."""
+    parses = count_parses(monkeypatch)
+    current = reg.SCHEMA_VERSION
+    for schema in (current, current + 1, current, current + 1):
+        monkeypatch.setattr(reg, "SCHEMA_VERSION", schema)
+        load_registry.cache_clear()
+        load_registry("egl")
+    assert parses == ["egl", "egl"]
+    assert len(list((cache_home / "retrace").glob("registry-egl-*.marshal"))) == 2
 
 
 def test_cache_corrupt_file_reparses(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

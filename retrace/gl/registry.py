@@ -49,8 +49,9 @@ from retrace.errors import RetraceError
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
-# Bump whenever the cached records or the derivations below change meaning.
-SCHEMA_VERSION = 2
+# Bump whenever the cached records or the derivations below change meaning. It names the
+# cache file too, so that two retraces sharing one glad2 never overwrite each other's.
+SCHEMA_VERSION = 3
 
 APIS = ("gl", "egl", "glx", "wgl")
 
@@ -323,7 +324,7 @@ def _cache_key(path: Path) -> tuple[Any, ...]:
 def _cache_file(path: Path, api: str) -> Path:
     # a short name per registry file; a clash only costs a reparse (the key is checked)
     digest = f"{zlib.crc32(str(path).encode()):08x}"
-    return _cache_dir() / f"registry-{api}-{digest}.marshal"
+    return _cache_dir() / f"registry-{api}-{digest}-v{SCHEMA_VERSION}.marshal"
 
 
 def _encode_command(cmd: Command) -> bytes:
