@@ -14,9 +14,20 @@ setup(
             extra_compile_args=FLAGS,
         ),
         Extension(
+            "retrace.trace._dump",
+            sources=["retrace/trace/_dump.c"],
+            depends=RECORDS,
+            extra_compile_args=FLAGS,
+        ),
+        Extension(
             "retrace.replay._vm",
             sources=["retrace/replay/_vm.c"],
             depends=RECORDS,
+            extra_compile_args=FLAGS,
+        ),
+        Extension(
+            "retrace.writer._tsv",
+            sources=["writer/_tsv.c"],
             extra_compile_args=FLAGS,
         ),
     ]

@@ -428,6 +428,9 @@ cli.add_command(batch)
 def main(run: Callable[[], object] | None = None) -> None:
     """Run the CLI (or `run`: a replay child's work), turning retrace's own errors into one
     stderr line and an exit code."""
+    # retrace never multiplies matrices, but importing numpy starts an OpenBLAS thread per
+    # core that spins: 15-20 ms of CPU per command on 2 cores, more on bigger machines
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)

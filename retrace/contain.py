@@ -30,8 +30,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from retrace.errors import Interrupted, RetraceError
 from retrace.libc import libc
 
@@ -69,8 +67,8 @@ def supervise(
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
     or in the file `errors_to`); wait for it. `graceful`: see the module's docstring."""
     words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
-    progress = np.frombuffer(words, np.int64)
-    progress[:] = (-1, 0)
+    progress = memoryview(words).cast("q")  # native int64, as _vm writes them
+    progress[0], progress[1] = -1, 0
     received: list[int] = []
     child: list[int] = []
 

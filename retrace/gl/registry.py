@@ -19,42 +19,41 @@ immutable model:
 * ``enums``: every enumerant name with its integer value, and the reverse map.
 
 Parsing gl.xml costs a noticeable fraction of a second, which is too much on the
-replay start path, so the parsed `Registry` is pickled into a per-user cache
-directory (``$XDG_CACHE_HOME/retrace`` or ``~/.cache/retrace``). A cache entry
-is valid only for the same XML path, size and modification time and the same
-`SCHEMA_VERSION`; anything wrong with the cache (missing, stale, corrupt,
-unwritable directory) silently falls back to parsing.
+replay start path, so the parsed `Registry` is kept in a per-user cache
+directory (``$XDG_CACHE_HOME/retrace`` or ``~/.cache/retrace``), written on
+first use. Loading the whole model back (pickle) still took 20 ms, most of it
+making thousands of objects a replay never looks at, so the cache holds each
+command as its own small `marshal` record, decoded on first lookup, and the GL
+cache loads in about 2 ms. An entry is valid only for the same `SCHEMA_VERSION`
+(the meaning of the derivations below), glad2 version, XML path, size and
+modification time, and marshal format, and only if its checksum matches: a
+missing, stale, damaged or unwritable cache silently falls back to parsing and
+is rewritten.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import marshal
 import os
-import pickle
 import sys
-import tempfile
-import xml.etree.ElementTree as ET
 import zlib
-from dataclasses import dataclass, fields
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
 
-# Bump whenever the pickled classes or the derivations below change meaning.
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
+# Bump whenever the cached records or the derivations below change meaning. It names the
+# cache file too, so that two retraces sharing one glad2 never overwrite each other's.
+SCHEMA_VERSION = 3
 
 APIS = ("gl", "egl", "glx", "wgl")
-
-
-def _reduce_via_init(obj: Param | Command) -> tuple[type, tuple[object, ...]]:
-    """Pickle a frozen dataclass as a constructor call.
-
-    Unpickling then runs the generated __init__, about twice as fast as the
-    field-by-field __setstate__ that dataclasses gives frozen slotted classes
-    (unpickling is most of the warm load time).
-    """
-    return type(obj), tuple(getattr(obj, f.name) for f in fields(obj))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +70,6 @@ class Param:
     group: str | None  # the enum group, e.g. "TextureTarget"
     object_class: str | None  # the object namespace of names passed here, e.g. "texture"
 
-    __reduce__ = _reduce_via_init
-
 
 @dataclass(frozen=True, slots=True)
 class Command:
@@ -85,20 +82,51 @@ class Command:
     apis: frozenset[str]  # the APIs whose features or extensions list the command
     alias: str | None  # the command this one is equivalent to, if the registry says so
 
-    __reduce__ = _reduce_via_init
+
+class CommandTable(Mapping[str, Command]):
+    """Commands by name, each decoded from its cached record on first lookup: a replay looks
+    up tens of the registry's thousands of commands."""
+
+    __slots__ = ("_records", "_decoded")
+
+    def __init__(self, records: dict[str, bytes]):
+        self._records = records
+        self._decoded: dict[str, Command] = {}
+
+    def __getitem__(self, name: str) -> Command:
+        try:
+            return self._decoded[name]
+        except KeyError:
+            command = self._decoded[name] = _decode_command(name, self._records[name])
+            return command
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
 
 
-@dataclass(slots=True)
+@dataclass
 class Registry:
     """The commands and enumerants of one registry file."""
 
     api: str  # "gl", "egl", "glx" or "wgl": which file this came from
-    commands: dict[str, Command]
+    commands: Mapping[str, Command]
     enums: dict[str, int]
-    enum_names: dict[int, list[str]]  # value -> names, in registry order
+    _enum_names: dict[int, list[str]] | None = field(default=None, repr=False, compare=False)
 
     def command(self, name: str) -> Command | None:
         return self.commands.get(name)
+
+    @property
+    def enum_names(self) -> dict[int, list[str]]:
+        """Value -> names, in registry order (made on first use: only errors are named)."""
+        if self._enum_names is None:
+            self._enum_names = {}
+            for name, value in self.enums.items():
+                self._enum_names.setdefault(value, []).append(name)
+        return self._enum_names
 
     def object_classes(self) -> set[str]:
         """Every object class named on a parameter or a return value."""
@@ -190,7 +218,7 @@ def _command_apis(root: ET.Element) -> dict[str, set[str]]:
 def _parse_commands(root: ET.Element) -> dict[str, Command]:
     apis = _command_apis(root)
     # Most parameters repeat ("GLenum target", "GLsizei n") and there are few distinct API
-    # sets; sharing equal ones keeps the pickle small and quick to load.
+    # sets; sharing equal ones keeps the parsed model small.
     shared: dict[Param, Param] = {}
     api_sets: dict[frozenset[str], frozenset[str]] = {}
     commands: dict[str, Command] = {}
@@ -268,12 +296,10 @@ def registry_path(api: str) -> Path:
 
 def parse_registry(path: Path, api: str) -> Registry:
     """Build a Registry from an XML file, without the cache."""
+    import xml.etree.ElementTree as ET  # only when the cache is cold
+
     root = ET.parse(path).getroot()
-    enums = _parse_enums(root, api)
-    enum_names: dict[int, list[str]] = {}
-    for name, value in enums.items():
-        enum_names.setdefault(value, []).append(name)
-    return Registry(api=api, commands=_parse_commands(root), enums=enums, enum_names=enum_names)
+    return Registry(api=api, commands=_parse_commands(root), enums=_parse_enums(root, api))
 
 
 def _cache_dir() -> Path:
@@ -283,41 +309,87 @@ def _cache_dir() -> Path:
     return base / "retrace"
 
 
-def _cache_key(path: Path) -> tuple[int, str, int, int]:
+_MAGIC = b"retrace-registry\n"
+_DIGEST = 4  # bytes of CRC-32 over the rest of the file: damage, not tampering, is the risk
+
+
+def _cache_key(path: Path) -> tuple[Any, ...]:
+    import glad
+
     st = path.stat()
-    return (SCHEMA_VERSION, str(path), st.st_size, st.st_mtime_ns)
+    version = getattr(glad, "__version__", "")
+    return (SCHEMA_VERSION, version, str(path), st.st_size, st.st_mtime_ns, marshal.version)
 
 
 def _cache_file(path: Path, api: str) -> Path:
     # a short name per registry file; a clash only costs a reparse (the key is checked)
     digest = f"{zlib.crc32(str(path).encode()):08x}"
-    return _cache_dir() / f"registry-{api}-{digest}.pickle"
+    return _cache_dir() / f"registry-{api}-{digest}-v{SCHEMA_VERSION}.marshal"
 
 
-def _read_cache(file: Path, key: tuple[int, str, int, int]) -> Registry | None:
+def _encode_command(cmd: Command) -> bytes:
+    params = tuple(
+        (p.name, p.ctype, p.base, p.pointer_depth, p.const, p.output)
+        + (p.length, p.group, p.object_class)
+        for p in cmd.params
+    )
+    return marshal.dumps((cmd.return_ctype, cmd.return_class, params, sorted(cmd.apis), cmd.alias))
+
+
+def _decode_command(name: str, record: bytes) -> Command:
+    return_ctype, return_class, params, apis, alias = marshal.loads(record)
+    return Command(
+        name=name,
+        return_ctype=return_ctype,
+        return_class=return_class,
+        params=tuple(Param(*p) for p in params),
+        apis=frozenset(apis),
+        alias=alias,
+    )
+
+
+def _read_cache(file: Path, key: tuple[Any, ...], api: str) -> Registry | None:
+    """The cached registry, or None when the entry is missing, stale or damaged in any way
+    (the checksum is checked before marshal reads a byte of it)."""
     try:
-        with open(file, "rb") as f:
-            cached_key, registry = pickle.load(f)
-    except Exception:  # missing, truncated, written by an incompatible version: just reparse
+        data = file.read_bytes()
+    except OSError:
         return None
-    if cached_key != key or not isinstance(registry, Registry):
+    body = memoryview(data)[len(_MAGIC) + _DIGEST :]
+    digest = data[len(_MAGIC) : len(_MAGIC) + _DIGEST]
+    if not data.startswith(_MAGIC) or _checksum(body) != digest:
         return None
-    return registry
+    try:
+        cached_key, records, enums = marshal.loads(body)
+    except (ValueError, EOFError, TypeError):  # written by a different marshal format
+        return None
+    if cached_key != key:
+        return None
+    return Registry(api=api, commands=CommandTable(records), enums=enums)
 
 
-def _write_cache(file: Path, key: tuple[int, str, int, int], registry: Registry) -> None:
+def _checksum(body: bytes | memoryview) -> bytes:
+    return zlib.crc32(body).to_bytes(_DIGEST, "little")
+
+
+def _write_cache(file: Path, key: tuple[Any, ...], registry: Registry) -> None:
+    import tempfile  # only when the cache is written: 5 ms of imports
+
+    records = {name: _encode_command(cmd) for name, cmd in registry.commands.items()}
+    body = marshal.dumps((key, records, registry.enums))
+    digest = _checksum(body)
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         # Write a temporary file and rename it, so that concurrent loaders never see half.
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=file.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump((key, registry), f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(_MAGIC + digest + body)
             os.replace(tmp, file)
         except BaseException:
             os.unlink(tmp)
             raise
-    except (OSError, pickle.PickleError):
+    except OSError:
         pass  # a read-only or full cache directory only costs the next start a parse
 
 
@@ -327,7 +399,7 @@ def load_registry(api: str = "gl") -> Registry:
     path = registry_path(api)
     key = _cache_key(path)
     file = _cache_file(path, api)
-    registry = _read_cache(file, key)
+    registry = _read_cache(file, key, api)
     if registry is None:
         registry = parse_registry(path, api)
         _write_cache(file, key, registry)

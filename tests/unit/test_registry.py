@@ -244,12 +244,12 @@ def test_cache_round_trip(cache_home: Path, monkeypatch: pytest.MonkeyPatch, gl:
     parses = count_parses(monkeypatch)
     first = load_registry("gl")
     assert parses == ["gl"]
-    assert list((cache_home / "retrace").glob("registry-gl-*.pickle"))
+    assert list((cache_home / "retrace").glob("registry-gl-*.marshal"))
     assert load_registry("gl") is first  # functools.cache
 
     load_registry.cache_clear()
     second = load_registry("gl")
-    assert parses == ["gl"]  # read back from the pickle
+    assert parses == ["gl"]  # read back from the cache
     assert second is not first
     assert second == first == gl
     assert command(second, "glShaderSource") == command(gl, "glShaderSource")
@@ -264,17 +264,99 @@ def test_cache_stale_schema_reparses(cache_home: Path, monkeypatch: pytest.Monke
     assert parses == ["glx", "glx"]
     load_registry.cache_clear()
     load_registry("glx")
-    assert parses == ["glx", "glx"]  # the rewritten entry is current again
+    assert parses == ["glx", "glx"]  # the new entry is current again
+
+
+def test_two_schemas_keep_their_own_entries(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two retraces sharing one glad2 (two checkouts, one venv) each keep their entry
+    instead of parsing and overwriting the other's on every start."""
+    parses = count_parses(monkeypatch)
+    current = reg.SCHEMA_VERSION
+    for schema in (current, current + 1, current, current + 1):
+        monkeypatch.setattr(reg, "SCHEMA_VERSION", schema)
+        load_registry.cache_clear()
+        load_registry("egl")
+    assert parses == ["egl", "egl"]
+    assert len(list((cache_home / "retrace").glob("registry-egl-*.marshal"))) == 2
 
 
 def test_cache_corrupt_file_reparses(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parses = count_parses(monkeypatch)
     first = load_registry("egl")
-    (entry,) = (cache_home / "retrace").glob("registry-egl-*.pickle")
-    entry.write_bytes(b"not a pickle")
+    (entry,) = (cache_home / "retrace").glob("registry-egl-*.marshal")
+    entry.write_bytes(b"not a registry")
     load_registry.cache_clear()
     assert load_registry("egl") == first
     assert parses == ["egl", "egl"]
+
+
+@pytest.mark.parametrize("where", [0.0, 0.5, 0.999])
+def test_cache_damaged_byte_reparses(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch, where: float
+) -> None:
+    """One flipped byte anywhere (header, a command's record, the enums) is caught by the
+    checksum: the entry is parsed again and rewritten, never decoded."""
+    parses = count_parses(monkeypatch)
+    first = load_registry("glx")
+    (entry,) = (cache_home / "retrace").glob("registry-glx-*.marshal")
+    data = bytearray(entry.read_bytes())
+    data[int(len(data) * where)] ^= 0x20
+    entry.write_bytes(bytes(data))
+    load_registry.cache_clear()
+    assert load_registry("glx") == first
+    assert parses == ["glx", "glx"]
+    load_registry.cache_clear()
+    assert load_registry("glx") == first
+    assert parses == ["glx", "glx"]  # the rewritten entry is trusted again
+
+
+def test_cache_truncated_reparses(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parses = count_parses(monkeypatch)
+    first = load_registry("wgl")
+    (entry,) = (cache_home / "retrace").glob("registry-wgl-*.marshal")
+    entry.write_bytes(entry.read_bytes()[:-100])
+    load_registry.cache_clear()
+    assert load_registry("wgl") == first
+    assert parses == ["wgl", "wgl"]
+
+
+def test_cache_other_glad_version_reparses(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import glad
+
+    parses = count_parses(monkeypatch)
+    load_registry("egl")
+    load_registry.cache_clear()
+    monkeypatch.setattr(glad, "__version__", "0.0.0-other", raising=False)
+    load_registry("egl")
+    assert parses == ["egl", "egl"]
+
+
+def test_cached_commands_decode_on_lookup(
+    cache_home: Path, gl: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached registry decodes only the commands looked up, and each equals the parsed one."""
+    load_registry("gl")
+    load_registry.cache_clear()
+    decoded: list[str] = []
+    real = reg._decode_command
+
+    def counting(name: str, record: bytes) -> Command:
+        decoded.append(name)
+        return real(name, record)
+
+    monkeypatch.setattr(reg, "_decode_command", counting)
+    cached = load_registry("gl")
+    assert decoded == []
+    assert command(cached, "glDrawElements") == command(gl, "glDrawElements")
+    assert command(cached, "glDrawElements") is command(cached, "glDrawElements")
+    assert decoded == ["glDrawElements"]
+    assert cached.command("glNoSuchCommand") is None
+    assert len(cached.commands) == len(gl.commands)
+    assert cached.enum_names[0x0DE1] == gl.enum_names[0x0DE1]
 
 
 def test_cache_unwritable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,12 @@ import sys
 import pytest
 from conftest import ROOT
 
-EXTENSIONS = ["retrace.trace._scanner", "retrace.replay._vm"]
+EXTENSIONS = [
+    "retrace.trace._scanner",
+    "retrace.trace._dump",
+    "retrace.replay._vm",
+    "retrace.writer._tsv",
+]
 
 
 def test_stubs_match_the_built_extensions() -> None:

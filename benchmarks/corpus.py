@@ -1,0 +1,131 @@
+"""Whole-process cost of retrace against glretrace on traces of real programs, same run.
+
+    python benchmarks/corpus.py [TRACE ...] [--repeat N]
+        (default: every *.trace in $RETRACE_CORPUS, else /work/corpus/rerecord)
+
+Needs: apitrace's `glretrace` and `eglretrace` (apt-get install apitrace), `Xvfb`
+(apt-get install xvfb: glretrace needs an X server even to replay), Mesa's EGL
+and llvmpipe (what the tests use), and the corpus of real-program traces, which
+`traces/corpus/record.sh` records (not kept in the repository).
+
+For each trace, each command runs as retrace and as the reference replayer
+(glretrace, or eglretrace for an EGL program) --repeat times, interleaved (the
+order alternating) so that the machine's drift hits both alike:
+
+  replay -b     `retrace replay -b`                 vs `glretrace -b`
+  1 pass        --pframes "opengl: CPU Duration, GPU Duration" (one pass in both)
+  2 passes      --pframes and --pcalls "opengl: Pixels Drawn"  (two passes in both)
+  --pcalls      --pcalls "opengl: CPU Duration, GPU Duration"
+
+and prints, per trace and as medians over the traces, retrace's median wall
+time as a ratio of the reference's (lower is better), the "cached run" ratio
+(n/a until retrace keeps compiled traces between runs), and peak RSS (the
+largest over the commands) of both and its ratio. A command that fails is
+shown as "fail" and left out of the medians. Run by hand; timing is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from reference import private_display, reference_replayer
+from tabulate import tabulate
+
+DEFAULT_CORPUS = Path("/work/corpus/rerecord")
+COMMANDS = {
+    "replay -b": (["replay", "-b"], ["-b"]),
+    "1 pass": (["--pframes=opengl: CPU Duration, GPU Duration"],) * 2,
+    "2 passes": (["--pframes=opengl: Pixels Drawn", "--pcalls=opengl: Pixels Drawn"],) * 2,
+    "--pcalls": (["--pcalls=opengl: CPU Duration, GPU Duration"],) * 2,
+}
+
+
+def measure(argv: list[str], env: dict[str, str]) -> tuple[float, int] | None:
+    """(wall seconds, peak RSS in KiB) of one command, None when it fails."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    return (seconds, usage.ru_maxrss) if status == 0 else None
+
+
+def corpus(given: list[Path]) -> list[Path]:
+    if given:
+        return given
+    folder = Path(os.environ.get("RETRACE_CORPUS", DEFAULT_CORPUS))
+    traces = sorted(folder.glob("*.trace"))
+    if not traces:
+        sys.exit(
+            f"benchmarks/corpus.py: no traces in {folder}: record them with "
+            "traces/corpus/record.sh, then set RETRACE_CORPUS or name them"
+        )
+    return traces
+
+
+def run_trace(trace: Path, repeat: int, env: dict[str, str]) -> tuple[dict[str, float], int, int]:
+    """Ratio per command (NaN where either side failed), and the peak RSS of each side."""
+    ours = [sys.executable, "-m", "retrace"]
+    ref = [reference_replayer(trace)]
+    times: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in COMMANDS}
+    failed: set[str] = set()
+    peaks = [0, 0]
+    for r in range(repeat + 1):  # the first round warms caches and is not counted
+        for name, (retrace_args, ref_args) in COMMANDS.items():
+            sides = [[*ours, *retrace_args, str(trace)], [*ref, *ref_args, str(trace)]]
+            for side in (0, 1) if r % 2 else (1, 0):
+                result = measure(sides[side], env)
+                if result is None:
+                    failed.add(name)
+                    continue
+                peaks[side] = max(peaks[side], result[1])
+                if r:
+                    times[name][side].append(result[0])
+    ratios = {
+        name: math.nan
+        if name in failed
+        else statistics.median(times[name][0]) / statistics.median(times[name][1])
+        for name in COMMANDS
+    }
+    return ratios, peaks[0], peaks[1]
+
+
+def cell(ratio: float) -> str:
+    return "fail" if ratio != ratio else f"{ratio:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    traces = corpus(args.traces)
+    rows = []
+    columns: dict[str, list[float]] = {c: [] for c in [*COMMANDS, "RSS"]}
+    with private_display() as env:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up as users have it: bytecode cached
+        for trace in traces:
+            ratios, ours_kib, ref_kib = run_trace(trace, args.repeat, env)
+            for name, ratio in ratios.items():
+                if ratio == ratio:
+                    columns[name].append(ratio)
+            columns["RSS"].append(ours_kib / ref_kib)
+            rows.append(
+                [trace.name, *map(cell, ratios.values()), "n/a"]
+                + [ours_kib // 1024, ref_kib // 1024, f"{ours_kib / ref_kib:.2f}"]
+            )
+            print(tabulate(rows[-1:], tablefmt="plain"), file=sys.stderr, flush=True)
+    medians = [statistics.median(v) if v else math.nan for v in columns.values()]
+    rows.append(["median", *map(cell, medians[:-1]), "n/a", "", "", cell(medians[-1])])
+    headers = ["trace", *COMMANDS, "cached run", "MiB", "reference MiB", "RSS ratio"]
+    print(tabulate(rows, headers=headers))
+
+
+if __name__ == "__main__":
+    main()
