@@ -7,7 +7,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from retrace import backends
+import retrace.backends as backends
 from retrace.backends.base import MetricBackend
 
 _NOT_BACKENDS = {"base", "registry"}

@@ -111,7 +111,7 @@ class Trace:
         """Replay the whole trace once, headless; `snapshots`: a call set (``"*/frame"``,
         ``"10,20-30"``) whose images' MD5s are returned. With `strict` a replay that
         departs from its trace raises `FidelityError`."""
-        from retrace import contain
+        import retrace.replay.contain as contain
 
         with _child_errors() as errors, tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "replay.json")

@@ -7,7 +7,6 @@ of the project's own types become one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -16,18 +15,13 @@ from functools import partial
 import click
 
 from retrace.batch.command import batch
-from retrace.errors import RetraceError
+from retrace.exits import ReaderGone, run_reporting
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
 MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass
 MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loops forever)
 MAX_TOP = 10_000  # info --top
-
-
-class _ReaderGone(Exception):
-    """The reader of standard output went away (`| head`); raised past click, which would
-    otherwise exit 1 in silence on a broken pipe."""
 
 
 class _Cli(click.Group):
@@ -44,7 +38,7 @@ class _Cli(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError as e:
-            raise _ReaderGone from e
+            raise ReaderGone from e
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -414,7 +408,12 @@ def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare
         sys.exit(getattr(importlib.import_module(module), entry)(list(args)))
 
 
-_forward("diff", "diff_main", "Compare the profiles of two builds; exit 1 on a regression.")
+_forward(
+    "diff",
+    "diff_main",
+    "Compare the profiles of two builds (or two batches); exit 1 on a regression.",
+    "retrace.batch.command",
+)
 _forward(
     "compare",
     "compare_main",
@@ -434,47 +433,4 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
-    try:
-        (run or partial(cli.main, standalone_mode=False))()
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.UsageError as e:  # a bad option value: one line, click's exit status 2
-        click.echo(f"retrace: error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo("retrace: interrupted", err=True)
-        sys.exit(130)
-    except RetraceError as e:
-        _flush_stdout()
-        click.echo(f"retrace: {e.prefix}{e}", err=True)
-        sys.exit(e.exit_code)
-    except (_ReaderGone, BrokenPipeError):
-        # the reader of our output (head, less) went away: end quietly with the status a
-        # Unix tool killed by SIGPIPE leaves (128 + 13), after our own cleanup has run
-        _drop_stdout()
-        sys.exit(128 + signal.SIGPIPE)
-    except OSError as e:  # an unwritable path, a full disk
-        _drop_stdout()
-        where = f"{e.filename}: " if e.filename else ""
-        click.echo(f"retrace: error: {where}{e.strerror or e}", err=True)
-        sys.exit(1)
-    except MemoryError:
-        _drop_stdout()
-        click.echo("retrace: error: out of memory", err=True)
-        sys.exit(1)
-
-
-def _flush_stdout() -> None:
-    """Flush what was written before an error; stdout itself may be what failed."""
-    try:
-        sys.stdout.flush()
-    except OSError:
-        _drop_stdout()
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    run_reporting(run or partial(cli.main, standalone_mode=False))

@@ -228,7 +228,7 @@ class _Progress:
 
 def _write_jobs_junit(con: Any, path: str, build: str, jobs: list[Any]) -> None:
     """One case per job of this invocation, with its recorded status."""
-    from retrace.batch.junit import Case, write_junit
+    from retrace.compare.junit import Case, write_junit
 
     rows = {
         (trace, run): (status, reason, wall)
@@ -242,6 +242,14 @@ def _write_jobs_junit(con: Any, path: str, build: str, jobs: list[Any]) -> None:
         failure = None if status == "ok" else f"{status}: {reason}"
         cases.append(Case(build, f"{job.name} run {job.run}", wall or 0.0, failure, status))
     write_junit(path, f"retrace batch {build}", cases)
+
+
+def diff_main(args: list[str]) -> int:
+    """`retrace diff`: of runs (retrace.compare), or of two batch databases."""
+    from retrace.batch.database import is_database
+    from retrace.compare.command import diff_main as diff_runs
+
+    return diff_runs(args, (is_database, diff_databases))
 
 
 def diff_databases(base: str, new: str, options: Any, fmt: str, junit: str | None) -> int:

@@ -29,7 +29,6 @@ from typing import Any
 from tabulate import tabulate
 
 from retrace.batch import database
-from retrace.batch.junit import Case, write_junit
 from retrace.compare.diff import (
     CHANGED,
     IMPROVEMENT,
@@ -41,6 +40,7 @@ from retrace.compare.diff import (
     MetricDiff,
     diff,
 )
+from retrace.compare.junit import Case, write_junit
 from retrace.compare.load import align_runs
 from retrace.errors import UsageError
 

@@ -6,7 +6,7 @@ already names the crashing call on stderr (`retrace: error: driver crashed
 (SIGSEGV) at call 34 glDrawArrays(...)`), and that line becomes the job's
 reason. A job that runs past its timeout gets SIGTERM, on which retrace writes
 what it measured, then SIGKILL if it lingers; retrace's replay child dies with
-it (PR_SET_PDEATHSIG, `retrace.contain`).
+it (PR_SET_PDEATHSIG, `retrace.replay.contain`).
 
 `run_job` takes a `Job` and returns an `Outcome`: plain picklable data, so the
 same function runs in a local thread or as a Ray task on another machine. The

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
@@ -32,9 +32,10 @@ class SidesCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-def diff_main(args: list[str]) -> int:
-    """Run `retrace diff` on unparsed arguments; the exit status (1: a regression)."""
-    return _diff.main(args, prog_name="retrace diff", standalone_mode=False) or 0
+def diff_main(args: list[str], other: OtherSources | None = None) -> int:
+    """Run `retrace diff` on unparsed arguments (`other`: sources besides runs); the exit
+    status (1: a regression)."""
+    return _diff.main(args, prog_name="retrace diff", standalone_mode=False, obj=other) or 0
 
 
 def summary_main(args: list[str]) -> int:
@@ -61,24 +62,34 @@ def options_of(values: dict[str, Any]) -> DiffOptions:
     return DiffOptions(**{k: v for k, v in values.items() if k in names})
 
 
+# Sources of `retrace diff` other than runs, given by the entry point that knows them
+# (retrace.batch.command: batch databases), so that compare depends on nothing above it:
+# (whether a path is one, the report of two of them).
+OtherSources: TypeAlias = (
+    "tuple[Callable[[str], bool], Callable[[str, str, DiffOptions, str, str | None], int]]"
+)
+
+
 def report(
-    base: Sequence[str], new: Sequence[str], options: DiffOptions, fmt: str, junit: str | None
+    base: Sequence[str],
+    new: Sequence[str],
+    options: DiffOptions,
+    fmt: str,
+    junit: str | None,
+    other: OtherSources | None = None,
 ) -> int:
-    """Compare the runs (or two batch databases), print the report on stdout, write it as
+    """Compare the runs (or two `other` sources), print the report on stdout, write it as
     JUnit XML to `junit` if given, and return diff's exit status."""
-    from retrace.batch.database import is_database
     from retrace.compare.render import render_diff
 
-    if any(map(is_database, [*base, *new])):
-        if len(base) != 1 or len(new) != 1 or not all(map(is_database, [*base, *new])):
+    if other is not None and any(map(other[0], [*base, *new])):
+        if len(base) != 1 or len(new) != 1 or not all(map(other[0], [*base, *new])):
             raise UsageError("compare two batch databases (DB or DB:BUILD), or runs, not both")
-        from retrace.batch.command import diff_databases
-
-        return diff_databases(base[0], new[0], options, fmt, junit)
+        return other[1](base[0], new[0], options, fmt, junit)
     result = judge(base, new, options)
     click.echo(render_diff(result, fmt), nl=False)
     if junit:
-        from retrace.batch.junit import Case, write_junit
+        from retrace.compare.junit import Case, write_junit
 
         failure = f"{result.verdict}" if result.exit_code else None
         write_junit(junit, "retrace diff", [Case("retrace diff", new[0], failure=failure)])
@@ -187,7 +198,7 @@ def _diff(paths: tuple[str, ...], fmt: str, junit: str | None, **options: Any) -
     Exit status: 0 no regression, 1 a regression, 2 bad usage or input.
     """
     base, new = split_sides(list(paths))
-    return report(base, new, options_of(options), fmt, junit)
+    return report(base, new, options_of(options), fmt, junit, click.get_current_context().obj)
 
 
 def _side_options(function: Callable[..., int]) -> Callable[..., int]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import partial
 from typing import IO, Any
 
-from retrace import contain
+import retrace.replay.contain as contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live

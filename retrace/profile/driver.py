@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from retrace import contain
+import retrace.replay.contain as contain
 from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError
@@ -300,7 +300,8 @@ class Profiler(ReplayListener):
         if "progress" not in self.store.meta and self.progress is not None:
             print(f"retrace: measuring into {self.store.path}", file=self.progress, flush=True)
         expected = self._expected
-        self.store.meta["facts"] = run_facts(self)  # where it ran, for the metadata
+        fidelity = self.fidelity or self.replayer.fidelity()
+        self.store.meta["facts"] = run_facts(self.context_facts, self.plan, fidelity)
         self.store.meta["progress"] = {
             "pass": next_pass,
             "run": next_run,

@@ -33,8 +33,9 @@ from retrace.errors import RetraceError
 from retrace.vocabulary import Boundary, Metric
 
 if TYPE_CHECKING:
-    from retrace.profile.driver import Profiler
+    from retrace.profile.events import PassPlan
     from retrace.profile.results import Profile
+    from retrace.replay.fidelity import Fidelity
     from retrace.replay.replayer import Replayer
 
 FORMAT = "retrace-profile-metadata"
@@ -104,11 +105,11 @@ def context_facts(replayer: Replayer) -> dict[str, Any]:
     return {"gl": gl, "egl": egl}
 
 
-def run_facts(profiler: Profiler) -> dict[str, Any]:
+def run_facts(context: dict[str, Any], plans: list[PassPlan], fidelity: Fidelity) -> dict[str, Any]:
     """What only the replay child knows, for the store's manifest: the context, the pass
     plan and how faithful the replay was."""
     passes = []
-    for plan in profiler.plan:
+    for plan in plans:
         lines = plan.backend.describe_passes()
         passes.append(
             {
@@ -118,11 +119,7 @@ def run_facts(profiler: Profiler) -> dict[str, Any]:
                 "what": lines[plan.index] if plan.index < len(lines) else "",
             }
         )
-    return {
-        **profiler.context_facts,
-        "passes": passes,
-        "fidelity": (profiler.fidelity or profiler.replayer.fidelity()).as_dict(),
-    }
+    return {**context, "passes": passes, "fidelity": fidelity.as_dict()}
 
 
 def host_facts() -> dict[str, str]:

@@ -1,6 +1,6 @@
 """What a profile measured, and how it becomes tables, from the profiler or from its store.
 
-The profiler replays in a child process (`retrace.contain`), so the tables are
+The profiler replays in a child process (`retrace.replay.contain`), so the tables are
 written by a parent that never saw the `Profiler`: everything the tables need
 besides the values (which metrics, in which column, function names, frame
 counts) goes into the store's manifest as JSON (`Profile.to_json`) and comes

@@ -61,7 +61,7 @@ class _OpeningDisplay(threading.Thread):
 
 def run_replay(trace: str, **options) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
-    from retrace import contain
+    import retrace.replay.contain as contain
 
     contain.contained(trace, lambda: _replay(trace, **options))
 

@@ -167,10 +167,10 @@ def check(ending: Ending, trace: str) -> None:
 
 def _run_reporting(body: Callable[[], None]) -> int:
     """Run `body` as the CLI runs a command: an error is one stderr line; the exit status."""
-    from retrace.cli import main
+    from retrace.exits import run_reporting
 
     try:
-        main(body)
+        run_reporting(body)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 1
     return 0

@@ -1,0 +1,69 @@
+"""How a command ends: retrace's own errors as one stderr line and an exit status.
+
+Shared by the command line (`retrace.cli.main`) and the replay child that runs a
+command's work (`retrace.replay.contain`), which must end exactly as the command would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+import click
+
+from retrace.errors import RetraceError
+
+
+class ReaderGone(Exception):
+    """The reader of standard output went away (`| head`); raised past click, which would
+    otherwise exit 1 in silence on a broken pipe."""
+
+
+def run_reporting(run: Callable[[], object]) -> None:
+    """Run `run`; an error it raises ends the process with one line and its exit status."""
+    try:
+        run()
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.UsageError as e:  # a bad option value: one line, click's exit status 2
+        click.echo(f"retrace: error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("retrace: interrupted", err=True)
+        sys.exit(130)
+    except RetraceError as e:
+        _flush_stdout()
+        click.echo(f"retrace: {e.prefix}{e}", err=True)
+        sys.exit(e.exit_code)
+    except (ReaderGone, BrokenPipeError):
+        # the reader of our output (head, less) went away: end quietly with the status a
+        # Unix tool killed by SIGPIPE leaves (128 + 13), after our own cleanup has run
+        _drop_stdout()
+        sys.exit(128 + signal.SIGPIPE)
+    except OSError as e:  # an unwritable path, a full disk
+        _drop_stdout()
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"retrace: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
+    except MemoryError:
+        _drop_stdout()
+        click.echo("retrace: error: out of memory", err=True)
+        sys.exit(1)
+
+
+def _flush_stdout() -> None:
+    """Flush what was written before an error; stdout itself may be what failed."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
