@@ -114,4 +114,5 @@ def _frame_end_mask(reader: TraceReader, sig_ids: np.ndarray) -> np.ndarray:
     table = np.zeros(max(functions) + 1, dtype=bool)
     for sid, sig in functions.items():
         table[sid] = bool(sig.flags & CallFlag.END_FRAME)
-    return table[sig_ids]
+    mask: np.ndarray = table[sig_ids]
+    return mask

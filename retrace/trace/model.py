@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class Signatures:
         self.bitmasks: dict[int, BitmaskSig] = {}
         self.frames: dict[int, StackFrame] = {}
 
-    def add(self, definitions: list[tuple]) -> None:
+    def add(self, definitions: list[tuple[Any, ...]]) -> None:
         """Record definitions as reported by the scanner's take()."""
         for d in definitions:
             kind, sid = d[0], d[1]
@@ -217,7 +218,8 @@ class NodeLists:
 
     def wide(self, i: int) -> list[int]:
         """The code points of a wide-string node."""
-        return np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
+        codes: list[int] = np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
+        return codes
 
     def value(self, i: int, sigs: Signatures) -> object:
         """Node `i` as a plain Python value, for replay.
@@ -267,7 +269,8 @@ def node_numbers(batch: CallBatch) -> list[int | float | None]:
     out[np.isin(tag, (Tag.NULL, Tag.FALSE))] = 0
     out[tag == Tag.TRUE] = 1
     out[~np.isin(tag, _NUMBER_TAGS)] = None
-    return out.tolist()
+    values: list[int | float | None] = out.tolist()
+    return values
 
 
 @dataclass(slots=True)
