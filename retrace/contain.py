@@ -31,6 +31,7 @@ import numpy as np
 
 from retrace.errors import Interrupted, RetraceError
 from retrace.libc import libc
+from retrace.replay import _vm
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -60,9 +61,10 @@ class Ending:
 
 def supervise(body: Callable[[], None]) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does; wait for it."""
-    words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
+    # anonymous and MAP_SHARED: the same page after fork
+    words = mmap.mmap(-1, _vm.PROGRESS_WORDS * 8)
     progress = np.frombuffer(words, np.int64)
-    progress[:] = (-1, 0)
+    progress[_vm.PROGRESS_CALL], progress[_vm.PROGRESS_RUNNING] = -1, 0
     received: list[int] = []
     child: list[int] = []
 
@@ -86,15 +88,13 @@ def supervise(body: Callable[[], None]) -> Ending:
         code=0 if killed else os.WEXITSTATUS(status),
         signal=os.WTERMSIG(status) if killed else 0,
         interrupted=received[0] if received else 0,
-        call=int(progress[0]),
-        in_call=bool(progress[1]),
+        call=int(progress[_vm.PROGRESS_CALL]),
+        in_call=bool(progress[_vm.PROGRESS_RUNNING]),
     )
 
 
 def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
     """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
-    from retrace.replay import _vm
-
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()

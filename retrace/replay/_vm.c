@@ -1304,9 +1304,9 @@ static struct PyModuleDef vm_module = {
     PyModuleDef_HEAD_INIT, "_vm", "The compiled trace and its replay loop.", -1, vm_functions,
 };
 
-/* What Python must agree on with this file, exported so that it is written once: the event
-   record's fields and size, what events measure, the functions they need, the profiling
-   rows and bracket marks. */
+/* What Python must agree on with this file, exported so that it is written once: the
+   progress words, the event record's fields and size, what events measure, the functions
+   they need, the profiling rows and bracket marks. */
 static int add_shared(PyObject *m) {
     PyObject *fields = Py_BuildValue("(" 
 #define NAME_FORMAT(name) "s"
@@ -1340,6 +1340,9 @@ static int add_shared(PyObject *m) {
         const char *name;
         long value;
     } ints[] = {
+        {"PROGRESS_CALL", PROGRESS_CALL},
+        {"PROGRESS_RUNNING", PROGRESS_RUNNING},
+        {"PROGRESS_WORDS", PROGRESS_WORDS},
         {"EVENT_SIZE", sizeof(EventRecord)},
         {"MEASURE_CLOCK", M_CLOCK},
         {"MEASURE_GPU_TIMES", M_GPU_TIMES},

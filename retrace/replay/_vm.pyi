@@ -1,0 +1,121 @@
+"""Types of the replay loop (`_vm.c`): the module's `Code`, `publish` and constants."""
+
+from collections.abc import Callable
+from typing import Any, TypeAlias, final, overload
+
+from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
+
+# How one parameter's traced object names become the driver's: a dict every pass refills,
+# or a function of the traced value; None where the parameter names no object.
+_NameTable: TypeAlias = dict[int, int] | Callable[[int], int] | None
+# A Python entry the loop calls: (function, its arguments).
+_Entry: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
+# An op's index and its mark (1: a profiling row, 2: checkable).
+_Bracket: TypeAlias = Callable[[int, int], object] | None
+
+NATIVE_CALLS: int
+"""1 where direct calls work on this ABI (x86-64 System V, AArch64), else 0."""
+CALL_SIZE: int
+"""Bytes per call record (`CallRec` in records.h), as the scanner writes them."""
+NODE_SIZE: int
+"""Bytes per value node (`Node` in records.h)."""
+SIG_SKIP: int
+"""`Code.set_sig` proto of a signature whose calls compile to nothing."""
+SIG_SLOW: int
+"""`Code.set_sig` proto of a signature whose calls compile in Python."""
+PROGRESS_CALL: int
+"""Which int64 of the published buffer holds the call number running or last run."""
+PROGRESS_RUNNING: int
+"""Which int64 of it is 1 while a loop runs."""
+PROGRESS_WORDS: int
+"""How many int64 `publish` writes."""
+ROW_NONE: int
+"""Profiling rows of ops (`retrace.replay.program.Row`): none, call, draw, glBegin, glEnd,
+glEndList."""
+ROW_CALL: int
+ROW_DRAW: int
+ROW_BEGIN: int
+ROW_END: int
+ROW_LIST_END: int
+MARK_NONE: int
+"""Which per-op flag `Code.bracket` selects: none, the profiling row, checkable."""
+MARK_ROWS: int
+MARK_CHECKABLE: int
+MEASURE_CLOCK: int
+"""Bits of what `Code.events` measures around one kind of event: MEASURE_CLOCK marks the kind
+as measured (the clock is always read); GL timestamps, samples passed, memory, GPU disjoint."""
+MEASURE_GPU_TIMES: int
+MEASURE_PIXELS: int
+MEASURE_MEMORY: int
+MEASURE_DISJOINT: int
+EVENT_FIELDS: tuple[str, ...]
+"""The int64 fields of an event record, in order (`Code.take_events`)."""
+EVENT_SIZE: int
+"""Bytes per event record."""
+MISSING: int
+"""An event record's value where nothing was measured (INT64_MIN)."""
+QUERY_FUNCTIONS: tuple[tuple[str, str], ...]
+"""(OpenGL name, OpenGL ES name) of each function events use, in `Code.enter_context`'s
+order."""
+GL_SAMPLES_PASSED: int
+"""The query target of the samples events count."""
+
+def publish(buffer: Buffer, /) -> None:
+    """From now on the loop writes (call number running, loop running) as two int64 there."""
+
+@final
+class Code:
+    """A compiled trace: ops, their argument pool and per-op metadata."""
+
+    @property
+    def position(self) -> int:
+        """The op running now."""
+    def __len__(self) -> int: ...
+    def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
+        """A direct-call prototype's id, or -1 when it cannot be called directly here."""
+    def set_sig(self, sig: int, proto: int, name_id: int, row: int, /) -> None:
+        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW)."""
+    def compile(
+        self,
+        calls: Buffer,
+        slots: Buffer,
+        nodes: Buffer,
+        pool: Buffer,
+        start: int,
+        thread: int,
+        in_list: bool,
+        in_begin: bool,
+        stops: Buffer | None = None,
+        /,
+    ) -> int:
+        """Compile calls from `start` on to direct ops; the index of the first left to Python."""
+    def add_py(
+        self, entry_index: int, call_no: int, name_id: int, row: int, checkable: bool, /
+    ) -> None:
+        """Add an op that calls the Python entry `entry_index`."""
+    def run(self, start: int, end: int, entries: list[_Entry], /) -> int:
+        """Run ops [start, end); returns end."""
+    def bracket(self, marks: int, before: _Bracket, after: _Bracket, /) -> None:
+        """Call before(i, mark) and after(i, mark) around every op whose mark is not zero."""
+    @overload
+    def events(self, off: None, /) -> None:
+        """Stop measuring events; what was not taken is dropped."""
+    @overload
+    def events(
+        self, calls: int, draws: int, frames: int, on_full: Callable[[], object] | None, /
+    ) -> None:
+        """Measure calls, draws and frames from the next op on: MEASURE_* bits per kind."""
+    def enter_context(self, functions: tuple[int, ...], /) -> None:
+        """A context is current: the addresses of its QUERY_FUNCTIONS (0 where missing)."""
+    def leave_context(self) -> None:
+        """Read and delete the current context's queries before it changes or goes."""
+    def frame(self, begin: bool, /) -> None:
+        """End the open frame event, and with `begin` begin the next."""
+    def take_events(self, all: bool, /) -> tuple[bytes, bytes, bytes]:
+        """(calls, draws, frames): the events measured, as records of EVENT_FIELDS."""
+    def column(self, name: str, start: int, stop: int, /) -> bytes:
+        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable)."""
+    def meta(self, i: int, /) -> tuple[int, int, int, int]:
+        """(call_no, name_id, row, checkable) of op i."""
+    def is_direct(self, i: int, /) -> bool:
+        """Whether op i is a direct call."""
