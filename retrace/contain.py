@@ -31,7 +31,6 @@ import numpy as np
 
 from retrace.errors import Interrupted, RetraceError
 from retrace.libc import libc
-from retrace.replay import _vm
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -61,6 +60,8 @@ class Ending:
 
 def supervise(body: Callable[[], None]) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does; wait for it."""
+    from retrace.replay import _vm
+
     # anonymous and MAP_SHARED: the same page after fork
     words = mmap.mmap(-1, _vm.PROGRESS_WORDS * 8)
     progress = np.frombuffer(words, np.int64)
@@ -95,6 +96,8 @@ def supervise(body: Callable[[], None]) -> Ending:
 
 def _fork(body: Callable[[], None], words: mmap.mmap) -> int:
     """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
+    from retrace.replay import _vm
+
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
