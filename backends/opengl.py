@@ -265,11 +265,13 @@ class OpenGLBackend(MetricBackend):
     def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
         for metric in self._pass[boundary]:
             end, start = FIELDS[metric]
-            values, missing = events[end], events[end] == NOT_MEASURED
+            values = events[end].copy()  # (the records are read-only)
+            missing = values == NOT_MEASURED
             if start is not None:
-                values = values - events[start]
+                values -= events[start]
                 missing |= events[start] == NOT_MEASURED
             column = self._columns[metric, boundary]
+            values[missing] = column.missing
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)
-            column.extend(np.where(missing, column.missing, values))
+            column.extend(values)
