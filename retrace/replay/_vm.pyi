@@ -3,7 +3,11 @@
 from collections.abc import Callable
 from typing import Any, TypeAlias, final, overload
 
+import numpy as np
 from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
+
+# Anything with the buffer protocol; numpy's stubs give ndarray __buffer__ from Python 3.12 only.
+_Bytes: TypeAlias = Buffer | np.ndarray[Any, Any]
 
 # How one parameter's traced object names become the driver's: a dict every pass refills,
 # or a function of the traced value; None where the parameter names no object.
@@ -77,15 +81,15 @@ class Code:
         """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW)."""
     def compile(
         self,
-        calls: Buffer,
-        slots: Buffer,
-        nodes: Buffer,
-        pool: Buffer,
+        calls: _Bytes,
+        slots: _Bytes,
+        nodes: _Bytes,
+        pool: _Bytes,
         start: int,
         thread: int,
         in_list: bool,
         in_begin: bool,
-        stops: Buffer | None = None,
+        stops: _Bytes | None = None,
         /,
     ) -> int:
         """Compile calls from `start` on to direct ops; the index of the first left to Python."""
