@@ -4,9 +4,19 @@ A backend (the ``opengl`` queries, the ``cpu`` clocks, vendor counter
 extensions...) describes its metrics, says whether it works on the current
 context and why not, accepts metrics per boundary (frames, calls, draw calls),
 splits them into passes when they cannot all be measured in one replay, and
-brackets every event of a pass with begin_query/end_query. Values go straight
-into the `Store` columns the driver hands it, one row per event, so nothing
-per-event stays in Python lists.
+has every event of a pass measured in one of two ways
+(`retrace.profile.events` drives both):
+
+- natively: `native_events` says what the replay loop measures around every
+  event of each boundary of the pass (clock, GL queries, memory: in C,
+  `retrace/replay/_vm.c`), and `native_results` turns the loop's records into
+  column values, a batch at a time. No Python runs per event.
+- with callbacks: `begin_query`/`end_query` around every event, and
+  `pause_pass`/`continue_pass` around context switches, for backends that
+  measure in Python.
+
+Values go straight into the `Store` columns the driver hands the backend, one
+row per event, so nothing per-event stays in Python lists.
 
 Backends are plug-ins: a module in this package that defines a subclass with a
 `name` registers itself through `__init_subclass__`; `backends.registry`
@@ -101,31 +111,34 @@ class MetricBackend(ABC):
         """Finish the pass: every value measured in it is in its column afterwards."""
 
     def pause_pass(self) -> None:  # noqa: B027 - optional hook: most backends need nothing
-        """The current context is about to change: finish or set aside what is in flight."""
+        """(callbacks) The current context is about to change: finish or set aside what is
+        in flight."""
 
     def continue_pass(self) -> None:  # noqa: B027 - optional hook
-        """A context is current again (maybe another one): carry on measuring."""
+        """(callbacks) A context is current again (maybe another one): carry on measuring."""
 
-    @abstractmethod
-    def begin_query(self, boundary: Boundary, event: int) -> None:
-        """Event number `event` at `boundary` starts (numbered from 0 in each pass)."""
-
-    @abstractmethod
-    def end_query(self, boundary: Boundary, event: int) -> None:
-        """Event number `event` at `boundary` ends."""
+    # --- events: natively, or with callbacks ------------------------------------------------
 
     def native_events(self, boundary: Boundary) -> NativeEvents | None:
-        """What the replay loop can measure itself around every event at `boundary` (calls
-        or draw calls) in the current pass, or None when this backend needs begin_query
-        and end_query per event. With NativeEvents the loop reads the clock and issues the
-        GL queries in C, and `native_results` gets what it measured."""
+        """What the replay loop measures itself around every event at `boundary` in the
+        current pass (`native_results` gets it), or None when this backend measures with
+        callbacks. A backend answers alike for every boundary of a pass."""
         return None
 
     def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
         """What the loop measured for events `first_event`.. at `boundary`, in order: rows of
-        `retrace.replay.program.EVENT_DTYPE` (ns of `time.perf_counter_ns`'s clock, GL
-        timestamps, samples passed; `NOT_MEASURED` where nothing was)."""
-        raise NotImplementedError(f"{self.name} measures its events itself")
+        `retrace.replay.program.EVENT_DTYPE` (ns since the pass began, samples, bytes;
+        `NOT_MEASURED` where nothing was)."""
+        raise NotImplementedError(f"{self.name} measures its events with callbacks")
+
+    def begin_query(self, boundary: Boundary, event: int) -> None:
+        """(callbacks) Event number `event` at `boundary` starts (numbered from 0 in each
+        pass)."""
+        raise NotImplementedError(f"{self.name} measures its events natively")
+
+    def end_query(self, boundary: Boundary, event: int) -> None:
+        """(callbacks) Event number `event` at `boundary` ends."""
+        raise NotImplementedError(f"{self.name} measures its events natively")
 
     def pass_boundaries(self, index: int) -> frozenset[Boundary]:
         """The boundaries pass `index` measures (the driver brackets only those)."""

@@ -72,11 +72,13 @@ class Metric:
 
 @dataclass(frozen=True)
 class NativeEvents:
-    """GL queries the replay loop issues around every event of a boundary, besides reading
-    the clock (`MetricBackend.native_events`)."""
+    """What the replay loop measures around every event of a boundary besides the CPU clock,
+    which it always reads (`MetricBackend.native_events`)."""
 
-    gpu_times: bool = False  # GL_TIMESTAMP at the start and the end
-    pixels: bool = False  # GL_SAMPLES_PASSED
+    gpu_times: bool = False  # GL_TIMESTAMP queries at the start and the end
+    pixels: bool = False  # a GL_SAMPLES_PASSED query
+    memory: bool = False  # virtual and resident memory at the start and the end
+    disjoint: bool = False  # GL_GPU_DISJOINT_EXT at the end
 
 
 class MetricError(Exception):

@@ -1,11 +1,17 @@
 """The events of one pass: counted at every boundary, and measured where the pass asks.
 
-Frames are bracketed at SwapBuffers. Calls and draw calls are measured by the
-replay loop itself where the pass's backend allows it (`NativeEvents`: clocks
-and GL queries in C, no Python per event), else by Python callbacks around
-their ops, only in passes that measure them, so other passes run the bare C
-loop. A glBegin..glEnd block is one draw, counted at glBegin; calls compiled
-into display lists are not events, as glretrace classifies them.
+A pass's backend measures its events in one of two ways (`MetricBackend`):
+
+- natively (`native_events`; the `opengl` backend): the replay loop measures
+  every call and draw call itself, and the frames this layer delimits at frame
+  ends, in C with no Python per event, and hands the records over in batches
+  at frame ends and every `READ_EVERY` events (`_vm.c`; `native_results`);
+- with callbacks (`begin_query`/`end_query`; backends that measure in Python):
+  around every frame, and around the ops of calls and draw calls only in
+  passes that measure them, so other passes run the bare C loop.
+
+A glBegin..glEnd block is one draw, counted at glBegin; calls compiled into
+display lists are not events, as glretrace classifies them.
 """
 
 from __future__ import annotations
@@ -50,129 +56,115 @@ def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
 
 
 class EventMeter:
-    """Counts one pass's events per boundary and has its backend measure them."""
+    """Counts one pass's events per boundary and has them measured."""
 
     def __init__(self, program: Program, session: Session) -> None:
         self.program, self.session = program, session
         self.counts = dict.fromkeys(Boundary, 0)  # events seen so far this pass
         self.plan: PassPlan | None = None
-        self._bracketed = False  # whether callbacks count the calls as they run
-        # measured by the loop: what per boundary, and the number of the next event
-        # whose measurement goes to the backend
-        self._native: dict[Boundary, NativeEvents] = {}
-        self._next_event: dict[Boundary, int] = {}
+        self._native = False  # the loop measures the pass's events
+        self._bracketed = False  # callbacks count the calls as they run
+        self._next_event: dict[Boundary, int] = {}  # (native) the next record's event number
 
     def reset(self) -> None:
         """Before a pass replays: nothing counted, nothing measured yet."""
         self.counts = dict.fromkeys(Boundary, 0)
         self.plan = None
-        self._bracketed = False
-        self._native = {}
+        self._native = self._bracketed = False
 
     def start(self, plan: PassPlan | None) -> None:
         """At the pass's first current context (its backend's pass begun): measure from
-        here on, in the replay loop where the backend allows it, else with callbacks."""
+        here on, in the replay loop where the backend measures natively, else with
+        callbacks."""
         self.plan = plan
         if plan is None:
             return
+        native = {b: plan.backend.native_events(b) for b in plan.boundaries}
+        if all(n is not None for n in native.values()):
+            self._measure_natively(native)
+            return
         if FRAME in plan.boundaries:
             plan.backend.begin_query(FRAME, 0)
-        measured = [b for b in (CALL, DRAWCALL) if b in plan.boundaries]
-        native = {b: plan.backend.native_events(b) for b in measured}
-        if measured and all(n is not None for n in native.values()):
-            self._measure_natively({b: n for b, n in native.items() if n is not None})
-        elif measured:
+        if CALL in plan.boundaries or DRAWCALL in plan.boundaries:
             self._bracket_calls(plan)
 
     def frame_end(self) -> None:
-        self._collect()
         plan = self.plan
-        if plan is not None and FRAME in plan.boundaries:
+        if self._native:
+            self.program.frame()
+            self._collect()
+        elif plan is not None and FRAME in plan.boundaries:
             event = self.counts[FRAME]
             plan.backend.end_query(FRAME, event)
             plan.backend.begin_query(FRAME, event + 1)
         self.counts[FRAME] += 1
 
     def before_switch(self) -> None:
-        if self.plan is not None:
-            if self._native:  # read and delete the loop's queries while their context is current
-                self._collect(everything=True)
-                self.program.forget_queries()
+        if self._native:
+            self.program.leave_context()
+        elif self.plan is not None:
             self.plan.backend.pause_pass()
 
     def after_switch(self) -> None:
-        if self.plan is not None:
+        if self._native:
+            self.program.enter_context(self.session.query_functions())
+        elif self.plan is not None:
             self.plan.backend.continue_pass()
-            if self._native and not self._configure():  # the new context's functions
-                raise ProfileError(
-                    "the trace switches to a context without GL query objects: its calls "
-                    "cannot be measured"
-                )
 
     def finish(self) -> None:
         """After the replay (also one that failed): the loop stops measuring."""
-        self._native = {}
+        self._native = False
         self.program.stop_events()
 
     def end(self) -> dict[Boundary, int]:
         """After a complete replay: the last events measured and counted, the backend's
         pass ended; returns the events seen per boundary (the trailing, partial frame
         included)."""
+        plan = self.plan
         if self._native:
+            self.program.frame(begin=False)
+            self.program.leave_context()
             self._collect(everything=True)
-            self.program.forget_queries()
+        elif plan is not None and FRAME in plan.boundaries:
+            plan.backend.end_query(FRAME, self.counts[FRAME])
         self.finish()
         if not self._bracketed:
             self.counts[CALL], self.counts[DRAWCALL] = event_counts(self.program)
-        if self.plan is not None:
-            if FRAME in self.plan.boundaries:
-                self.plan.backend.end_query(FRAME, self.counts[FRAME])
-            self.plan.backend.end_pass()
+        if plan is not None:
+            plan.backend.end_pass()
         self.counts[FRAME] += 1  # the trailing, partial frame
         return self.counts
 
-    # --- calls and draws measured by the loop --------------------------------------------------
+    # --- events measured by the loop -----------------------------------------------------------
 
     def _measure_natively(self, native: dict[Boundary, NativeEvents]) -> None:
-        """Have the loop measure calls and draws from the op running now on; `_collect`
-        hands what it measured to the backend."""
+        """Have the loop measure from the op running now on (the events before it, none
+        unless GL calls came before any context, are counted without measurements) and
+        begin the first frame; `_collect` hands the records to the backend."""
         calls, draws = event_counts(self.program, self.program.code.position)
-        self._next_event = {CALL: calls, DRAWCALL: draws}
-        self._native = native
-        if not self._configure():
-            self._native = {}
-            assert self.plan is not None
-            self._bracket_calls(self.plan)
-
-    def _configure(self) -> bool:
-        """Tell the loop what to measure, with the current context's query functions;
-        False when the context lacks one (the caller brackets in Python instead)."""
-        none = NativeEvents()
-        call = self._native.get(CALL) or none
-        draw = self._native.get(DRAWCALL) or none
-        queries = None
-        if call != none or draw != none:
-            queries = self.session.query_functions()
-            if not all(queries):
-                return False
-        self.program.measure_events(
-            (call.gpu_times, call.pixels), (draw.gpu_times, draw.pixels), queries, self._collect
+        self._next_event = {CALL: calls, DRAWCALL: draws, FRAME: self.counts[FRAME]}
+        self._native = True
+        program = self.program
+        program.measure_events(
+            native.get(CALL), native.get(DRAWCALL), native.get(FRAME), self._collect
         )
-        return True
+        program.enter_context(self.session.query_functions())
+        if FRAME in native:
+            program.frame()
 
     def _collect(self, everything: bool = False) -> None:
-        """Pass what the loop measured to the backend: the events that had ended at the
-        last collection (a frame or 1,024 events ago: reading them does not stall the
+        """Hand what the loop measured to the backend: the events that had ended at the
+        last collection (a frame or `READ_EVERY` events ago: reading them does not stall the
         GPU), or `everything`."""
-        if not self._native or self.plan is None:
-            return
-        calls, draws = self.program.take_events(everything)
-        for boundary, events in ((CALL, calls), (DRAWCALL, draws)):
-            if boundary in self._native and len(events):
-                self.plan.backend.native_results(boundary, self._next_event[boundary], events)
-            self._next_event[boundary] += len(events)
+        assert self.plan is not None
+        backend = self.plan.backend
+        taken = self.program.take_events(everything)
+        for boundary, events in zip((CALL, DRAWCALL, FRAME), taken, strict=True):
+            if len(events):
+                backend.native_results(boundary, self._next_event[boundary], events)
+                self._next_event[boundary] += len(events)
 
-    # --- calls and draws measured by callbacks -------------------------------------------------
+    # --- calls and draws measured with callbacks -----------------------------------------------
 
     def _bracket_calls(self, plan: PassPlan) -> None:
         """Bracket the calls and draws from the op running now on with the backend's

@@ -10,16 +10,9 @@ from collections.abc import Iterable
 from functools import cached_property
 
 from retrace.replay.dispatch import Dispatch
+from retrace.replay.program import QUERY_FUNCTIONS
 from retrace.replay.state import ReplayState, TracedContext
 
-_QUERY_FUNCTIONS = (
-    "glGenQueries",
-    "glDeleteQueries",
-    "glQueryCounter",
-    "glBeginQuery",
-    "glEndQuery",
-    "glGetQueryObjectui64v",
-)
 GL_EXTENSIONS = 0x1F03
 GL_NUM_EXTENSIONS = 0x821D
 
@@ -84,12 +77,14 @@ class Session:
         return current.real.handle if current is not None and current.real is not None else 0
 
     def query_functions(self) -> tuple[int, ...]:
-        """Addresses of glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery,
-        glEndQuery and glGetQueryObjectui64v for the current context (EXT on OpenGL ES),
-        for the replay loop to measure events with (`Program.measure_events`)."""
+        """Addresses of the functions the replay loop measures events with in the current
+        context (`QUERY_FUNCTIONS`, by their OpenGL ES names there; 0 where missing), for
+        `Program.enter_context`."""
         context = self.context
-        suffix = "EXT" if context is not None and context.api == "gles" else ""
-        return tuple(self.dispatch.address(name + suffix) for name in _QUERY_FUNCTIONS)
+        if context is None:
+            return (0,) * len(QUERY_FUNCTIONS)
+        gles = context.api == "gles"
+        return tuple(self.dispatch.address(es if gles else gl) for gl, es in QUERY_FUNCTIONS)
 
     def reserve_queries(self, targets: Iterable[int]) -> None:
         """The query targets this pass's own queries use: the program's queries of them are

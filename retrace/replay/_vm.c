@@ -50,10 +50,13 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../trace/records.h"
 
@@ -98,8 +101,10 @@ enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUM
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
-/* Profiling rows (retrace.replay.compiler.Row). */
+/* Profiling rows (exported as ROW_*; retrace.replay.program.Row), and which per-op flag
+   selects the ops bracket() calls back around (exported as MARK_*). */
 enum { ROW_NONE = 0, ROW_CALL, ROW_DRAW, ROW_BEGIN, ROW_END, ROW_LIST_END };
+enum { MARK_NONE, MARK_ROWS, MARK_CHECKABLE };
 
 typedef struct {
     void *fn;
@@ -148,45 +153,85 @@ static int vec_grow(Vec *v, size_t item, size_t extra) {
     return 0;
 }
 
-/* --- events: what the loop measures itself around calls and draw calls ----------------- */
+/* --- events: what the loop measures around calls, draw calls and frames --------------- */
 
-enum { EV_CALL, EV_DRAW, EV_KINDS };
+/* Kinds of event (events() takes what to measure per kind in this order) and what to
+   measure of each (bits, exported as MEASURE_*): MEASURE_CLOCK marks a kind as measured at
+   all, and the clock is always read. */
+enum { EV_CALL, EV_DRAW, EV_FRAME, EV_KINDS };
+enum { M_CLOCK = 1, M_GPU_TIMES = 2, M_PIXELS = 4, M_MEMORY = 8, M_DISJOINT = 16 };
 #define GL_TIMESTAMP 0x8E28
 #define GL_SAMPLES_PASSED 0x8914
 #define GL_QUERY_RESULT 0x8866
-#define QUERY_BATCH 512  /* query objects made at a time */
-#define READ_EVERY 1024  /* events ended since the last take when on_full is called */
+#define GL_GPU_DISJOINT_EXT 0x8FBB
+#define QUERY_BATCH 512 /* query objects made at a time */
+#define READ_EVERY 1024 /* calls and draws ended since the last take when on_full is called */
 #define MISSING INT64_MIN
 
-/* The query functions of the current context, core or EXT, as Events.queries gives them. */
+typedef void (*GenFn)(int32_t, uint32_t *);
+typedef void (*DeleteFn)(int32_t, const uint32_t *);
+typedef void (*TargetQueryFn)(uint32_t, uint32_t);
+typedef void (*TargetFn)(uint32_t);
+typedef void (*ResultFn)(uint32_t, uint32_t, uint64_t *);
+typedef void (*IntegerFn)(uint32_t, int32_t *);
+typedef void (*Integer64Fn)(uint32_t, int64_t *);
+
+/* The GL functions events use, named on OpenGL and on OpenGL ES: exported in this order as
+   QUERY_FUNCTIONS, whose addresses in the current context enter_context() takes. */
+#define QUERY_FUNCTIONS(X)                                                                    \
+    X(gen, GenFn, "glGenQueries", "glGenQueriesEXT")                                          \
+    X(del, DeleteFn, "glDeleteQueries", "glDeleteQueriesEXT")                                 \
+    X(counter, TargetQueryFn, "glQueryCounter", "glQueryCounterEXT")                          \
+    X(begin, TargetQueryFn, "glBeginQuery", "glBeginQueryEXT")                                \
+    X(end, TargetFn, "glEndQuery", "glEndQueryEXT")                                           \
+    X(result, ResultFn, "glGetQueryObjectui64v", "glGetQueryObjectui64vEXT")                  \
+    X(integer, IntegerFn, "glGetIntegerv", "glGetIntegerv")                                   \
+    X(integer64, Integer64Fn, "glGetInteger64v", "glGetInteger64vEXT")
+
+#define ONE(name, type, gl_name, gles_name) +1
+enum { QUERY_FUNCTION_COUNT = 0 QUERY_FUNCTIONS(ONE) };
+#undef ONE
+
 typedef struct {
-    void (*gen)(int32_t, uint32_t *);
-    void (*del)(int32_t, const uint32_t *);
-    void (*counter)(uint32_t, uint32_t);
-    void (*begin)(uint32_t, uint32_t);
-    void (*end)(uint32_t);
-    void (*get)(uint32_t, uint32_t, uint64_t *);
+#define MEMBER(name, type, gl_name, gles_name) type name;
+    QUERY_FUNCTIONS(MEMBER)
+#undef MEMBER
 } GlQueries;
 
+/* One event as take_events() reports it (exported as EVENT_FIELDS and EVENT_SIZE, from
+   which Python builds its record type): ns since the pass began on the CPU clock
+   (CLOCK_MONOTONIC) and on the GPU's (GL timestamps), samples passed, the GPU-disjoint
+   flag, virtual and resident memory in bytes; MISSING where nothing was measured. */
+#define EVENT_FIELDS(X)                                                                       \
+    X(cpu_start) X(cpu_end) X(gpu_start) X(gpu_end) X(pixels) X(disjoint) X(vsize_start)      \
+        X(vsize_end) X(rss_start) X(rss_end)
+
 typedef struct {
-    int64_t cpu_start, cpu_end;
-    uint32_t start_q, end_q, pixels_q, pad; /* query objects, 0 for none */
+#define FIELD(name) int64_t name;
+    EVENT_FIELDS(FIELD)
+#undef FIELD
+} EventRecord;
+
+typedef struct {
+    EventRecord r;                     /* gpu_start and pixels: what is read already */
+    uint32_t start_q, end_q, pixels_q; /* query objects not read yet, 0 for none */
 } Event;
 
-/* One event as take_events() reports it; MISSING where nothing was measured. */
 typedef struct {
-    int64_t cpu_start, cpu_end, gpu_start, gpu_end, pixels;
-} EventResult;
-
-typedef struct {
-    int on;
-    uint8_t gpu[EV_KINDS], pixels[EV_KINDS]; /* what to query per kind of event */
-    GlQueries gl;
-    Event open[EV_KINDS];
-    Vec done[EV_KINDS];                       /* Event: ended, results not read */
-    size_t ready[EV_KINDS];                   /* of those, ended before the last take */
-    Vec timestamps, samples, every;           /* uint32: free query objects, and all made */
-    PyObject *on_full;                        /* called when READ_EVERY events wait */
+    uint8_t what[EV_KINDS];      /* M_* per kind of event; 0: not measured */
+    uint8_t per_op;              /* calls or draws are measured: the loop reads op rows */
+    uint8_t open[EV_KINDS];      /* an event of this kind has begun and not ended */
+    uint8_t context;             /* a context is current: `gl` holds its functions */
+    GlQueries gl;                /* NULL where the context has no such function */
+    int64_t cpu_base, gpu_base;  /* when the pass began, on each clock (gpu: MISSING: not yet) */
+    int statm;                   /* /proc/self/statm, -1 when memory is not measured */
+    int64_t page;                /* bytes per page of statm's counts */
+    Event current[EV_KINDS];     /* the open event of each kind */
+    Vec done[EV_KINDS];          /* Event: ended, not taken */
+    size_t ready[EV_KINDS];      /* of those, ended before the last take */
+    size_t unread;               /* calls and draws ended since the last take */
+    Vec timestamps, samples, every; /* uint32: free query objects, and all made */
+    PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
 } Events;
 
 typedef struct {
@@ -243,10 +288,20 @@ static void Code_dealloc(Code *c) {
         free(AT(c->chunks, char *)[i]);
     Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->chunks,
                    &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->ev.done[EV_CALL],
-                   &c->ev.done[EV_DRAW], &c->ev.timestamps, &c->ev.samples, &c->ev.every};
+                   &c->ev.done[EV_DRAW], &c->ev.done[EV_FRAME], &c->ev.timestamps,
+                   &c->ev.samples, &c->ev.every};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
+    if (c->ev.statm >= 0)
+        close(c->ev.statm);
     Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    Code *c = (Code *)PyType_GenericNew(type, args, kwargs);
+    if (c)
+        c->ev.statm = -1;
+    return (PyObject *)c;
 }
 
 static Py_ssize_t Code_len(Code *c) { return (Py_ssize_t)c->ops.len; }
@@ -638,7 +693,7 @@ static PyObject *Code_bracket(Code *c, PyObject *args) {
     PyObject *before, *after;
     if (!PyArg_ParseTuple(args, "iOO", &marks, &before, &after))
         return NULL;
-    if (marks < 0 || marks > 2) {
+    if (marks < MARK_NONE || marks > MARK_CHECKABLE) {
         PyErr_SetString(PyExc_ValueError, "marks is 0, 1 or 2");
         return NULL;
     }
@@ -665,9 +720,24 @@ static inline int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+static const EventRecord NOTHING_MEASURED = {
+#define UNMEASURED(name) .name = MISSING,
+    EVENT_FIELDS(UNMEASURED)
+#undef UNMEASURED
+};
+
+static int can_time(const Events *ev) {
+    return ev->context && ev->gl.gen && ev->gl.del && ev->gl.result && ev->gl.counter;
+}
+
+static int can_count(const Events *ev) {
+    return ev->context && ev->gl.gen && ev->gl.del && ev->gl.result && ev->gl.begin &&
+           ev->gl.end;
+}
+
 /* A free query object from `free`, made in a batch when there is none.  0 with an
    exception set when memory runs out; 0 without one when GL made no queries (a trace that
-   swaps inside glBegin/glEnd or with no current context): that event goes unmeasured. */
+   swaps inside glBegin/glEnd): that event goes unmeasured. */
 static uint32_t take_query(Events *ev, Vec *free) {
     if (free->len == 0) {
         if (vec_grow(free, 4, QUERY_BATCH) || vec_grow(&ev->every, 4, QUERY_BATCH))
@@ -684,56 +754,145 @@ static uint32_t take_query(Events *ev, Vec *free) {
     return AT(*free, uint32_t)[--free->len];
 }
 
+/* A query's result; the query goes back to `free` unless that is NULL (room was made). */
+static int64_t query_result(Events *ev, uint32_t query, Vec *free) {
+    uint64_t value = 0;
+    ev->gl.result(query, GL_QUERY_RESULT, &value);
+    if (free)
+        AT(*free, uint32_t)[free->len++] = query;
+    return (int64_t)value;
+}
+
+static int64_t since_base(const Events *ev, int64_t timestamp) {
+    return timestamp - (ev->gpu_base == MISSING ? 0 : ev->gpu_base);
+}
+
+/* Virtual and resident memory now, in bytes (MISSING if statm cannot be read). */
+static void read_memory(const Events *ev, int64_t *vsize, int64_t *rss) {
+    char text[128];
+    ssize_t n = pread(ev->statm, text, sizeof text - 1, 0);
+    long long size, resident;
+    *vsize = *rss = MISSING;
+    if (n <= 0)
+        return;
+    text[n] = 0;
+    if (sscanf(text, "%lld %lld", &size, &resident) == 2) {
+        *vsize = size * ev->page;
+        *rss = resident * ev->page;
+    }
+}
+
+/* Begin an event of kind k: its queries (none with `queries` 0: glEndList runs while GL
+   still compiles its list, where a query would be compiled rather than run). The clock and
+   memory are read after every event beginning at this op has its queries (stamp_start). */
+static int begin_event(Events *ev, int k, int queries) {
+    Event *e = &ev->current[k];
+    e->r = NOTHING_MEASURED;
+    e->start_q = e->end_q = e->pixels_q = 0;
+    ev->open[k] = 1;
+    if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
+        if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
+            return -1;
+        if (e->start_q)
+            ev->gl.counter(e->start_q, GL_TIMESTAMP);
+    }
+    if (queries && (ev->what[k] & M_PIXELS) && can_count(ev)) {
+        if (!(e->pixels_q = take_query(ev, &ev->samples)) && PyErr_Occurred())
+            return -1;
+        if (e->pixels_q)
+            ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
+    }
+    return 0;
+}
+
+/* The clock and memory at the start of the events of `kinds` (a bit per kind), after their
+   queries: the CPU time is the event's own. */
+static void stamp_start(Events *ev, unsigned kinds) {
+    int64_t vsize = MISSING, rss = MISSING;
+    for (int k = EV_CALL; k < EV_KINDS; k++)
+        if ((kinds >> k & 1) && (ev->what[k] & M_MEMORY)) {
+            read_memory(ev, &vsize, &rss);
+            break;
+        }
+    int64_t now = now_ns() - ev->cpu_base;
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        if (!(kinds >> k & 1))
+            continue;
+        EventRecord *r = &ev->current[k].r;
+        r->cpu_start = now;
+        if (ev->what[k] & M_MEMORY)
+            r->vsize_start = vsize, r->rss_start = rss;
+    }
+}
+
+/* End the open event of kind k at `now` (clock and memory read first, for every event
+   ending here): its end queries, and it waits in `done` to be read. An event that ends
+   where no context is current has no GPU values. */
+static int end_event(Events *ev, int k, int64_t now, int64_t vsize, int64_t rss) {
+    Event *e = &ev->current[k];
+    e->r.cpu_end = now;
+    if (ev->what[k] & M_MEMORY)
+        e->r.vsize_end = vsize, e->r.rss_end = rss;
+    if (!ev->context) { /* (leave_context read its queries) */
+        e->r.gpu_start = e->r.pixels = MISSING;
+    } else {
+        if (e->start_q || e->r.gpu_start != MISSING) {
+            if (can_time(ev) && !(e->end_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
+                return -1;
+            if (e->end_q)
+                ev->gl.counter(e->end_q, GL_TIMESTAMP);
+            else /* no end to measure to: a start query stays unread (deleted with the rest) */
+                e->start_q = 0, e->r.gpu_start = MISSING;
+        }
+        if ((ev->what[k] & M_DISJOINT) && ev->gl.integer) { /* covers all since it was read */
+            int32_t disjoint = 0;
+            ev->gl.integer(GL_GPU_DISJOINT_EXT, &disjoint);
+            e->r.disjoint = disjoint;
+        }
+        if (e->pixels_q)
+            ev->gl.end(GL_SAMPLES_PASSED);
+    }
+    if (vec_grow(&ev->done[k], sizeof(Event), 1))
+        return -1;
+    AT(ev->done[k], Event)[ev->done[k].len++] = *e;
+    ev->open[k] = 0;
+    return 0;
+}
+
 /* Events starting at an op of this row: the call (unless it is glEnd, which closes one)
-   and the draw (glBegin and draws).  glEndList runs while GL still compiles its list,
-   where a query would be compiled rather than run: it gets no queries. */
+   and the draw (glBegin and draws). */
 static int events_begin(Events *ev, uint8_t row) {
     int draw = row == ROW_DRAW || row == ROW_BEGIN, queries = row != ROW_LIST_END;
+    unsigned kinds = 0;
     for (int k = EV_CALL; k <= (draw ? EV_DRAW : EV_CALL); k++) {
-        Event *e = &ev->open[k];
-        e->start_q = e->end_q = e->pixels_q = 0;
-        if (queries && ev->gpu[k]) {
-            if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
-                return -1;
-            if (e->start_q)
-                ev->gl.counter(e->start_q, GL_TIMESTAMP);
-        }
-        if (queries && ev->pixels[k]) {
-            if (!(e->pixels_q = take_query(ev, &ev->samples)) && PyErr_Occurred())
-                return -1;
-            if (e->pixels_q)
-                ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
-        }
+        if (!ev->what[k])
+            continue;
+        if (begin_event(ev, k, queries))
+            return -1;
+        kinds |= 1u << k;
     }
-    int64_t now = now_ns(); /* after the queries: the CPU time is the call's */
-    ev->open[EV_CALL].cpu_start = now;
-    if (draw)
-        ev->open[EV_DRAW].cpu_start = now;
+    if (kinds)
+        stamp_start(ev, kinds);
     return 0;
 }
 
 /* Events ending at an op of this row: the draw first (the inner one), then the call. */
 static int events_end(Events *ev, uint8_t row) {
-    int64_t now = now_ns();
     int draw = row == ROW_DRAW || row == ROW_END;
-    for (int k = draw ? EV_DRAW : EV_CALL; k >= EV_CALL; k--) {
-        Event *e = &ev->open[k];
-        e->cpu_end = now;
-        if (e->start_q) {
-            if (!(e->end_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
-                return -1;
-            if (e->end_q)
-                ev->gl.counter(e->end_q, GL_TIMESTAMP);
-            else /* no end to measure to: the start query stays unread (forget_queries) */
-                e->start_q = 0;
-        }
-        if (e->pixels_q)
-            ev->gl.end(GL_SAMPLES_PASSED);
-        if (vec_grow(&ev->done[k], sizeof(Event), 1))
+    int last = draw ? EV_DRAW : EV_CALL, memory = 0, ending = 0;
+    for (int k = EV_CALL; k <= last; k++)
+        if (ev->open[k])
+            memory |= ev->what[k] & M_MEMORY, ending++;
+    if (!ending)
+        return 0;
+    int64_t now = now_ns() - ev->cpu_base, vsize = MISSING, rss = MISSING;
+    if (memory)
+        read_memory(ev, &vsize, &rss);
+    for (int k = last; k >= EV_CALL; k--)
+        if (ev->open[k] && end_event(ev, k, now, vsize, rss))
             return -1;
-        AT(ev->done[k], Event)[ev->done[k].len++] = *e;
-    }
-    if (ev->on_full && ev->done[EV_CALL].len - ev->ready[EV_CALL] >= READ_EVERY) {
+    ev->unread += (size_t)ending;
+    if (ev->on_full && ev->unread >= READ_EVERY) {
         PyObject *on_full = ev->on_full;
         Py_INCREF(on_full);
         PyObject *res = PyObject_CallNoArgs(on_full);
@@ -744,113 +903,208 @@ static int events_end(Events *ev, uint8_t row) {
     return 0;
 }
 
-static int64_t query_result(Events *ev, uint32_t query, Vec *free) {
-    uint64_t value = 0;
-    ev->gl.get(query, GL_QUERY_RESULT, &value);
-    AT(*free, uint32_t)[free->len++] = query; /* free again (take_events made room) */
-    return (int64_t)value;
+/* Read an ended event's queries into its record; they go back to the free lists, or with
+   `keep` 0 nowhere (they are about to be deleted). */
+static void read_event(Events *ev, Event *e, int keep) {
+    Vec *timestamps = keep ? &ev->timestamps : NULL, *samples = keep ? &ev->samples : NULL;
+    if (e->end_q) { /* (end_event left no start without an end) */
+        if (e->start_q)
+            e->r.gpu_start = since_base(ev, query_result(ev, e->start_q, timestamps));
+        e->r.gpu_end = since_base(ev, query_result(ev, e->end_q, timestamps));
+    }
+    if (e->pixels_q) {
+        int64_t before = e->r.pixels == MISSING ? 0 : e->r.pixels;
+        e->r.pixels = before + query_result(ev, e->pixels_q, samples);
+    }
+    e->start_q = e->end_q = e->pixels_q = 0;
+}
+
+/* Stop measuring and forget everything (query objects not deleted died with their
+   context). */
+static void events_reset(Events *ev) {
+    memset(ev->what, 0, sizeof ev->what);
+    memset(ev->open, 0, sizeof ev->open);
+    ev->per_op = ev->context = 0;
+    memset(&ev->gl, 0, sizeof ev->gl);
+    for (int k = EV_CALL; k < EV_KINDS; k++)
+        ev->done[k].len = ev->ready[k] = 0;
+    ev->unread = 0;
+    ev->every.len = ev->timestamps.len = ev->samples.len = 0;
+    if (ev->statm >= 0)
+        close(ev->statm);
+    ev->statm = -1;
+    Py_CLEAR(ev->on_full);
 }
 
 /*
- * events(gpu_call, pixels_call, gpu_draw, pixels_draw, queries, on_full) or events(None)
+ * events(calls, draws, frames, on_full) or events(None)
  *
- * From the next op on, read the clock around every call and draw-call event
- * (events as the profiler counts them: a glBegin..glEnd block is one of
- * each) and, per kind, GL timestamp and samples-passed queries, so that a pass
- * measuring only these needs no Python per event.  `queries`: the addresses
- * of glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery, glEndQuery
- * and glGetQueryObjectui64v for the current context (None if no query is
- * asked); `on_full`: called when READ_EVERY events wait to be read.
+ * From the next op on, measure every call and draw-call event (events as the
+ * profiler counts them: a glBegin..glEnd block is one of each; calls compiled
+ * into display lists are none) and the frames frame() delimits: per kind of
+ * event, the MEASURE_* bits of what to measure, 0 for none.  The pass's clocks
+ * start now.  `on_full`: called when READ_EVERY calls and draws wait to be
+ * taken.  enter_context() gives the current context's query functions; no GL
+ * query is issued before.  events(None) stops and drops what was not taken.
  */
 static PyObject *Code_events(Code *c, PyObject *args) {
     Events *ev = &c->ev;
-    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
-        /* (query objects not forgotten died with their context) */
-        ev->on = 0;
-        ev->every.len = ev->timestamps.len = ev->samples.len = 0;
-        ev->done[EV_CALL].len = ev->done[EV_DRAW].len = 0;
-        ev->ready[EV_CALL] = ev->ready[EV_DRAW] = 0;
-        Py_CLEAR(ev->on_full);
+    events_reset(ev);
+    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None)
         Py_RETURN_NONE;
-    }
-    int gpu_call, pixels_call, gpu_draw, pixels_draw;
-    PyObject *queries, *on_full;
-    if (!PyArg_ParseTuple(args, "ppppOO", &gpu_call, &pixels_call, &gpu_draw, &pixels_draw,
-                          &queries, &on_full))
+    unsigned char what[EV_KINDS];
+    PyObject *on_full;
+    if (!PyArg_ParseTuple(args, "bbbO", &what[EV_CALL], &what[EV_DRAW], &what[EV_FRAME],
+                          &on_full))
         return NULL;
-    if (gpu_call || pixels_call || gpu_draw || pixels_draw) {
-        unsigned long long f[6];
-        if (!PyArg_ParseTuple(queries, "KKKKKK", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]))
-            return NULL;
-        int gpu = gpu_call || gpu_draw, pixels = pixels_call || pixels_draw;
-        if (!f[0] || !f[1] || !f[5] || (gpu && !f[2]) || (pixels && (!f[3] || !f[4]))) {
-            PyErr_SetString(PyExc_ValueError, "a query function is missing");
-            return NULL;
-        }
-        ev->gl.gen = (void (*)(int32_t, uint32_t *))(uintptr_t)f[0];
-        ev->gl.del = (void (*)(int32_t, const uint32_t *))(uintptr_t)f[1];
-        ev->gl.counter = (void (*)(uint32_t, uint32_t))(uintptr_t)f[2];
-        ev->gl.begin = (void (*)(uint32_t, uint32_t))(uintptr_t)f[3];
-        ev->gl.end = (void (*)(uint32_t))(uintptr_t)f[4];
-        ev->gl.get = (void (*)(uint32_t, uint32_t, uint64_t *))(uintptr_t)f[5];
+    int memory = 0;
+    for (int k = EV_CALL; k < EV_KINDS; k++)
+        memory |= what[k] & M_MEMORY;
+    if (memory) {
+        ev->statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        if (ev->statm < 0)
+            return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/statm");
+        ev->page = sysconf(_SC_PAGESIZE);
     }
-    ev->gpu[EV_CALL] = (uint8_t)gpu_call, ev->pixels[EV_CALL] = (uint8_t)pixels_call;
-    ev->gpu[EV_DRAW] = (uint8_t)gpu_draw, ev->pixels[EV_DRAW] = (uint8_t)pixels_draw;
-    Py_XSETREF(ev->on_full, on_full == Py_None ? NULL : Py_NewRef(on_full));
-    ev->on = 1;
+    memcpy(ev->what, what, sizeof what);
+    ev->per_op = what[EV_CALL] || what[EV_DRAW];
+    ev->on_full = on_full == Py_None ? NULL : Py_NewRef(on_full);
+    ev->cpu_base = now_ns();
+    ev->gpu_base = MISSING;
     Py_RETURN_NONE;
 }
 
-/* take_events(all) -> (calls, draws): bytes of EventResult (5 int64: cpu start and end,
-   gpu start and end, pixels; INT64_MIN where not measured), in event order, for the events
-   that had ended at the previous take (so the GPU is done with them and reading does not
-   stall it), or with `all` for every event that ended.  Reads their queries in the current
-   context, which must be the one they ran in, and frees them for reuse. */
+/* enter_context(functions): a context is current (the pass's first, or another after
+   leave_context()): the addresses of QUERY_FUNCTIONS in it, 0 for those it lacks.  Events
+   still open count their samples here from now on. */
+static PyObject *Code_enter_context(Code *c, PyObject *functions) {
+    Events *ev = &c->ev;
+    unsigned long long f[QUERY_FUNCTION_COUNT];
+    if (!PyTuple_Check(functions) || PyTuple_GET_SIZE(functions) != QUERY_FUNCTION_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "enter_context() takes the QUERY_FUNCTIONS' addresses");
+        return NULL;
+    }
+    for (size_t i = 0; i < QUERY_FUNCTION_COUNT; i++) {
+        f[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(functions, (Py_ssize_t)i));
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    size_t i = 0;
+#define SET(name, type, gl_name, gles_name) ev->gl.name = (type)(uintptr_t)f[i++];
+    QUERY_FUNCTIONS(SET)
+#undef SET
+    ev->context = 1;
+    int gpu_times = 0;
+    for (int k = EV_CALL; k < EV_KINDS; k++)
+        gpu_times |= ev->what[k] & M_GPU_TIMES;
+    if (gpu_times && ev->gpu_base == MISSING && ev->gl.integer64) /* GPU times count from here */
+        ev->gl.integer64(GL_TIMESTAMP, &ev->gpu_base);
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        Event *e = &ev->current[k];
+        if (!ev->open[k] || !(ev->what[k] & M_PIXELS) || !can_count(ev))
+            continue;
+        if (!(e->pixels_q = take_query(ev, &ev->samples)) && PyErr_Occurred())
+            return NULL;
+        if (e->pixels_q)
+            ev->gl.begin(GL_SAMPLES_PASSED, e->pixels_q);
+    }
+    Py_RETURN_NONE;
+}
+
+/* leave_context(): the current context is about to change or go.  Reads every query made
+   in it (open events keep their start time and the samples counted so far) and deletes
+   them; until enter_context(), events get no queries. */
+static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
+    Events *ev = &c->ev;
+    if (!ev->context)
+        Py_RETURN_NONE;
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        Event *e = &ev->current[k];
+        if (!ev->open[k])
+            continue;
+        if (e->start_q)
+            e->r.gpu_start = since_base(ev, query_result(ev, e->start_q, NULL));
+        if (e->pixels_q) {
+            ev->gl.end(GL_SAMPLES_PASSED);
+            int64_t before = e->r.pixels == MISSING ? 0 : e->r.pixels;
+            e->r.pixels = before + query_result(ev, e->pixels_q, NULL);
+        }
+        e->start_q = e->pixels_q = 0;
+    }
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        for (size_t i = 0; i < ev->done[k].len; i++)
+            read_event(ev, &AT(ev->done[k], Event)[i], 0);
+        ev->ready[k] = ev->done[k].len; /* read already: nothing to wait for */
+    }
+    if (ev->every.len && ev->gl.del)
+        ev->gl.del((int32_t)ev->every.len, ev->every.data);
+    ev->every.len = ev->timestamps.len = ev->samples.len = 0;
+    memset(&ev->gl, 0, sizeof ev->gl);
+    ev->context = 0;
+    Py_RETURN_NONE;
+}
+
+/* frame(begin): end the open frame event, if any, and with `begin` begin the next. */
+static PyObject *Code_frame(Code *c, PyObject *arg) {
+    Events *ev = &c->ev;
+    int begin = PyObject_IsTrue(arg);
+    if (begin < 0)
+        return NULL;
+    if (!ev->what[EV_FRAME])
+        Py_RETURN_NONE;
+    if (ev->open[EV_FRAME]) {
+        int64_t now = now_ns() - ev->cpu_base, vsize = MISSING, rss = MISSING;
+        if (ev->what[EV_FRAME] & M_MEMORY)
+            read_memory(ev, &vsize, &rss);
+        if (end_event(ev, EV_FRAME, now, vsize, rss))
+            return NULL;
+    }
+    if (begin) {
+        if (begin_event(ev, EV_FRAME, 1))
+            return NULL;
+        stamp_start(ev, 1u << EV_FRAME);
+    }
+    Py_RETURN_NONE;
+}
+
+/* take_events(all) -> (calls, draws, frames): bytes of EventRecord, in event order, of the
+   events that had ended at the previous take (so the GPU is done with them and reading
+   does not stall it), or with `all` of every event that ended.  Reads their queries in
+   the current context, the one they ran in (leave_context() read the others), and frees
+   them for reuse. */
 static PyObject *Code_take_events(Code *c, PyObject *arg) {
     Events *ev = &c->ev;
     int all = PyObject_IsTrue(arg);
     if (all < 0)
         return NULL;
-    PyObject *out[EV_KINDS] = {NULL, NULL};
+    PyObject *out = PyTuple_New(EV_KINDS);
+    if (!out)
+        return NULL;
     for (int k = EV_CALL; k < EV_KINDS; k++) {
         size_t n = all ? ev->done[k].len : ev->ready[k];
         /* room for every query read to go back to its free list */
         if (vec_grow(&ev->timestamps, 4, 2 * n) || vec_grow(&ev->samples, 4, n)) {
-            Py_XDECREF(out[EV_CALL]);
+            Py_DECREF(out);
             return NULL;
         }
-        out[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(EventResult)));
-        if (!out[k]) {
-            Py_XDECREF(out[EV_CALL]);
+        PyObject *records = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(EventRecord)));
+        if (!records) {
+            Py_DECREF(out);
             return NULL;
         }
-        EventResult *r = (EventResult *)PyBytes_AS_STRING(out[k]);
-        for (size_t i = 0; i < n; i++) {
-            const Event *e = &AT(ev->done[k], Event)[i];
-            r[i].cpu_start = e->cpu_start;
-            r[i].cpu_end = e->cpu_end;
-            r[i].gpu_start = e->start_q ? query_result(ev, e->start_q, &ev->timestamps) : MISSING;
-            r[i].gpu_end = e->end_q ? query_result(ev, e->end_q, &ev->timestamps) : MISSING;
-            r[i].pixels = e->pixels_q ? query_result(ev, e->pixels_q, &ev->samples) : MISSING;
-        }
+        PyTuple_SET_ITEM(out, k, records);
+        EventRecord *r = (EventRecord *)PyBytes_AS_STRING(records);
         Event *done = ev->done[k].data;
+        for (size_t i = 0; i < n; i++) {
+            read_event(ev, &done[i], 1);
+            r[i] = done[i].r;
+        }
         memmove(done, done + n, (ev->done[k].len - n) * sizeof(Event));
         ev->done[k].len -= n;
         ev->ready[k] = ev->done[k].len;
     }
-    return Py_BuildValue("(NN)", out[EV_CALL], out[EV_DRAW]);
-}
-
-/* forget_queries(): delete every query object made, in the current context (the one they
-   belong to), before it changes or goes; take_events() first. */
-static PyObject *Code_forget_queries(Code *c, PyObject *Py_UNUSED(ignored)) {
-    Events *ev = &c->ev;
-    if (ev->every.len && ev->gl.del)
-        ev->gl.del((int32_t)ev->every.len, ev->every.data);
-    ev->every.len = ev->timestamps.len = ev->samples.len = 0;
-    ev->done[EV_CALL].len = ev->done[EV_DRAW].len = 0;
-    ev->ready[EV_CALL] = ev->ready[EV_DRAW] = 0;
-    Py_RETURN_NONE;
+    ev->unread = 0;
+    return out;
 }
 
 /*
@@ -874,12 +1128,12 @@ static PyObject *Code_run(Code *c, PyObject *args) {
     for (Py_ssize_t i = start; i < end; i++) {
         /* read through c each time: callbacks may change the brackets */
         const Op op = AT(c->ops, Op)[i];
-        uint8_t mark = c->marks == 1   ? AT(c->rows, uint8_t)[i]
-                       : c->marks == 2 ? AT(c->checkable, uint8_t)[i]
+        uint8_t mark = c->marks == MARK_ROWS        ? AT(c->rows, uint8_t)[i]
+                       : c->marks == MARK_CHECKABLE ? AT(c->checkable, uint8_t)[i]
                                        : 0;
         c->position = i;
         progress[PROGRESS_CALL] = AT(c->call_nos, int64_t)[i];
-        uint8_t row = c->ev.on ? AT(c->rows, uint8_t)[i] : ROW_NONE;
+        uint8_t row = c->ev.per_op ? AT(c->rows, uint8_t)[i] : ROW_NONE;
         if (row != ROW_NONE && row != ROW_END && events_begin(&c->ev, row))
             goto done;
         if (mark && call_mark(c->before, i, mark))
@@ -983,11 +1237,15 @@ static PyMethodDef Code_methods[] = {
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
     {"events", (PyCFunction)Code_events, METH_VARARGS,
-     "events(gpu_call, pixels_call, gpu_draw, pixels_draw, queries, on_full) or events(None)"},
+     "events(calls, draws, frames, on_full) or events(None): what to measure per event"},
+    {"enter_context", (PyCFunction)Code_enter_context, METH_O,
+     "enter_context(functions): a context is current, with these QUERY_FUNCTIONS"},
+    {"leave_context", (PyCFunction)Code_leave_context, METH_NOARGS,
+     "leave_context(): read and delete the current context's queries before it changes"},
+    {"frame", (PyCFunction)Code_frame, METH_O,
+     "frame(begin): end the open frame event, and with `begin` begin the next"},
     {"take_events", (PyCFunction)Code_take_events, METH_O,
-     "take_events(all) -> (calls, draws) measured, read"},
-    {"forget_queries", (PyCFunction)Code_forget_queries, METH_NOARGS,
-     "forget_queries(): delete the query objects made (in their context)"},
+     "take_events(all) -> (calls, draws, frames) measured, read"},
     {"column", (PyCFunction)Code_column, METH_VARARGS, "column(name, start, stop) -> bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
@@ -1012,7 +1270,7 @@ static PyTypeObject CodeType = {
     .tp_methods = Code_methods,
     .tp_getset = Code_getset,
     .tp_as_sequence = &Code_as_sequence,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Code_new,
 };
 
 /* publish(buffer): from now on every loop writes its progress words (call number, running)
@@ -1046,6 +1304,68 @@ static struct PyModuleDef vm_module = {
     PyModuleDef_HEAD_INIT, "_vm", "The compiled trace and its replay loop.", -1, vm_functions,
 };
 
+/* What Python must agree on with this file, exported so that it is written once: the
+   progress words, the event record's fields and size, what events measure, the functions
+   they need, the profiling rows and bracket marks. */
+static int add_shared(PyObject *m) {
+    PyObject *fields = Py_BuildValue("(" 
+#define NAME_FORMAT(name) "s"
+        EVENT_FIELDS(NAME_FORMAT)
+#undef NAME_FORMAT
+        ")"
+#define NAME(name) , #name
+        EVENT_FIELDS(NAME)
+#undef NAME
+    );
+    PyObject *functions = Py_BuildValue("("
+#define PAIR_FORMAT(name, type, gl_name, gles_name) "(ss)"
+        QUERY_FUNCTIONS(PAIR_FORMAT)
+#undef PAIR_FORMAT
+        ")"
+#define PAIR(name, type, gl_name, gles_name) , gl_name, gles_name
+        QUERY_FUNCTIONS(PAIR)
+#undef PAIR
+    );
+    PyObject *missing = PyLong_FromLongLong(MISSING);
+    int failed = !fields || !functions || !missing ||
+                 PyModule_AddObjectRef(m, "EVENT_FIELDS", fields) < 0 ||
+                 PyModule_AddObjectRef(m, "QUERY_FUNCTIONS", functions) < 0 ||
+                 PyModule_AddObjectRef(m, "MISSING", missing) < 0;
+    Py_XDECREF(fields);
+    Py_XDECREF(functions);
+    Py_XDECREF(missing);
+    if (failed)
+        return -1;
+    static const struct {
+        const char *name;
+        long value;
+    } ints[] = {
+        {"PROGRESS_CALL", PROGRESS_CALL},
+        {"PROGRESS_RUNNING", PROGRESS_RUNNING},
+        {"PROGRESS_WORDS", PROGRESS_WORDS},
+        {"EVENT_SIZE", sizeof(EventRecord)},
+        {"MEASURE_CLOCK", M_CLOCK},
+        {"MEASURE_GPU_TIMES", M_GPU_TIMES},
+        {"MEASURE_PIXELS", M_PIXELS},
+        {"MEASURE_MEMORY", M_MEMORY},
+        {"MEASURE_DISJOINT", M_DISJOINT},
+        {"GL_SAMPLES_PASSED", GL_SAMPLES_PASSED},
+        {"ROW_NONE", ROW_NONE},
+        {"ROW_CALL", ROW_CALL},
+        {"ROW_DRAW", ROW_DRAW},
+        {"ROW_BEGIN", ROW_BEGIN},
+        {"ROW_END", ROW_END},
+        {"ROW_LIST_END", ROW_LIST_END},
+        {"MARK_NONE", MARK_NONE},
+        {"MARK_ROWS", MARK_ROWS},
+        {"MARK_CHECKABLE", MARK_CHECKABLE},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)
+            return -1;
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__vm(void) {
     if (PyType_Ready(&CodeType) < 0)
         return NULL;
@@ -1058,7 +1378,7 @@ PyMODINIT_FUNC PyInit__vm(void) {
         PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
         PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0 ||
         PyModule_AddIntConstant(m, "SIG_SKIP", SIG_SKIP) < 0 ||
-        PyModule_AddIntConstant(m, "SIG_SLOW", SIG_SLOW) < 0) {
+        PyModule_AddIntConstant(m, "SIG_SLOW", SIG_SLOW) < 0 || add_shared(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

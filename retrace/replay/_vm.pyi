@@ -27,6 +27,42 @@ SIG_SKIP: int
 """`Code.set_sig` proto of a signature whose calls compile to nothing."""
 SIG_SLOW: int
 """`Code.set_sig` proto of a signature whose calls compile in Python."""
+PROGRESS_CALL: int
+"""Which int64 of the published buffer holds the call number running or last run."""
+PROGRESS_RUNNING: int
+"""Which int64 of it is 1 while a loop runs."""
+PROGRESS_WORDS: int
+"""How many int64 `publish` writes."""
+ROW_NONE: int
+"""Profiling rows of ops (`retrace.replay.program.Row`): none, call, draw, glBegin, glEnd,
+glEndList."""
+ROW_CALL: int
+ROW_DRAW: int
+ROW_BEGIN: int
+ROW_END: int
+ROW_LIST_END: int
+MARK_NONE: int
+"""Which per-op flag `Code.bracket` selects: none, the profiling row, checkable."""
+MARK_ROWS: int
+MARK_CHECKABLE: int
+MEASURE_CLOCK: int
+"""Bits of what `Code.events` measures around one kind of event: MEASURE_CLOCK marks the kind
+as measured (the clock is always read); GL timestamps, samples passed, memory, GPU disjoint."""
+MEASURE_GPU_TIMES: int
+MEASURE_PIXELS: int
+MEASURE_MEMORY: int
+MEASURE_DISJOINT: int
+EVENT_FIELDS: tuple[str, ...]
+"""The int64 fields of an event record, in order (`Code.take_events`)."""
+EVENT_SIZE: int
+"""Bytes per event record."""
+MISSING: int
+"""An event record's value where nothing was measured (INT64_MIN)."""
+QUERY_FUNCTIONS: tuple[tuple[str, str], ...]
+"""(OpenGL name, OpenGL ES name) of each function events use, in `Code.enter_context`'s
+order."""
+GL_SAMPLES_PASSED: int
+"""The query target of the samples events count."""
 
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
@@ -66,22 +102,21 @@ class Code:
     def bracket(self, marks: int, before: _Bracket, after: _Bracket, /) -> None:
         """Call before(i, mark) and after(i, mark) around every op whose mark is not zero."""
     @overload
-    def events(self, off: None, /) -> None: ...
+    def events(self, off: None, /) -> None:
+        """Stop measuring events; what was not taken is dropped."""
     @overload
     def events(
-        self,
-        gpu_call: bool,
-        pixels_call: bool,
-        gpu_draw: bool,
-        pixels_draw: bool,
-        queries: tuple[int, int, int, int, int, int] | None,
-        on_full: Callable[[], object] | None,
-        /,
-    ) -> None: ...
-    def take_events(self, all: bool, /) -> tuple[bytes, bytes]:
-        """(calls, draws): the events measured, as EventResult records (5 int64 each)."""
-    def forget_queries(self) -> None:
-        """Delete every query object made, in the current context."""
+        self, calls: int, draws: int, frames: int, on_full: Callable[[], object] | None, /
+    ) -> None:
+        """Measure calls, draws and frames from the next op on: MEASURE_* bits per kind."""
+    def enter_context(self, functions: tuple[int, ...], /) -> None:
+        """A context is current: the addresses of its QUERY_FUNCTIONS (0 where missing)."""
+    def leave_context(self) -> None:
+        """Read and delete the current context's queries before it changes or goes."""
+    def frame(self, begin: bool, /) -> None:
+        """End the open frame event, and with `begin` begin the next."""
+    def take_events(self, all: bool, /) -> tuple[bytes, bytes, bytes]:
+        """(calls, draws, frames): the events measured, as records of EVENT_FIELDS."""
     def column(self, name: str, start: int, stop: int, /) -> bytes:
         """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable)."""
     def meta(self, i: int, /) -> tuple[int, int, int, int]:

@@ -66,9 +66,12 @@ def supervise(
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
     or in the file `errors_to`); wait for it. `graceful`: see the module's docstring."""
-    words = mmap.mmap(-1, 16)  # anonymous and MAP_SHARED: the same page after fork
+    from retrace.replay import _vm
+
+    # anonymous and MAP_SHARED: the same page after fork
+    words = mmap.mmap(-1, _vm.PROGRESS_WORDS * 8)
     progress = memoryview(words).cast("q")  # native int64, as _vm writes them
-    progress[0], progress[1] = -1, 0
+    progress[_vm.PROGRESS_CALL], progress[_vm.PROGRESS_RUNNING] = -1, 0
     received: list[int] = []
     child: list[int] = []
 
@@ -103,8 +106,8 @@ def supervise(
         code=0 if killed else os.WEXITSTATUS(status),
         signal=os.WTERMSIG(status) if killed else 0,
         interrupted=received[0] if received else 0,
-        call=int(progress[0]),
-        in_call=bool(progress[1]),
+        call=int(progress[_vm.PROGRESS_CALL]),
+        in_call=bool(progress[_vm.PROGRESS_RUNNING]),
     )
 
 

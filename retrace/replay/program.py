@@ -5,6 +5,10 @@ the driver's functions or Python entries ``(function, args)``, with per-op
 metadata (trace call number, function, profiling `Row`, whether glGetError
 may follow) in flat arrays. `compiler.py` fills it; the replayer runs it; the
 profiler brackets its ops or has the loop measure events itself.
+
+What the C side and this side must agree on (row and mark numbers, the event
+record, what an event measures, the query functions) is defined in `_vm.c`
+and read from the module here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from retrace.replay import _vm
+from retrace.vocabulary import NativeEvents
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -24,28 +29,44 @@ Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 class Row(enum.IntEnum):
     """What an entry is to the profiler (glretrace's rules for the calls and draw-calls tables)."""
 
-    NONE = 0  # window-system calls, memcpy, the replayer's own work, calls inside display lists
-    CALL = 1  # a call row
-    DRAW = 2  # a call row that is also a draw-call row
-    BEGIN = 3  # glBegin: opens a draw row that glEnd closes
-    END = 4  # glEnd
-    LIST_END = 5  # glEndList: a call row, run while GL still compiles the list it closes
-
-
-# an event the loop measured (`Program.take_events`): ns of perf_counter_ns's clock,
-# GL timestamps, samples passed
-EVENT_DTYPE = np.dtype(
-    [(f, "<i8") for f in ("cpu_start", "cpu_end", "gpu_start", "gpu_end", "pixels")]
-)
-NOT_MEASURED = np.iinfo(np.int64).min
+    NONE = _vm.ROW_NONE  # window-system calls, memcpy, the replayer's own work, calls in lists
+    CALL = _vm.ROW_CALL  # a call row
+    DRAW = _vm.ROW_DRAW  # a call row that is also a draw-call row
+    BEGIN = _vm.ROW_BEGIN  # glBegin: opens a draw row that glEnd closes
+    END = _vm.ROW_END  # glEnd
+    LIST_END = _vm.ROW_LIST_END  # glEndList: a call row, run while GL still compiles its list
 
 
 class Marks(enum.IntEnum):
     """Which per-op flag selects the ops a pass brackets with callbacks (`Program.bracket`)."""
 
-    NONE = 0
-    ROWS = 1  # profiling rows: the mark is the op's Row
-    CHECKABLE = 2  # GL calls glGetError may follow: the mark is 1
+    NONE = _vm.MARK_NONE
+    ROWS = _vm.MARK_ROWS  # profiling rows: the mark is the op's Row
+    CHECKABLE = _vm.MARK_CHECKABLE  # GL calls glGetError may follow: the mark is 1
+
+
+# an event the loop measured (`Program.take_events`), as `_vm.c` lays it out: ns since the
+# pass began on the CPU clock and the GPU's, samples passed, the GPU-disjoint flag, bytes
+EVENT_DTYPE = np.dtype([(f, "<i8") for f in _vm.EVENT_FIELDS])
+assert EVENT_DTYPE.itemsize == _vm.EVENT_SIZE
+NOT_MEASURED: int = _vm.MISSING  # in a field of EVENT_DTYPE that was not measured
+# (GL name, OpenGL ES name) of each function the loop measures events with, in the order
+# `Program.enter_context` takes their addresses
+QUERY_FUNCTIONS: tuple[tuple[str, str], ...] = _vm.QUERY_FUNCTIONS
+GL_SAMPLES_PASSED: int = _vm.GL_SAMPLES_PASSED  # the query target Pixels Drawn uses
+
+
+def _measure(native: NativeEvents | None) -> int:
+    """The loop's bits for what to measure around one kind of event (0: not measured)."""
+    if native is None:
+        return 0
+    return (
+        _vm.MEASURE_CLOCK
+        | (_vm.MEASURE_GPU_TIMES if native.gpu_times else 0)
+        | (_vm.MEASURE_PIXELS if native.pixels else 0)
+        | (_vm.MEASURE_MEMORY if native.memory else 0)
+        | (_vm.MEASURE_DISJOINT if native.disjoint else 0)
+    )
 
 
 class Program:
@@ -99,36 +120,44 @@ class Program:
 
     def measure_events(
         self,
-        calls: tuple[bool, bool],
-        draws: tuple[bool, bool],
-        queries: tuple[int, ...] | None,
+        calls: NativeEvents | None,
+        draws: NativeEvents | None,
+        frames: NativeEvents | None,
         on_full: Callable[[], None],
     ) -> None:
-        """From the next op on, have the loop measure every call and draw-call event itself
-        (in C: no Python per event): the clock always, and per kind (gpu times, pixels) GL
-        timestamp and samples-passed queries made with `queries`, the addresses of the
-        current context's glGenQueries, glDeleteQueries, glQueryCounter, glBeginQuery,
-        glEndQuery and glGetQueryObjectui64v. `on_full` is called when 1,024 events have
-        ended since the last `take_events`. Called again after a context switch, with that context's
-        functions."""
-        self.code.events(*calls, *draws, queries, on_full)
+        """From the next op on, have the loop measure every call and draw-call event, and
+        the frames `frame` delimits, itself (in C: no Python per event): the clock, and what
+        each kind's `NativeEvents` asks (None: that kind is not measured). The pass's
+        clocks start now; GL queries wait for `enter_context`. `on_full` is called when
+        many calls and draws have ended since the last `take_events` (`READ_EVERY` in
+        `_vm.c`)."""
+        self.code.events(_measure(calls), _measure(draws), _measure(frames), on_full)
+
+    def enter_context(self, functions: tuple[int, ...]) -> None:
+        """A context is current: the addresses of its `QUERY_FUNCTIONS` (0 for those it
+        lacks: their measurements read `NOT_MEASURED`)."""
+        self.code.enter_context(functions)
+
+    def leave_context(self) -> None:
+        """The current context is about to change or go: read and delete the queries made
+        in it; events still open keep what they measured there."""
+        self.code.leave_context()
+
+    def frame(self, begin: bool = True) -> None:
+        """End the open frame event, if any, and with `begin` begin the next one."""
+        self.code.frame(begin)
 
     def stop_events(self) -> None:
         """Stop measuring events (what was not taken is dropped)."""
         self.code.events(None)
 
-    def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(calls, draws) measured, in event order, as `EVENT_DTYPE` rows (`NOT_MEASURED`
-        where nothing was): those that had ended at the previous take, which the GPU is done
-        with by now, or with `all` every one. Reads their queries in the context they ran
-        in, which must be current, and frees them for reuse."""
-        calls, draws = self.code.take_events(all)
-        return np.frombuffer(calls, EVENT_DTYPE), np.frombuffer(draws, EVENT_DTYPE)
-
-    def forget_queries(self) -> None:
-        """Delete the query objects made for events; the context they belong to must be
-        current (before it changes or goes away; `take_events` first)."""
-        self.code.forget_queries()
+    def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(calls, draws, frames) measured, in event order, as `EVENT_DTYPE` rows: those
+        that had ended at the previous take, which the GPU is done with by now, or with
+        `all` every one. Reads their queries in the context they ran in, which must be
+        current (`leave_context` read the others), and frees them for reuse."""
+        calls, draws, frames = (np.frombuffer(r, EVENT_DTYPE) for r in self.code.take_events(all))
+        return calls, draws, frames
 
     def where(self, i: int) -> str:
         """'CALL_NO: FUNCTION' of op i, for messages."""

@@ -328,47 +328,54 @@ def test_a_trace_without_a_context_is_one_clear_error(tmp_path):
         ("piglit-client-arrays.trace", "CPU Duration, Pixels Drawn"),
     ],
 )
-@pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL])
-def test_the_loop_measures_what_python_brackets_measure(name, metrics, boundary):
-    """GL queries and CPU clocks around calls and draws are issued by the replay loop
-    itself; the rows, and the pixel counts, are those of a pass that brackets every
-    event in Python (RSS Start forces one), with no GL error of its own (dlist-beginend
-    makes some on purpose) and no negative time."""
+@pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL, Boundary.FRAME])
+def test_the_loop_measures_together_what_it_measures_alone(name, metrics, boundary):
+    """The replay loop measures every opengl metric itself, at every boundary; measured
+    together, with memory as well, the metrics give the rows, and the pixel counts, that
+    each gives measured alone (the reference), with no GL error of their own
+    (dlist-beginend makes some on purpose) and no negative time."""
     trace = TRACES / name
-    option = "--pcalls" if boundary == Boundary.CALL else "--pdrawcalls"
+    option = {Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}.get(
+        boundary, "--pframes"
+    )
     env = dict(os.environ, MESA_DEBUG="1")
+    together = f"{metrics}, RSS Start, VSIZE Duration"
     runs, errors = {}, {}
-    for extra in ("", ", RSS Start"):
+    for selection in (together, *metrics.split(", ")):
         r = subprocess.run(
-            [sys.executable, "-m", "retrace", f"{option}=opengl: {metrics}{extra}", "--quiet"]
+            [sys.executable, "-m", "retrace", f"{option}=opengl: {selection}", "--quiet"]
             + [str(trace)],
             capture_output=True,
             env=env,
             timeout=300,
         )
         assert r.returncode == 0, r.stderr.decode()[-500:]
-        runs[extra] = tables(r.stdout.decode())[boundary]
-        errors[extra] = [line for line in r.stderr.decode().splitlines() if "GL_INVALID" in line]
-    assert errors[""] == errors[", RSS Start"]
-    assert name == "piglit-dlist-beginend.trace" or not errors[""], errors[""]
-    native, python = runs[""], runs[", RSS Start"]
-    assert [r[:4] for r in native.rows()] == [r[:4] for r in python.rows()]
-    if "Pixels Drawn" in metrics:
-        assert list(native.column("Pixels Drawn")) == pytest.approx(
-            list(python.column("Pixels Drawn")), nan_ok=True
-        )
+        runs[selection] = tables(r.stdout.decode())[boundary]
+        errors[selection] = [
+            line for line in r.stderr.decode().splitlines() if "GL_INVALID" in line
+        ]
+    assert name == "piglit-dlist-beginend.trace" or not errors[together], errors[together]
+    measured = runs[together]
+    for metric in metrics.split(", "):
+        alone = runs[metric]
+        assert errors[metric] == errors[together]
+        assert [r[:4] for r in measured.rows()] == [r[:4] for r in alone.rows()]
+        if metric == "Pixels Drawn":
+            assert list(measured.column(metric)) == pytest.approx(
+                list(alone.column(metric)), nan_ok=True
+            )
     for metric in ("GPU Duration", "CPU Duration"):
         if metric in metrics:
-            values = [v for v in native.column(metric) if v == v]
+            values = [v for v in measured.column(metric) if v == v]
             assert values and min(values) >= 0
+    assert all(v >= 0 for v in measured.column("RSS Start") if v == v)
 
 
 @pytest.mark.parametrize("boundary", [Boundary.CALL, Boundary.DRAWCALL])
 def test_clock_only_passes_time_the_same_events_in_c(boundary):
     """CPU Start/Duration alone are read by the replay loop itself; the rows are those of
-    a pass that brackets every event in Python (RSS Start forces one), and every event
-    starts after the one before it ended. dlist-beginend has glBegin..glEnd blocks inside
-    and outside display lists."""
+    a pass that reads memory as well, and every event starts after the one before it
+    ended. dlist-beginend has glBegin..glEnd blocks inside and outside display lists."""
     import math
 
     trace = TRACES / "piglit-dlist-beginend.trace"
