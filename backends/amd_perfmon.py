@@ -60,7 +60,7 @@ from retrace.backends.counter_sessions import (
 from retrace.vocabulary import Kind, Metric, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
 
 NAME = "GL_AMD_performance_monitor"
 
@@ -214,14 +214,14 @@ class AmdPerfMonitorBackend(CounterSessionBackend):
     extension = NAME
     session_kind = "monitor"
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)
         self._gl: _AmdGL | None = None
         self._types: dict[tuple[int, int], tuple[Metric, struct.Struct]] = {}
 
     def _functions(self) -> _AmdGL:
         if self._gl is None:
-            self._gl = _AmdGL(self.session.dispatch)
+            self._gl = _AmdGL(self.view.dispatch)
         return self._gl
 
     def _enumerate(self) -> Iterable[Metric]:

@@ -34,7 +34,7 @@ from retrace.vocabulary import Boundary, Metric, NativeEvents
 if TYPE_CHECKING:
     import numpy as np
 
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 
 
@@ -60,8 +60,8 @@ class MetricBackend(ABC):
         if cls.name:
             MetricBackend.registry[cls.name] = cls
 
-    def __init__(self, session: Session) -> None:
-        self.session = session  # GL access, the current context, the store
+    def __init__(self, view: ReplayView) -> None:
+        self.view = view  # GL access, the current context, the store
 
     # --- what it offers ---------------------------------------------------------------------
 

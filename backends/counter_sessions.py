@@ -27,7 +27,7 @@ from retrace.backends.base import MetricBackend
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 
 
@@ -135,8 +135,8 @@ class CounterSessionBackend(MetricBackend):
     FLUSH_EVERY: ClassVar[int] = 16  # events between non-blocking reads
     WINDOW: ClassVar[int] = 64  # unread results that make the backend wait for the GPU
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)
         self._counters: tuple[Metric, ...] | None = None
         self._placeholders: list[Metric] = []
         self._checked: dict[Metric, tuple[bool, str]] = {}
@@ -180,7 +180,7 @@ class CounterSessionBackend(MetricBackend):
     # --- what it offers ----------------------------------------------------------------------
 
     def support(self) -> tuple[bool, str]:
-        context = self.session.context
+        context = self.view.context
         if context is None:
             return False, "no current context"
         if self.extension not in context.extensions:
@@ -188,9 +188,9 @@ class CounterSessionBackend(MetricBackend):
         return True, ""
 
     def _renderer(self) -> str:
-        key = self.session.context_key
+        key = self.view.context_key
         if key not in self._renderers:
-            get_string = self.session.dispatch.raw("glGetString", ctypes.c_char_p, ctypes.c_uint)
+            get_string = self.view.dispatch.raw("glGetString", ctypes.c_char_p, ctypes.c_uint)
             self._renderers[key] = (get_string(GL_RENDERER) or b"?").decode(errors="replace")
         return self._renderers[key]
 
@@ -294,7 +294,7 @@ class CounterSessionBackend(MetricBackend):
 
     def continue_pass(self) -> None:
         """A context is current: measure the open event's next segment there, if it can."""
-        context = self.session.context
+        context = self.view.context
         if context is None:
             return
         if self.extension not in context.extensions:

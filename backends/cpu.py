@@ -12,7 +12,7 @@ needed, and a counter the kernel refuses (no PMU in a virtual machine,
 kernel.perf_event_paranoid, a container's seccomp filter) is reported as
 unavailable with the kernel's reason, never filled with a made-up value.
 
-Nothing here touches GL, so the backend needs nothing from the session and all
+Nothing here touches GL, so the backend needs nothing from the replay view and all
 its metrics fit in one pass. begin_query/end_query run around every profiled
 call, so they do little: a few clock reads and one read() of the whole perf
 counter group (PERF_FORMAT_GROUP). Readings are kept per boundary -- a frame
@@ -43,7 +43,7 @@ from retrace.backends.base import MetricBackend
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 
 NAME = "cpu"
@@ -252,8 +252,8 @@ class CpuBackend(MetricBackend):
 
     name = NAME
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)  # kept for the contract; nothing here needs GL
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)  # kept for the contract; nothing here needs GL
         self._enabled: dict[Metric, set[Boundary]] = {}
         self._refusals: dict[Metric, str] = {}  # perf_event_open's answer, asked once per metric
         self._probes: list[_Probe | None] = [None] * len(Boundary)

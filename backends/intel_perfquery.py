@@ -52,7 +52,7 @@ from retrace.backends.counter_sessions import (
 from retrace.vocabulary import Kind, Metric, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
 
 NAME = "GL_INTEL_performance_query"
 
@@ -192,8 +192,8 @@ class IntelPerfQueryBackend(CounterSessionBackend):
     extension = NAME
     session_kind = "query handle"
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)
         self._gl: _IntelGL | None = None
         self._sizes: dict[int, int] = {}  # query id -> result size in bytes
         self._counters_at: dict[Metric, tuple[int, struct.Struct, int]] = {}  # offset, format, type
@@ -201,7 +201,7 @@ class IntelPerfQueryBackend(CounterSessionBackend):
 
     def _functions(self) -> _IntelGL:
         if self._gl is None:
-            self._gl = _IntelGL(self.session.dispatch)
+            self._gl = _IntelGL(self.view.dispatch)
         return self._gl
 
     def _enumerate(self) -> Iterable[Metric]:

@@ -27,7 +27,7 @@ from retrace.replay.program import GL_SAMPLES_PASSED, NOT_MEASURED
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NativeEvents, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import Session
+    from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 
 # GL_SAMPLES_PASSED, GL_ANY_SAMPLES_PASSED(_CONSERVATIVE): one active query among them
@@ -166,8 +166,8 @@ class OpenGLBackend(MetricBackend):
 
     name = NAME
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)
         self.enabled: dict[Boundary, set[Metric]] = {b: set() for b in Boundary}
         self.plan: list[dict[Boundary, set[Metric]]] = []
         self._pass: dict[Boundary, set[Metric]] = {}  # the current pass's metrics
@@ -184,7 +184,7 @@ class OpenGLBackend(MetricBackend):
     def available(self, metric: Metric) -> tuple[bool, str]:
         if metric not in GPU_TIMES and metric is not PIXELS:
             return True, ""
-        context = self.session.context
+        context = self.view.context
         if context is None:
             return False, "no current context"
         extensions = context.extensions
@@ -246,7 +246,7 @@ class OpenGLBackend(MetricBackend):
         self._pass = {b: ms for b, ms in self.plan[index].items() if ms}
         self._columns = columns
         pixels = any(PIXELS in ms for ms in self._pass.values())
-        self.session.reserve_queries(OCCLUSION_TARGETS if pixels else ())
+        self.view.reserve_queries(OCCLUSION_TARGETS if pixels else ())
 
     def end_pass(self) -> None:
         """Nothing is left: the last events' records came before (`native_results`)."""

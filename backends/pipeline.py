@@ -36,7 +36,7 @@ glBeginQuery/glEndQuery are errors, nor calls compiled into display lists. But
 it does bracket glEndList, which starts while the list is still being
 compiled, and there Mesa compiles glBeginQuery into the list instead of running
 it (a stray query in every later glCallList). So the driver flags glEndList
-events (`Session.closing_list`), for frames and context switches outside core
+events (`ReplayView.closing_list`), for frames and context switches outside core
 profiles the backend asks GL_LIST_INDEX, and an event that starts during
 compilation is left unmeasured: its cells read '-'. A trace running
 pipeline statistics queries of its own would collide with these (one active
@@ -54,8 +54,8 @@ from retrace.backends.base import MetricBackend, nesting_plan
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NumType
 
 if TYPE_CHECKING:
-    from retrace.profile.session import ContextInfo, Session
     from retrace.replay.dispatch import Dispatch
+    from retrace.replay.view import ContextInfo, ReplayView
     from retrace.writer.store import Column
 
 NAME = "pipeline"
@@ -263,8 +263,8 @@ class PipelineBackend(MetricBackend):
 
     name = NAME
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
+    def __init__(self, view: ReplayView) -> None:
+        super().__init__(view)
         self.enabled: dict[Boundary, set[Metric]] = {b: set() for b in Boundary}
         self.plan: list[dict[Boundary, set[Metric]]] = []
         self._metrics: dict[Boundary, tuple[Metric, ...]] = {}  # this pass's, in METRICS order
@@ -278,7 +278,7 @@ class PipelineBackend(MetricBackend):
     # --- what it offers ---------------------------------------------------------------------
 
     def support(self) -> tuple[bool, str]:
-        return _context_support(self.session.context)
+        return _context_support(self.view.context)
 
     def metrics(self) -> Sequence[Metric]:
         return METRICS
@@ -287,7 +287,7 @@ class PipelineBackend(MetricBackend):
         ok, why = self.support()
         if not ok:
             return ok, why
-        return _metric_support(self.session.context, metric)
+        return _metric_support(self.view.context, metric)
 
     # --- passes -----------------------------------------------------------------------------
 
@@ -332,7 +332,7 @@ class PipelineBackend(MetricBackend):
     def begin_pass(self, index: int, columns: dict[tuple[Metric, Boundary], Column]) -> None:
         chosen = {b: ms for b, ms in self.plan[index].items() if ms}
         self._metrics = {b: tuple(m for m in METRICS if m in ms) for b, ms in chosen.items()}
-        self.session.reserve_queries({TARGETS[m] for ms in self._metrics.values() for m in ms})
+        self.view.reserve_queries({TARGETS[m] for ms in self._metrics.values() for m in ms})
         # per boundary: metric -> the column's setter, looked up once per pass
         self._set = {b: {m: columns[m, b].set for m in ms} for b, ms in self._metrics.items()}
         self._open.clear()
@@ -363,14 +363,14 @@ class PipelineBackend(MetricBackend):
 
     def continue_pass(self) -> None:
         """A context is current: open events carry on in it, if it can measure."""
-        context = self.session.context
+        context = self.view.context
         if not self._metrics or not _context_support(context)[0]:
             return
         targets = {
             b: tuple((m, TARGETS[m]) for m in ms if _metric_support(context, m)[0])
             for b, ms in self._metrics.items()
         }
-        self._pool = pool = _Pool(_GL(self.session.dispatch), targets, context.profile != "core")
+        self._pool = pool = _Pool(_GL(self.view.dispatch), targets, context.profile != "core")
         for open_ in self._open.values():
             self._start(open_, pool)
 
@@ -379,7 +379,7 @@ class PipelineBackend(MetricBackend):
     def _start(self, open_: _Open, pool: _Pool) -> None:
         # glBeginQuery would be compiled into the list, not run. Draw calls are never events
         # while a list is compiled; glEndList (a call) and a frame or a context switch may be.
-        if open_.boundary == Boundary.CALL and self.session.closing_list:
+        if open_.boundary == Boundary.CALL and self.view.closing_list:
             return
         if open_.boundary == Boundary.FRAME and pool.has_lists and pool.gl.compiling_list():
             return

@@ -38,9 +38,9 @@ from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
-from retrace.profile.session import Session
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import Replayer, ReplayListener, rendered
+from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
@@ -69,8 +69,8 @@ class Profiler(ReplayListener):
         publish progress there at frame ends, and checkpoint the store after every run."""
         self.options = options
         self.replayer = Replayer(trace)
-        self.session = Session(self.replayer.state, self.replayer.dispatch)
-        self.meter = EventMeter(self.replayer.program, self.session)
+        self.view = ReplayView(self.replayer.state, self.replayer.dispatch)
+        self.meter = EventMeter(self.replayer.program, self.view)
         self.repeats = Repeats(options.repeat, options.warmup, options.stats, self._column)
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
@@ -116,7 +116,7 @@ class Profiler(ReplayListener):
     def backends_now(self) -> dict[str, MetricBackend]:
         """Every backend, created on the current context."""
         if not self.backends:
-            self.backends = {name: cls(self.session) for name, cls in load_backends().items()}
+            self.backends = {name: cls(self.view) for name, cls in load_backends().items()}
         return self.backends
 
     def tables(self) -> list[Table]:
@@ -202,7 +202,7 @@ class Profiler(ReplayListener):
     def _run_pass(self) -> float:
         """Replay once with the current pass; returns the seconds it took."""
         self.meter.reset()
-        self.session.forget_contexts()
+        self.view.forget_contexts()
         self._ready = False
         if self._live_line is not None:
             total = self._expected[Boundary.FRAME] - 1 if self._expected else None

@@ -22,8 +22,8 @@ import numpy as np
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import RetraceError
-from retrace.profile.session import Session
 from retrace.replay.program import Marks, Program, Row
+from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, NativeEvents
 
 CALL, DRAWCALL, FRAME = Boundary.CALL, Boundary.DRAWCALL, Boundary.FRAME
@@ -58,8 +58,8 @@ def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
 class EventMeter:
     """Counts one pass's events per boundary and has them measured."""
 
-    def __init__(self, program: Program, session: Session) -> None:
-        self.program, self.session = program, session
+    def __init__(self, program: Program, view: ReplayView) -> None:
+        self.program, self.view = program, view
         self.counts = dict.fromkeys(Boundary, 0)  # events seen so far this pass
         self.plan: PassPlan | None = None
         self._native = False  # the loop measures the pass's events
@@ -107,7 +107,7 @@ class EventMeter:
 
     def after_switch(self) -> None:
         if self._native:
-            self.program.enter_context(self.session.query_functions())
+            self.program.enter_context(self.view.query_functions())
         elif self.plan is not None:
             self.plan.backend.continue_pass()
 
@@ -148,7 +148,7 @@ class EventMeter:
         program.measure_events(
             native.get(CALL), native.get(DRAWCALL), native.get(FRAME), self._collect
         )
-        program.enter_context(self.session.query_functions())
+        program.enter_context(self.view.query_functions())
         if FRAME in native:
             program.frame()
 
@@ -173,7 +173,7 @@ class EventMeter:
         counts = self.counts
         counts[CALL], counts[DRAWCALL] = event_counts(self.program, self.program.code.position)
         self._bracketed = True
-        backend, session = plan.backend, self.session
+        backend, view = plan.backend, self.view
         calls, draws = CALL in plan.boundaries, DRAWCALL in plan.boundaries
         begin_row, end_row, list_end_row = int(Row.BEGIN), int(Row.END), int(Row.LIST_END)
         draw_rows = (int(Row.DRAW), begin_row, end_row)
@@ -181,7 +181,7 @@ class EventMeter:
         def before(i: int, row: int) -> None:
             if row == end_row:  # glEnd closes the draw glBegin opened
                 return
-            session.closing_list = row == list_end_row
+            view.closing_list = row == list_end_row
             if calls:
                 backend.begin_query(CALL, counts[CALL])
             if draws and row in draw_rows:

@@ -44,7 +44,7 @@ def install(profiler: Profiler, model: ExtensionModel) -> None:
 
     model.current = current
     resolve = model.resolver(display.get_proc_address)
-    profiler.session.dispatch = Dispatch(resolve, profiler.replayer.dispatch.registry)
+    profiler.view.dispatch = Dispatch(resolve, profiler.replayer.dispatch.registry)
 
 
 def traced_context(profiler: Profiler, real: object) -> int:

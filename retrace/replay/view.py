@@ -47,7 +47,7 @@ class ContextInfo:
         return frozenset((get_string(GL_EXTENSIONS) or b"").decode().split())
 
 
-class Session:
+class ReplayView:
     """The replay as backends see it."""
 
     def __init__(self, state: ReplayState, dispatch: Dispatch) -> None:
