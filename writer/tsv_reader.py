@@ -31,7 +31,7 @@ from retrace.writer import _tsv
 _CALL_FIELDS = ["call no", "program", "name"]
 
 
-class Row(NamedTuple):
+class EventRow(NamedTuple):
     """One event; `call_no`, `program` and `name` are None in the frames table."""
 
     call_no: int | None
@@ -71,14 +71,14 @@ class ParsedTable:
         """The values of the metric named `metric`."""
         return self.values[self.metrics.index(metric)]
 
-    def rows(self) -> Iterator[Row]:
+    def rows(self) -> Iterator[EventRow]:
         is_call = self.boundary != Boundary.FRAME
         for r, frame in enumerate(self.frames):
             values = tuple(col[r] for col in self.values)
             if is_call:
-                yield Row(self.call_nos[r], self.programs[r], self.names[r], frame, values)
+                yield EventRow(self.call_nos[r], self.programs[r], self.names[r], frame, values)
             else:
-                yield Row(None, None, None, frame, values)
+                yield EventRow(None, None, None, frame, values)
 
 
 def read_tables(

@@ -32,7 +32,7 @@ from retrace.compare.summary import Group, RunSummary, Stats
 
 FORMATS = ("text", "markdown", "json", "tsv")
 
-Row = Sequence[str]
+Cells = Sequence[str]
 
 
 def render_diff(result: DiffResult, fmt: str) -> str:
@@ -134,7 +134,7 @@ def _heading(title: str, markdown: bool, level: int) -> str:
     return f"{'#' * level} {title}" if markdown else title
 
 
-def _table(headers: list[str], rows: Sequence[Row], markdown: bool) -> str:
+def _table(headers: list[str], rows: Sequence[Cells], markdown: bool) -> str:
     left = ("table", "metric", "name", "verdict", "function", "program")
     align = ["left" if h in left else "right" for h in headers]
     return tabulate(
@@ -168,8 +168,8 @@ def _describe(result: DiffResult) -> str:
 
 
 def _without_p(
-    headers: list[str], rows: Sequence[Row], ranked: bool
-) -> tuple[list[str], Sequence[Row]]:
+    headers: list[str], rows: Sequence[Cells], ranked: bool
+) -> tuple[list[str], Sequence[Cells]]:
     """The table without its p, q and interval columns when no test made them."""
     if ranked:
         return headers, rows
@@ -185,7 +185,7 @@ def _runs(sources: list[str]) -> str:
     return f"{len(sources)} runs ({shown})"
 
 
-def _totals_table(result: DiffResult) -> tuple[list[str], Sequence[Row]]:
+def _totals_table(result: DiffResult) -> tuple[list[str], Sequence[Cells]]:
     interval = f"{1 - result.options.alpha:.0%} interval"
     headers = ["table", "metric", "rows", "base total", "new total", "change", "change %",
                interval, "p", "q", "verdict", "rows worse", "rows better",
@@ -212,7 +212,7 @@ def _totals_table(result: DiffResult) -> tuple[list[str], Sequence[Row]]:
     return headers, rows
 
 
-def _startup_table(result: DiffResult) -> tuple[list[str], Sequence[Row]]:
+def _startup_table(result: DiffResult) -> tuple[list[str], Sequence[Cells]]:
     headers = ["table", "metric", "rows", "base", "new", "change %"]
     rows = [
         [m.table, m.metric, f"{s.rows:,}", _number(s.base), _number(s.new), _percent(s.relative)]
@@ -222,7 +222,7 @@ def _startup_table(result: DiffResult) -> tuple[list[str], Sequence[Row]]:
     return headers, rows
 
 
-def _rows_table(metric: MetricDiff, rows: list[RowChange]) -> tuple[list[str], Sequence[Row]]:
+def _rows_table(metric: MetricDiff, rows: list[RowChange]) -> tuple[list[str], Sequence[Cells]]:
     calls = metric.table != "frames"
     headers = (["call no", "name"] if calls else []) + [
         "frame", "base", "new", "change", "change %", "p", "q"]  # fmt: skip
@@ -262,7 +262,7 @@ def _reasons(result: DiffResult) -> str:
     return " (" + "; ".join(parts) + ")"
 
 
-def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], Sequence[Row]]:
+def _groups_table(label: str, groups: list[Group]) -> tuple[list[str], Sequence[Cells]]:
     headers = [label, "count", "sum", "share %", "mean", "median", "max", "longest call"]
     rows = [
         [

@@ -22,15 +22,15 @@ import numpy as np
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import RetraceError
-from retrace.replay.program import Marks, Program, Row
+from retrace.replay.program import Marks, OpKind, Program
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, NativeEvents
 
 CALL, DRAWCALL, FRAME = Boundary.CALL, Boundary.DRAWCALL, Boundary.FRAME
 # the ops that start an event of each boundary
 EVENT_ROWS = {
-    CALL: (Row.CALL, Row.LIST_END, Row.DRAW, Row.BEGIN),
-    DRAWCALL: (Row.DRAW, Row.BEGIN),
+    CALL: (OpKind.CALL, OpKind.LIST_END, OpKind.DRAW, OpKind.BEGIN),
+    DRAWCALL: (OpKind.DRAW, OpKind.BEGIN),
 }
 
 
@@ -50,7 +50,7 @@ class PassPlan:
 def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
     """(call events, draw events) among the ops before `end` (all when None)."""
     rows = program.column("rows", 0, end)
-    counts = np.bincount(rows, minlength=len(Row))
+    counts = np.bincount(rows, minlength=len(OpKind))
     calls, draws = (int(counts[list(EVENT_ROWS[b])].sum()) for b in (CALL, DRAWCALL))
     return calls, draws
 
@@ -175,8 +175,8 @@ class EventMeter:
         self._bracketed = True
         backend, view = plan.backend, self.view
         calls, draws = CALL in plan.boundaries, DRAWCALL in plan.boundaries
-        begin_row, end_row, list_end_row = int(Row.BEGIN), int(Row.END), int(Row.LIST_END)
-        draw_rows = (int(Row.DRAW), begin_row, end_row)
+        begin_row, end_row, list_end_row = int(OpKind.BEGIN), int(OpKind.END), int(OpKind.LIST_END)
+        draw_rows = (int(OpKind.DRAW), begin_row, end_row)
 
         def before(i: int, row: int) -> None:
             if row == end_row:  # glEnd closes the draw glBegin opened

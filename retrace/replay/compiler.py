@@ -34,7 +34,7 @@ from retrace.gl.registry import Command, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
-from retrace.replay.program import Entry, Program, Row
+from retrace.replay.program import Entry, OpKind, Program
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
@@ -132,7 +132,7 @@ class Unsupported(Exception):
 
 
 # plain ints for the per-call path (enum comparisons are slow)
-_NONE, _BEGIN, _END = int(Row.NONE), int(Row.BEGIN), int(Row.END)
+_NONE, _BEGIN, _END = int(OpKind.NONE), int(OpKind.BEGIN), int(OpKind.END)
 # calls that change how the calls after them are classified: compiled in Python
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
 # ... and glCallList, checked in Python for display lists that would call themselves
@@ -154,7 +154,7 @@ class _Plan:
     name: str
     flags: int
     ends_frame: bool
-    row: int = Row.NONE
+    row: int = OpKind.NONE
     # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
     # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
     route: int = _vm.SIG_SLOW
@@ -482,7 +482,7 @@ class Compiler:
                 raise Unsupported("it would make a display list call itself")
             self._list_calls[self._compiling].add(called)
 
-    def _row(self, plan: _Plan) -> Row:
+    def _row(self, plan: _Plan) -> OpKind:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
         and glBegin/glEnd blocks, a glBegin..glEnd block being one draw."""
         row = plan.row
@@ -512,7 +512,7 @@ class Compiler:
             plan.compile = lambda args, ret, thread: self._get_error(ret)
         elif QUERY_RESULTS.match(name):
             plan.compile = lambda args, ret, thread: self._query_result(name, args)
-            plan.row = Row.CALL
+            plan.row = OpKind.CALL
         elif self._without_side_effects(name, flags):
             # (the app's query readbacks too: glretrace's --query-handling=skip)
             plan.route = _vm.SIG_SKIP
@@ -1044,16 +1044,16 @@ def _numbers_only(command: Command, fn: Any) -> Callable[[list[Any], Any, int], 
     return compile_
 
 
-def _gl_row(name: str) -> Row:
+def _gl_row(name: str) -> OpKind:
     """What a GL function's calls are in the profile's tables (`Compiler._row` says where
     display lists and glBegin/glEnd blocks change that)."""
     if name == "glBegin":
-        return Row.BEGIN
+        return OpKind.BEGIN
     if name == "glEnd":
-        return Row.END
+        return OpKind.END
     if name == "glEndList":
-        return Row.LIST_END
-    return Row.DRAW if is_profiled_draw(name) else Row.CALL
+        return OpKind.LIST_END
+    return OpKind.DRAW if is_profiled_draw(name) else OpKind.CALL
 
 
 def _arguments(

@@ -2,7 +2,7 @@
 
 `Program` wraps the C code object (`_vm.Code`): its ops are direct calls of
 the driver's functions or Python entries ``(function, args)``, with per-op
-metadata (trace call number, function, profiling `Row`, whether glGetError
+metadata (trace call number, function, profiling `OpKind`, whether glGetError
 may follow) in flat arrays. `compiler.py` fills it; the replayer runs it; the
 profiler brackets its ops or has the loop measure events itself.
 
@@ -26,7 +26,7 @@ from retrace.vocabulary import NativeEvents
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
-class Row(enum.IntEnum):
+class OpKind(enum.IntEnum):
     """What an entry is to the profiler (glretrace's rules for the calls and draw-calls tables)."""
 
     NONE = _vm.ROW_NONE  # window-system calls, memcpy, the replayer's own work, calls in lists
@@ -41,7 +41,7 @@ class Marks(enum.IntEnum):
     """Which per-op flag selects the ops a pass brackets with callbacks (`Program.bracket`)."""
 
     NONE = _vm.MARK_NONE
-    ROWS = _vm.MARK_ROWS  # profiling rows: the mark is the op's Row
+    ROWS = _vm.MARK_ROWS  # profiling rows: the mark is the op's OpKind
     CHECKABLE = _vm.MARK_CHECKABLE  # GL calls glGetError may follow: the mark is 1
 
 
@@ -72,7 +72,7 @@ def _measure(native: NativeEvents | None) -> int:
 class Program:
     """A compiled trace: the ops a replay pass runs, and what each one is.
 
-    Per-op metadata (call number, function, Row, checkable) lives in the C
+    Per-op metadata (call number, function, OpKind, checkable) lives in the C
     code object as flat arrays; only ops that are Python entries cost a Python
     object.
     """
