@@ -176,10 +176,12 @@ def _context_support(context: ContextInfo | None) -> tuple[bool, str]:
     return True, ""
 
 
-def _metric_support(context: ContextInfo, metric: Metric) -> tuple[bool, str]:
+def _metric_support(context: ContextInfo | None, metric: Metric) -> tuple[bool, str]:
     stage = _STAGES.get(metric)
     if stage is None:
         return True, ""
+    if context is None:
+        return False, "no current context"
     (major, minor), extension, what = stage
     ok = context.version_at_least(major, minor) or extension in context.extensions
     return ok, f"needs {what}: OpenGL {major}.{minor} or {extension}"
@@ -364,7 +366,7 @@ class PipelineBackend(MetricBackend):
     def continue_pass(self) -> None:
         """A context is current: open events carry on in it, if it can measure."""
         context = self.view.context
-        if not self._metrics or not _context_support(context)[0]:
+        if not self._metrics or context is None or not _context_support(context)[0]:
             return
         targets = {
             b: tuple((m, TARGETS[m]) for m in ms if _metric_support(context, m)[0])
@@ -403,6 +405,7 @@ class PipelineBackend(MetricBackend):
         if not open_.queries:  # nothing runs now: what earlier contexts counted is all there is
             self._write(open_)
             return
+        assert self._pool is not None  # events with queries began in the current context
         end = self._pool.gl.EndQuery
         for _, target, _ in open_.queries:
             end(target)
@@ -422,6 +425,7 @@ class PipelineBackend(MetricBackend):
         one would only wait for it.
         """
         pool = self._pool
+        assert pool is not None  # draining happens while a context measures
         pending = self._older + self._pending
         ready, hi = 0, len(pending)
         while ready < hi:

@@ -38,6 +38,13 @@ class Events:
         folded = metric.casefold()
         return next((v for m, v in self.values.items() if m.casefold() == folded), None)
 
+    def column(self, metric: str) -> np.ndarray:
+        """The column named `metric` (any case), which the caller knows is there."""
+        found = self.get(metric)
+        if found is None:
+            raise KeyError(metric)
+        return found
+
     @classmethod
     def from_table(cls, table: Table) -> Events:
         rows = table.rows or 0

@@ -125,14 +125,14 @@ class Timeline:
             count = max(count, int(calls.frames[-1]) + 1)
         spans = np.full((count, 2), np.nan)
         if frames is not None:
-            start = frames.get(f"{clock} Start")
+            start = frames.column(f"{clock} Start")
             spans[: len(frames), 0] = start
-            spans[: len(frames), 1] = start + np.nan_to_num(frames.get(f"{clock} Duration"))
+            spans[: len(frames), 1] = start + np.nan_to_num(frames.column(f"{clock} Duration"))
         begin = end = np.empty(0)
         by_frame = np.zeros(count + 1, np.int64)
         if calls is not None:
-            begin = calls.get(f"{clock} Start").copy()
-            end = begin + np.maximum(np.nan_to_num(calls.get(f"{clock} Duration")), 0.0)
+            begin = calls.column(f"{clock} Start").copy()
+            end = begin + np.maximum(np.nan_to_num(calls.column(f"{clock} Duration")), 0.0)
             by_frame = np.searchsorted(calls.frames, np.arange(count + 1))
         cursor = -np.inf
         for f in range(count):

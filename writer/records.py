@@ -87,8 +87,9 @@ def _values(table: Table, index: int, start: int, stop: int) -> list[Any]:
     metric = table.metrics[index]
     block = read_rows(table.values[index], start, stop)
     missing = missing_mask(block)
-    if table.errors is not None and table.errors[index] is not None:
-        codes = read_rows(table.errors[index], start, stop)
+    errors = table.errors[index] if table.errors is not None else None
+    if errors is not None:
+        codes = read_rows(errors, start, stop)
         missing |= np.where(missing_mask(codes), 0, codes) != 0
     if metric.num_type.is_float:
         values = block.astype(np.float64).tolist()

@@ -74,7 +74,7 @@ def missing_value(dtype: npt.DTypeLike) -> Any:
     """The sentinel that stands for "no data" in a column of `dtype`."""
     dt = np.dtype(dtype)
     if dt.kind == "f":
-        return dt.type(np.nan)
+        return np.array(np.nan, dt)[()]
     if dt.kind == "i":
         return dt.type(np.iinfo(dt).min)
     if dt.kind == "u":

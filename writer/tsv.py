@@ -146,6 +146,7 @@ class MetricWriter:
         self.stream.write(("#" if is_frames else CALL_HEADER) + names + "\n")
         rows = table.rows or 0
         if not is_frames:
+            assert table.frame_of_event is not None  # call tables have it (__post_init__)
             first = int(read_rows(table.frame_of_event, 0, 1)[0]) if rows else table.frames_ended
             self.stream.write("frame_end\n" * first)
         for start in range(0, rows, self.block_rows):

@@ -222,6 +222,7 @@ def measure(
         if ending.code:  # the child said what went wrong, and where earlier passes are kept
             store.keep = keep_store or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
+        assert state is not None  # a child that ended well checkpointed at least once
         deliver(Profile.from_json(state["profile"], store), store)
         store.keep = keep_store
         return dict(store.meta["finish"])
@@ -263,7 +264,7 @@ def _deliver_what_is_kept(
     # a crash, or an interruption in the first pass: what it measured up to its last
     # frame end (the first pass's rows exist only so far)
     partial = state is not None and (ending.crashed or not complete) and live.pass_index >= 0
-    if partial:
+    if state is not None and partial:
         _recover(store, state, live)
     if state is not None and (complete or partial):
         deliver(Profile.from_json(state["profile"], store), store)

@@ -355,6 +355,5 @@ class Profiler(ReplayListener):
     def count_passes(self) -> int:
         """How many replays a profile runs: one even when no selected metric can be measured
         here, since the tables' rows still come from a replay."""
-        result: list[int] = []
-        self.until_first_context(lambda: (self._resolve(), result.append(len(self.plan))))
-        return max(result[0], 1)
+        self.until_first_context(self._resolve)
+        return max(len(self.plan), 1)

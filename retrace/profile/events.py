@@ -80,8 +80,9 @@ class EventMeter:
         if plan is None:
             return
         native = {b: plan.backend.native_events(b) for b in plan.boundaries}
-        if all(n is not None for n in native.values()):
-            self._measure_natively(native)
+        measured = {b: n for b, n in native.items() if n is not None}
+        if len(measured) == len(native):
+            self._measure_natively(measured)
             return
         if FRAME in plan.boundaries:
             plan.backend.begin_query(FRAME, 0)

@@ -81,7 +81,7 @@ def context_facts(replayer: Replayer) -> dict[str, Any]:
     current = replayer.state.current
     real = current.real if current is not None else None
     gl: dict[str, Any] = {}
-    if real is not None:
+    if current is not None and real is not None:
         try:
             get_string = replayer.dispatch.raw("glGetString", ctypes.c_char_p, ctypes.c_uint)
             vendor = (get_string(GL_VENDOR) or b"").decode(errors="replace")

@@ -50,8 +50,8 @@ class Outputs:
 
     @classmethod
     def chosen(cls, fmt: str, metadata: str | None, perfetto: str | None) -> Outputs:
-        absolute = [os.path.abspath(p) if p else None for p in (metadata, perfetto)]
-        return cls(fmt, *absolute, started=time.time())
+        where, timeline = (os.path.abspath(p) if p else None for p in (metadata, perfetto))
+        return cls(fmt, where, timeline, started=time.time())
 
     def metadata_path(self, tables: str | None) -> str | None:
         return self.metadata or (f"{tables}.json" if tables else None)

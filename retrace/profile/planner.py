@@ -42,11 +42,11 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
             if backend.name not in order:
                 order.append(backend.name)
             for ref in refs:
-                metric = (
-                    backend.metric_by_name(ref.name)
-                    if ref.name is not None
-                    else backend.metric_by_id(ref.group, ref.id)
-                )
+                if ref.name is not None:
+                    metric = backend.metric_by_name(ref.name)
+                else:  # the grammar gives a name, or a group and an id
+                    assert ref.group is not None and ref.id is not None
+                    metric = backend.metric_by_id(ref.group, ref.id)
                 if metric is None:
                     hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
                     raise UsageError(

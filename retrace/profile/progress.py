@@ -22,7 +22,8 @@ class PassProgress(ReplayListener):
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
-        self.label, self.total = "", None
+        self.label = ""
+        self.total: int | None = None
         self._started = self._drawn = 0.0
         self._shown = False
 

@@ -63,7 +63,9 @@ def parse_selection(spec: str, option: str) -> list[tuple[str, list[MetricRef]]]
 
 def _split_metrics(text: str) -> list[str]:
     """Split on commas that are not inside [group, id]."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "[":
             depth += 1
