@@ -44,7 +44,6 @@ from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
     CALL_DTYPE,
     NODE_DTYPE,
-    Blob,
     CallBatch,
     FunctionSig,
     NodeLists,
@@ -779,10 +778,10 @@ class Compiler:
                 # the driver would read from a random address here
                 raise Unsupported(f"'{param.name}' points to memory the trace did not capture")
             return integer(value)  # an offset into a bound buffer object
-        if isinstance(value, (bytes, Blob)):
+        if isinstance(value, bytes):
             if param.output:
                 return ctypes.create_string_buffer(max(len(value), 1))
-            return bytes(value)
+            return value
         if not isinstance(value, list):
             raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
         if cls is not None:
