@@ -12,18 +12,30 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from functools import partial
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import retrace.replay.contain as contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
-from retrace.profile.driver import Profiler
 from retrace.profile.options import ProfileOptions
-from retrace.profile.progress import CLEAR_LINE
-from retrace.profile.results import Profile, meta_key
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
+
+if TYPE_CHECKING:
+    from retrace.profile.driver import Profiler
+    from retrace.profile.results import Profile
+
+
+def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
+    """A `Profiler`, made in the child that measures: the parent imports none of the
+    replay, and the display opens (`open_ahead`) while the profiler's modules import."""
+    from retrace.replay.ws.headless import open_ahead
+
+    open_ahead()
+    from retrace.profile.driver import Profiler
+
+    return Profiler(trace, options, **kwargs)
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -33,7 +45,7 @@ def list_metrics(trace: str, as_json: bool) -> None:
 
 def _list_metrics(trace: str, as_json: bool) -> None:
     with ExitStack() as stack:
-        profiler = Profiler(trace, ProfileOptions())
+        profiler = _profiler(trace, ProfileOptions())
         stack.callback(profiler.close)
         rows: list[dict] = []
 
@@ -102,7 +114,7 @@ def gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
 
 
 def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
-    profiler = Profiler(trace, options)
+    profiler = _profiler(trace, options)
     try:
         count = profiler.count_passes()
         print(count)
@@ -213,7 +225,11 @@ def measure(
         body = partial(_measure, job, path, live, progress)
         ending = contain.supervise(body, errors_to, graceful=True)
     if progress is not None and progress.isatty():  # a live line the child left, if any
+        from retrace.profile.progress import CLEAR_LINE
+
         progress.write(CLEAR_LINE)
+    from retrace.profile.results import Profile
+
     store = Store.load(path, keep=True)
     try:
         if (ending.interrupted and "finish" not in store.meta) or ending.signal:
@@ -259,6 +275,8 @@ def _deliver_what_is_kept(
 ) -> None:
     """After a signal: the tables of what was measured, then the error that says what
     happened (and, where measuring again can help, how to resume)."""
+    from retrace.profile.results import Profile
+
     state = store.meta.get("progress")
     complete = state is not None and state["expected"] is not None
     # a crash, or an interruption in the first pass: what it measured up to its last
@@ -286,7 +304,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
         return
-    profiler = Profiler(job.trace, job.options, progress=progress, store=store, live=live)
+    profiler = _profiler(job.trace, job.options, progress=progress, store=store, live=live)
     try:
         state = store.meta.get("progress")
         if state is not None:
@@ -306,6 +324,8 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
 def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
     """After a crash: count what the child measured after its last checkpoint, up to its
     last frame end (and, if the first pass never completed, its frames and names)."""
+    from retrace.profile.results import meta_key
+
     for index, key in enumerate(store):
         store[key].recover(live.length(index))
     if state["expected"] is None and live.pass_index >= 0:

@@ -19,13 +19,11 @@ manifest); the parent that writes the tables knows the rest (`describe`).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
 import platform
 import socket
 from dataclasses import asdict, dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +59,8 @@ def trace_identity(path: str) -> TraceIdentity:
     Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
     trace are those before the damage (the replay reports the damage itself).
     """
+    import hashlib  # (here: the replaying child imports this module and needs no digest)
+
     from retrace.trace.info import trace_info
 
     path = os.path.abspath(path)
@@ -142,6 +142,8 @@ def host_facts() -> dict[str, str]:
 
 
 def retrace_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # 20 ms: only when asked
+
     try:
         return version("retrace")
     except PackageNotFoundError:  # run from a source tree that was never installed

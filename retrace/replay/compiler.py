@@ -44,7 +44,6 @@ from retrace.trace.flags import CallFlag, is_profiled_draw
 from retrace.trace.model import (
     CALL_DTYPE,
     NODE_DTYPE,
-    Blob,
     CallBatch,
     FunctionSig,
     NodeLists,
@@ -273,8 +272,10 @@ class Compiler:
         """Compile a batch: runs of direct calls in C, every other call here."""
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
-        # the functions the batch calls, by signature id (each appears once)
-        functions = {s: sigs.functions[s].name for s in np.unique(batch.calls["sig"]).tolist()}
+        # the functions the batch calls, by signature id (each appears once); bincount, as
+        # np.unique imports numpy.ma (20 ms) on first use
+        called = np.flatnonzero(np.bincount(batch.calls["sig"])).tolist()
+        functions = {s: sigs.functions[s].name for s in called}
         stops = self._stops(batch, sigs, functions)
         self._scan_window_sizes(batch, sigs, functions)
         values = None  # the batch's values as Python objects, once enough calls need them
@@ -777,10 +778,10 @@ class Compiler:
                 # the driver would read from a random address here
                 raise Unsupported(f"'{param.name}' points to memory the trace did not capture")
             return integer(value)  # an offset into a bound buffer object
-        if isinstance(value, (bytes, Blob)):
+        if isinstance(value, bytes):
             if param.output:
                 return ctypes.create_string_buffer(max(len(value), 1))
-            return bytes(value)
+            return value
         if not isinstance(value, list):
             raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
         if cls is not None:

@@ -188,6 +188,7 @@ class Replayer:
         try:
             for batch in self.reader.batches():
                 self.compiler.add_batch(batch, self.reader.signatures)
+                del batch  # its data is compiled: not kept while the next batch is read
                 done = self.program.run(done)
         except TraceError as e:
             self.trace_error = e

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ from retrace.errors import UsageError
 
 if TYPE_CHECKING:
     from retrace.replay.snapshot import Image
-    from retrace.replay.ws.headless import EglDisplay
 
 _FRAMES = re.compile(r"^(\d+)?(?:-(\d+)?)?$")
 
@@ -30,33 +28,6 @@ def _frame_range(spec: str | None) -> tuple[int, int | None]:
     if last is not None and last < first:
         raise UsageError(f"--frames: {spec} is an empty range")
     return first, last
-
-
-class _OpeningDisplay(threading.Thread):
-    """`EglDisplay.open()` in a thread of its own: the driver loads and initialises (in C,
-    without the GIL: about 25 ms on llvmpipe) while the replaying thread imports numpy
-    and the replayer (about 150 ms), instead of after them."""
-
-    def __init__(self) -> None:
-        super().__init__(name="retrace-egl-open", daemon=True)
-        self._display: EglDisplay | None = None
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        from retrace.replay.ws.headless import EglDisplay
-
-        try:
-            self._display = EglDisplay.open()
-        except BaseException as e:  # raised again in the thread that waits for it
-            self._error = e
-
-    def result(self) -> EglDisplay:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        assert self._display is not None
-        return self._display
 
 
 def run_replay(trace: str, **options) -> None:
@@ -87,7 +58,9 @@ def _replay(
     query_handling: str,
     query_tolerance: int,
 ) -> None:
-    display = _OpeningDisplay()
+    from retrace.replay.ws.headless import open_ahead
+
+    open_ahead()
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import Replayer, StopReplay, rendered
     from retrace.trace.callset import CallSet
@@ -95,9 +68,7 @@ def _replay(
     first_frame, last_frame = _frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
     with ExitStack() as stack:
-        replayer = stack.enter_context(
-            Replayer(trace, display=display.result(), snapshots=snapshots)
-        )
+        replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))
         replayer.compiler.limit(CallSet.parse(calls_spec) if calls_spec else None, single_buffer)
         replayer.compiler.handle_queries(query_handling, query_tolerance)
         replayer.ws.force_core = core

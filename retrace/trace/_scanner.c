@@ -62,6 +62,21 @@ static int buf_append(Buf *b, const void *p, size_t n) {
     return 0;
 }
 
+/* A buffer that grew for one large event (a blob of megabytes: a texture, a buffer's
+ * data) shrinks back to this once it holds less, so that the scanner does not keep each
+ * of its copies of that event (input, call, batch) for the rest of the run. */
+#define BUF_KEEP ((size_t)4 << 20)
+
+static void buf_trim(Buf *b) {
+    if (b->cap <= BUF_KEEP || b->len > BUF_KEEP)
+        return;
+    char *d = realloc(b->data, BUF_KEEP); /* keeps the first len bytes */
+    if (d) {
+        b->data = d;
+        b->cap = BUF_KEEP;
+    }
+}
+
 static void buf_free(Buf *b) {
     free(b->data);
     b->data = NULL;
@@ -674,6 +689,8 @@ static Pending *new_pending(Scanner *s) {
 static void drop_pending(Scanner *s, size_t i) {
     Pending done = s->pending[i];
     memmove(&s->pending[i], &s->pending[i + 1], (s->npending - i - 1) * sizeof done);
+    buf_trim(&done.nodes);
+    buf_trim(&done.pool);
     s->pending[--s->npending] = done;
 }
 
@@ -794,6 +811,7 @@ static int scan(Scanner *s) {
     size_t used = (size_t)(s->p - base);
     memmove(s->in.data, s->in.data + used, s->in.len - used);
     s->in.len -= used;
+    buf_trim(&s->in);
     s->in_offset += used;
     if (r != MORE)
         s->need = 0;
@@ -870,6 +888,7 @@ static PyObject *Scanner_finish(Scanner *self, PyObject *unused) {
 static PyObject *take_buf(Buf *b) {
     PyObject *r = PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->len);
     b->len = 0;
+    buf_trim(b);
     return r;
 }
 

@@ -151,12 +151,6 @@ class Pointer(int):
     __slots__ = ()
 
 
-class Blob(bytes):
-    """Raw memory captured by the tracer (as opposed to a C string)."""
-
-    __slots__ = ()
-
-
 _NESTING = frozenset((Tag.ARRAY, Tag.STRUCT, Tag.REPR))
 _NUMBER_TAGS = (
     Tag.NULL,
@@ -225,7 +219,8 @@ class NodeLists:
         """Node `i` as a plain Python value, for replay.
 
         None for NULL, int for booleans, integers, enums and bitmasks, float,
-        bytes for strings, `Blob`, `Pointer`, list for arrays, tuple for
+        bytes for strings and blobs (one copy out of the pool: a bytes subclass would
+        take two, a blob's size twice over at once), `Pointer`, list for arrays, tuple for
         structs, str for wide strings; a repr becomes its machine value.
         """
         tag = self.tags[i]
@@ -235,10 +230,8 @@ class NodeLists:
             return self.u[i]
         if tag in (Tag.FLOAT, Tag.DOUBLE):
             return self.d[i]
-        if tag == Tag.STRING:
+        if tag in (Tag.STRING, Tag.BLOB):
             return self.bytes(i)
-        if tag == Tag.BLOB:
-            return Blob(self.bytes(i))
         if tag == Tag.ARRAY:
             return [self.value(c, sigs) for c in self.children(i, self.aux[i])]
         if tag == Tag.OPAQUE:

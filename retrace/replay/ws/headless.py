@@ -31,6 +31,11 @@ runs once per trace and profiling runs many in one process.
 
 EGL keeps the current context per thread; this module assumes that one thread
 drives one display, as a replay does.
+
+`open_ahead()` starts opening the display in a thread of its own, which the next
+`EglDisplay.open()` takes: the driver loads and initialises (in C, without the
+GIL: about 25 ms on llvmpipe) while the replaying process imports numpy and the
+replayer, instead of after them.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ __all__ = [
     "EglError",
     "PixelFormat",
     "Surface",
+    "open_ahead",
 ]
 
 # --- EGL constants (values from the Khronos headers, EGL/egl.h and EGL/eglext.h) -----------
@@ -352,6 +358,9 @@ def _short_renderer(renderer: str) -> str:
     return renderer.split(" (", 1)[0].strip() or "unknown"
 
 
+_PLATFORMS = ("device", "surfaceless", "default")  # those `EglDisplay.open` tries, in order
+
+
 class EglDisplay:
     """One EGL display for the whole replay.
 
@@ -410,9 +419,11 @@ class EglDisplay:
         surfaceless, default). Raises EglError "no EGL driver found: ..." with
         what each platform said when none initialises, or libEGL is missing.
         """
+        if platforms is None and _ahead:
+            return _ahead.pop().result()
         egl = load_egl()
-        order = tuple(platforms or ("device", "surfaceless", "default"))
-        unknown = [p for p in order if p not in ("device", "surfaceless", "default")]
+        order = tuple(platforms or _PLATFORMS)
+        unknown = [p for p in order if p not in _PLATFORMS]
         if unknown:
             raise EglError(f"unknown EGL platform {unknown[0]!r}")
         raw = egl.eglQueryString(None, EGL_EXTENSIONS)
@@ -1059,3 +1070,36 @@ def _describe_format(fmt: PixelFormat) -> str:
         f"stencil {fmt.stencil}"
     )
     return text + (f", {fmt.samples}x MSAA" if fmt.samples else "")
+
+
+class _OpeningDisplay(threading.Thread):
+    """`EglDisplay.open()` in a thread of its own (see `open_ahead`)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="retrace-egl-open", daemon=True)
+        self._display: EglDisplay | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._display = EglDisplay.open(_PLATFORMS)  # (not the default: that waits here)
+        except BaseException as e:  # raised again in the thread that waits for it
+            self._error = e
+
+    def result(self) -> EglDisplay:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._display is not None
+        return self._display
+
+
+_ahead: list[_OpeningDisplay] = []  # the display opening ahead, until `EglDisplay.open` takes it
+
+
+def open_ahead() -> None:
+    """Start opening the display that the next `EglDisplay.open()` (with the default
+    platforms) returns, in a thread, so that the caller's imports overlap it."""
+    if not _ahead:
+        _ahead.append(_OpeningDisplay())

@@ -3,20 +3,26 @@
 One table from function name to handler, joined from the readers of each
 system (GLX, EGL, WGL, CGL), which keep what their calls tell for the calls
 after them (the format a config stands for, the API bound, the drawable a CGL
-context has). A trace normally uses one system; the table holds them all so
-that a trace is read whatever machine recorded it.
+context has). A trace normally uses one system, so a system's reader is imported
+and made at the first call of that system (its prefix says which), and a trace is
+still read whatever machine recorded it.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from retrace.replay.values import BadValue
-from retrace.replay.ws.cgl import CglReader
 from retrace.replay.ws.core import Entry, Handler, WindowSystem
-from retrace.replay.ws.egl import EglReader
-from retrace.replay.ws.glx import GlxReader
-from retrace.replay.ws.wgl import WglReader
+
+# the prefix of every call of a system -> (its reader's module in this package, class)
+_READERS = {
+    "glX": ("glx", "GlxReader"),
+    "egl": ("egl", "EglReader"),
+    "wgl": ("wgl", "WglReader"),
+    "CGL": ("cgl", "CglReader"),
+}
 
 
 class WsCompiler:
@@ -24,25 +30,28 @@ class WsCompiler:
 
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
-        self.egl = EglReader(ws)
+        self.readers: dict[str, Any] = {}  # prefix -> the reader made at its first call
         self.handlers: dict[str, Handler] = {
-            **GlxReader(ws).handlers(),
-            **self.egl.handlers(),
-            **WglReader(ws).handlers(),
-            **CglReader(ws).handlers(),
             "glFrameTerminatorGREMEDY": lambda args, ret, thread: (ws.frame_terminator, ()),
         }
 
     @property
     def gl_images(self) -> set[int]:
         """The traced EGLImages the replay makes again from its GL objects."""
-        return self.egl.gl_images
+        egl = self.readers.get("egl")
+        return egl.gl_images if egl is not None else set()
 
     def compile(self, name: str, args: list[Any], ret: Any, thread: int) -> Entry | None:
         """The entry for a window-system call, or None when it needs no replay."""
         handler = self.handlers.get(name)
         if handler is None:
-            return None
+            where = _READERS.get(name[:3])
+            if where is None or name[:3] in self.readers:
+                return None
+            module = importlib.import_module(f"{__package__}.{where[0]}")
+            reader = self.readers[name[:3]] = getattr(module, where[1])(self.ws)
+            self.handlers.update(reader.handlers())
+            return self.compile(name, args, ret, thread)
         try:
             return handler(args, ret, thread)
         except IndexError:  # handlers index only into the call's arguments and their values
