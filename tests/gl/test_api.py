@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from compare_runs import retrace as retrace_cli
 from conftest import TRACES
 
 import retrace
@@ -21,18 +22,14 @@ from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "retrace", *args], capture_output=True, text=True, timeout=300
-    )
-
-
 @pytest.mark.parametrize("name", ["glxgears.trace", "piglit-glx-multithread.trace"])
 def test_profile_arrays_hold_what_the_cli_prints(name):
     trace = str(TRACES / name)
     frames, calls, draws = "opengl: CPU Duration", "opengl: CPU Duration", "opengl: Pixels Drawn"
     result = retrace.open(trace).profile(frames=frames, calls=calls, drawcalls=draws)
-    printed = cli("--pframes", frames, "--pcalls", calls, "--pdrawcalls", draws, "--quiet", trace)
+    printed = retrace_cli(
+        "--pframes", frames, "--pcalls", calls, "--pdrawcalls", draws, "--quiet", trace
+    )
     assert printed.returncode == 0, printed.stderr
     expected = read_tables(io.StringIO(printed.stdout))
 
@@ -58,7 +55,7 @@ def test_profile_arrays_hold_what_the_cli_prints(name):
 def test_replay_md5s_are_the_cli_snapshots():
     trace = str(TRACES / "glxgears.trace")
     result = retrace.open(trace).replay(snapshots="*/frame")
-    printed = cli("replay", "-s", "-", "-S", "*/frame", "--snapshot-format", "MD5", trace)
+    printed = retrace_cli("replay", "-s", "-", "-S", "*/frame", "--snapshot-format", "MD5", trace)
     assert printed.returncode == 0, printed.stderr
     assert list(result.md5s.values()) == printed.stdout.split()
     assert result.frames == len(result.md5s) == 5

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from compare_runs import retrace
 from conftest import TRACES
 
 from retrace.vocabulary import Boundary
@@ -21,15 +20,6 @@ from retrace.writer.tsv_reader import read_tables
 
 TRACE = TRACES / "glmark2-desktop-fbo.trace"
 SELECTION = ["--pframes", "opengl: CPU Duration", "--pdrawcalls", "opengl: Pixels Drawn"]
-
-
-def retrace(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "retrace", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def tables(path: Path) -> dict:
