@@ -10,7 +10,7 @@ Needs only retrace and Mesa's llvmpipe and softpipe (GALLIUM_DRIVER).
 - llvmpipe -> softpipe on every trace: the change of each frames total with its
   95% interval (the reference rasterizer is several times slower).
 
-Run by hand; timings on a shared machine are not a test (tests/test_compare.py
+Run by hand; timings on a shared machine are not a test (tests/gl/test_compare.py
 holds the calibration tests, with generous margins).
 """
 

@@ -20,7 +20,7 @@ in each outcome:
 
 Files of every case in the last three classes are kept in --keep (default:
 a temporary directory, printed). Run by hand; the seeded bounded run in the
-test suite is tests/test_fuzz.py.
+test suite is tests/gl/test_fuzz.py.
 """
 
 from __future__ import annotations

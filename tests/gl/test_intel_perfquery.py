@@ -36,7 +36,6 @@ from retrace.backends.intel_perfquery import IntelPerfQueryBackend
 from retrace.vocabulary import Boundary, Kind, NumType
 
 INTEL = "GL_INTEL_performance_query"
-PIPELINE = "Samples Passed, Primitives Generated, Fragments Per Primitive, Sample Share"
 
 
 # --- listing and selecting ---------------------------------------------------------------------
