@@ -132,13 +132,24 @@ class Trace:
         warmup: int = 0,
         stats: bool = False,
         strict: bool = False,
+        frame_range: str | None = None,
         store_dir: str | None = None,
     ) -> ProfileResult:
         """Profile with glretrace's selections per table (`--pframes`, `--pcalls`,
         `--pdrawcalls`); each pass is replayed `warmup + repeat` times and the tables
-        hold the median of the `repeat` measured runs."""
+        hold the median of the `repeat` measured runs. `frame_range` ("A-B", "A-", "N"):
+        measure only those frames, as `--frames` does."""
+        from retrace.trace.callset import frame_range as parse_frames
+
         options = ProfileOptions.select(
-            frames, calls, drawcalls, repeat=repeat, warmup=warmup, stats=stats, strict=strict
+            frames,
+            calls,
+            drawcalls,
+            repeat=repeat,
+            warmup=warmup,
+            stats=stats,
+            strict=strict,
+            frames=parse_frames(frame_range),
         )
         return profile(self.path, options, store_dir)
 

@@ -247,6 +247,13 @@ def replay(trace: str, **options) -> None:
 )
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option(
+    "--frames",
+    "frames_spec",
+    metavar="A-B",
+    help="Measure only frames A to B (0-based; A- to the end, N one frame); the rest "
+    "replays unmeasured.",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(1, MAX_RUNS),
     default=1,
@@ -306,6 +313,7 @@ def profile(
     pmem: bool,
     pframe_times: bool,
     min_cpu_time: int,
+    frames_spec: str | None,
     repeat: int,
     warmup: int,
     stats: bool,
@@ -316,9 +324,17 @@ def profile(
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
     from retrace.profile.options import ProfileOptions
+    from retrace.trace.callset import frame_range
 
     options = ProfileOptions.select(
-        pframes, pcalls, pdrawcalls, repeat=repeat, warmup=warmup, stats=stats, strict=strict
+        pframes,
+        pcalls,
+        pdrawcalls,
+        repeat=repeat,
+        warmup=warmup,
+        stats=stats,
+        strict=strict,
+        frames=frame_range(frames_spec),
     )
     selections = options.selections
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
@@ -344,10 +360,10 @@ def profile(
     elif gen_passes:
         commands.gen_passes(trace, options, verbose)
     elif legacy:
-        if selections or fmt != "tsv" or metadata or perfetto:
+        if selections or fmt != "tsv" or metadata or perfetto or frames_spec:
             raise click.UsageError(
                 "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
-                "--pframes/--pcalls/--pdrawcalls, --format, --metadata or --perfetto"
+                "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto or --frames"
             )
         commands.run_legacy_profile(
             trace,

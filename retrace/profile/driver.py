@@ -70,14 +70,14 @@ class Profiler(ReplayListener):
         self.options = options
         self.replayer = Replayer(trace)
         self.view = ReplayView(self.replayer.state, self.replayer.dispatch)
-        self.meter = EventMeter(self.replayer.program, self.view)
+        self.meter = EventMeter(self.replayer.program, self.view, options.frames)
         self.repeats = Repeats(options.repeat, options.warmup, options.stats, self._column)
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
-        self.profile = Profile()
+        self.profile = Profile(window=options.frames)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
         self._run = 0  # which run of the current pass

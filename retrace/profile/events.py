@@ -58,10 +58,16 @@ def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
 class EventMeter:
     """Counts one pass's events per boundary and has them measured."""
 
-    def __init__(self, program: Program, view: ReplayView) -> None:
+    def __init__(
+        self, program: Program, view: ReplayView, frames: tuple[int, int | None] = (0, None)
+    ) -> None:
+        """`frames`: measure only frames first..last (0-based; last None: to the end); the
+        replay before and after them runs unmeasured, the events still counted."""
         self.program, self.view = program, view
+        self.first, self.last = frames
         self.counts = dict.fromkeys(Boundary, 0)  # events seen so far this pass
         self.plan: PassPlan | None = None
+        self._measuring = False  # within the frames measured
         self._native = False  # the loop measures the pass's events
         self._bracketed = False  # callbacks count the calls as they run
         self._next_event: dict[Boundary, int] = {}  # (native) the next record's event number
@@ -70,15 +76,21 @@ class EventMeter:
         """Before a pass replays: nothing counted, nothing measured yet."""
         self.counts = dict.fromkeys(Boundary, 0)
         self.plan = None
-        self._native = self._bracketed = False
+        self._native = self._bracketed = self._measuring = False
 
     def start(self, plan: PassPlan | None) -> None:
         """At the pass's first current context (its backend's pass begun): measure from
-        here on, in the replay loop where the backend measures natively, else with
-        callbacks."""
+        here on, or from the first frame measured."""
         self.plan = plan
-        if plan is None:
-            return
+        if plan is not None and self.counts[FRAME] == self.first:
+            self._begin()
+
+    def _begin(self) -> None:
+        """Measure from here on: in the replay loop where the backend measures natively,
+        else with callbacks."""
+        plan = self.plan
+        assert plan is not None
+        self._measuring = True
         native = {b: plan.backend.native_events(b) for b in plan.boundaries}
         measured = {b: n for b, n in native.items() if n is not None}
         if len(measured) == len(native):
@@ -91,14 +103,38 @@ class EventMeter:
 
     def frame_end(self) -> None:
         plan = self.plan
-        if self._native:
+        if self._measuring and self.counts[FRAME] == self.last:
+            self._stop()
+        elif self._native:
             self.program.frame()
             self._collect()
-        elif plan is not None and FRAME in plan.boundaries:
+        elif self._measuring and plan is not None and FRAME in plan.boundaries:
             event = self.counts[FRAME]
             plan.backend.end_query(FRAME, event)
             plan.backend.begin_query(FRAME, event + 1)
         self.counts[FRAME] += 1
+        if plan is not None and not self._measuring and self.counts[FRAME] == self.first:
+            self._begin()
+
+    def _stop(self) -> None:
+        """After the last frame measured: everything measured handed over; the rest of the
+        replay runs bare (its events counted at the end)."""
+        plan = self.plan
+        assert plan is not None
+        if self._native:
+            self._end_native()
+        elif FRAME in plan.boundaries:
+            plan.backend.end_query(FRAME, self.counts[FRAME])
+        if self._bracketed:
+            self.program.bracket()
+            self._bracketed = False
+        self._measuring = False
+
+    def _end_native(self) -> None:
+        self.program.frame(begin=False)
+        self.program.leave_context()
+        self._collect(everything=True)
+        self.finish()
 
     def before_switch(self) -> None:
         if self._native:
@@ -123,10 +159,8 @@ class EventMeter:
         included)."""
         plan = self.plan
         if self._native:
-            self.program.frame(begin=False)
-            self.program.leave_context()
-            self._collect(everything=True)
-        elif plan is not None and FRAME in plan.boundaries:
+            self._end_native()
+        elif self._measuring and plan is not None and FRAME in plan.boundaries:
             plan.backend.end_query(FRAME, self.counts[FRAME])
         self.finish()
         if not self._bracketed:

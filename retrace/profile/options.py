@@ -20,6 +20,7 @@ class ProfileOptions:
     warmup: int = 0  # runs per pass before those, not kept
     stats: bool = False  # min, p95 and stddev of the runs beside the median
     strict: bool = False  # a replay that departs from its trace fails (exit 3)
+    frames: tuple[int, int | None] = (0, None)  # measure frames first..last (0-based) only
 
     def __post_init__(self) -> None:
         if self.repeat < 1 or self.warmup < 0:
@@ -28,13 +29,17 @@ class ProfileOptions:
     @classmethod
     def select(
         cls,
-        frames: str | None = None,
-        calls: str | None = None,
-        drawcalls: str | None = None,
+        per_frame: str | None = None,
+        per_call: str | None = None,
+        per_drawcall: str | None = None,
         **how: Any,
     ) -> ProfileOptions:
         """Options from `--pframes/--pcalls/--pdrawcalls` (None or empty: no such table)."""
-        given = {Boundary.FRAME: frames, Boundary.CALL: calls, Boundary.DRAWCALL: drawcalls}
+        given = {
+            Boundary.FRAME: per_frame,
+            Boundary.CALL: per_call,
+            Boundary.DRAWCALL: per_drawcall,
+        }
         return cls({b: spec for b, spec in given.items() if spec}, **how)
 
     def to_json(self) -> dict[str, Any]:
@@ -44,6 +49,7 @@ class ProfileOptions:
             "warmup": self.warmup,
             "stats": self.stats,
             "strict": self.strict,
+            "frames": list(self.frames),
         }
 
     @classmethod
@@ -51,4 +57,5 @@ class ProfileOptions:
         """Raises KeyError or TypeError on what `to_json` did not write."""
         selections = {Boundary[name]: spec for name, spec in data["selections"].items()}
         how = {k: data[k] for k in ("repeat", "warmup", "stats", "strict") if k in data}
-        return cls(selections, **how)
+        first, last = data.get("frames", (0, None))
+        return cls(selections, frames=(first, last), **how)

@@ -16,7 +16,7 @@ import numpy as np
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
 from retrace.writer.store import Column, Store
-from retrace.writer.tsv import Table
+from retrace.writer.tsv import Table, Values, read_rows
 
 META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
 
@@ -44,6 +44,7 @@ class Profile:
     stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
     # with --repeat/--warmup: per measured column, the columns of its measured runs
     runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
+    window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
 
     @property
     def repeats(self) -> int:
@@ -67,25 +68,43 @@ class Profile:
                 else:
                     runs = self.runs.get((m, boundary), [])
                     values.append(runs[run] if run < len(runs) else nothing)
-            if boundary == Boundary.FRAME:
-                tables.append(Table(boundary, metrics, values, rows=self.frame_events))
-                continue
-            meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
-            tables.append(
-                Table(
-                    boundary,
-                    metrics,
-                    values,
-                    call_nos=meta["call_no"],
-                    programs=meta["program"],
-                    names=meta["name"],
-                    name_table=self.names,
-                    frame_of_event=meta["frame"],
-                    frames_ended=self.frames,
-                    rows=min(len(meta[w]) for w in META_FIELDS),
-                )
-            )
+            tables.append(self._table(store, boundary, metrics, values))
         return tables
+
+    def _table(
+        self, store: Store, boundary: Boundary, metrics: list[Metric], values: list[Values]
+    ) -> Table:
+        """One table, of the frames measured (`window`) only: their rows, frames counted
+        from the first of them."""
+        first, last = self.window
+        if boundary == Boundary.FRAME:
+            stop = self.frame_events if last is None else min(last + 1, self.frame_events)
+            if first == 0:
+                return Table(boundary, metrics, values, rows=stop)
+            window = [_rows(v, first, stop) for v in values]
+            return Table(boundary, metrics, window, rows=max(stop - first, 0))
+        meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
+        rows = min(len(meta[w]) for w in META_FIELDS)
+        ended = self.frames if last is None else min(last + 1, self.frames)
+        if (first, last) == (0, None):
+            start, stop, shift = 0, rows, 0
+        else:
+            frames = meta["frame"].view()[:rows]
+            start = int(np.searchsorted(frames, first, "left"))
+            stop = rows if last is None else int(np.searchsorted(frames, last + 1, "left"))
+            shift = first
+        return Table(
+            boundary,
+            metrics,
+            [_rows(v, start, stop) for v in values] if shift else values,
+            call_nos=_rows(meta["call_no"], start, stop) if shift else meta["call_no"],
+            programs=_rows(meta["program"], start, stop) if shift else meta["program"],
+            names=_rows(meta["name"], start, stop) if shift else meta["name"],
+            name_table=self.names,
+            frame_of_event=(_rows(meta["frame"], start, stop) - shift if shift else meta["frame"]),
+            frames_ended=max(ended - first, 0),
+            rows=stop - start,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The description the parent needs to write the tables from the store."""
@@ -100,6 +119,7 @@ class Profile:
             "names": list(self.names),
             "frames": self.frames,
             "frame_events": self.frame_events,
+            "window": list(self.window),
         }
 
     def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
@@ -121,8 +141,12 @@ class Profile:
     @classmethod
     def from_json(cls, data: dict[str, Any], store: Store) -> Profile:
         """A profile whose metrics are rebuilt from their description (for writing only)."""
+        first, last = data.get("window", (0, None))
         profile = cls(
-            names=list(data["names"]), frames=data["frames"], frame_events=data["frame_events"]
+            names=list(data["names"]),
+            frames=data["frames"],
+            frame_events=data["frame_events"],
+            window=(first, last),
         )
         for table in data["tables"]:
             boundary = Boundary[table["boundary"]]
@@ -152,3 +176,8 @@ class Profile:
         runs = [store[key] for key in entry.get("runs", ()) if key in store]
         if runs:
             self.runs[metric, boundary] = runs
+
+
+def _rows(values: Values, start: int, stop: int) -> np.ndarray:
+    """Rows [start, stop) of a column or array, as far as it holds them."""
+    return read_rows(values, start, max(start, stop))

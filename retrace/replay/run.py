@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import click
 
-from retrace.errors import UsageError
+from retrace.trace.callset import frame_range
 
 if TYPE_CHECKING:
     from retrace.replay.snapshot import Image
-
-_FRAMES = re.compile(r"^(\d+)?(?:-(\d+)?)?$")
-
-
-def _frame_range(spec: str | None) -> tuple[int, int | None]:
-    if spec is None:
-        return 0, None
-    match = _FRAMES.match(spec.strip())
-    if not match or not spec.strip():
-        raise UsageError(f'--frames: expected "A-B", "A-" or "N" (0-based frames), got "{spec}"')
-    first = int(match[1] or 0)
-    last = int(match[2]) if match[2] else (first if "-" not in spec else None)
-    if last is not None and last < first:
-        raise UsageError(f"--frames: {spec} is an empty range")
-    return first, last
 
 
 def run_replay(trace: str, **options) -> None:
@@ -65,7 +49,7 @@ def _replay(
     from retrace.replay.replayer import Replayer, StopReplay, rendered
     from retrace.trace.callset import CallSet
 
-    first_frame, last_frame = _frame_range(frames_spec)
+    first_frame, last_frame = frame_range(frames_spec)
     snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
     with ExitStack() as stack:
         replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))

@@ -292,3 +292,20 @@ class CallSet:
 
     def __repr__(self) -> str:
         return f"CallSet.parse({self._spec!r})"
+
+
+_FRAMES = re.compile(r"^(\d+)?(?:-(\d+)?)?$")
+
+
+def frame_range(spec: str | None) -> tuple[int, int | None]:
+    """`--frames A-B`, `A-` or `N` (0-based, inclusive) as (first, last or None); None: all."""
+    if spec is None:
+        return 0, None
+    match = _FRAMES.match(spec.strip())
+    if not match or not spec.strip():
+        raise UsageError(f'--frames: expected "A-B", "A-" or "N" (0-based frames), got "{spec}"')
+    first = int(match[1] or 0)
+    last = int(match[2]) if match[2] else (first if "-" not in spec else None)
+    if last is not None and last < first:
+        raise UsageError(f"--frames: {spec} is an empty range")
+    return first, last
