@@ -17,7 +17,6 @@ another trace.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -57,13 +56,10 @@ def trace_identity(path: str | Path) -> TraceIdentity:
 
     The one place the batch learns what a trace is; raises OSError if unreadable.
     """
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return TraceIdentity(str(path), size, digest.hexdigest())
+    from retrace.trace.info import file_digest
+
+    size, sha256 = file_digest(str(path))
+    return TraceIdentity(str(path), size, sha256)
 
 
 @dataclass(frozen=True)

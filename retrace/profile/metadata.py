@@ -59,21 +59,15 @@ def trace_identity(path: str) -> TraceIdentity:
     Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
     trace are those before the damage (the replay reports the damage itself).
     """
-    import hashlib  # (here: the replaying child imports this module and needs no digest)
-
-    from retrace.trace.info import trace_info
+    from retrace.trace.info import file_digest, trace_info
 
     path = os.path.abspath(path)
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            while block := stream.read(1 << 20):
-                digest.update(block)
+        size, sha256 = file_digest(path)
     except OSError as e:
         raise RetraceError(f"{path}: cannot read: {e.strerror}") from None
     info, _damage = trace_info(path)
-    return TraceIdentity(path, size, digest.hexdigest(), info["CallCount"], info["FramesCount"])
+    return TraceIdentity(path, size, sha256, info["CallCount"], info["FramesCount"])
 
 
 def context_facts(replayer: Replayer) -> dict[str, Any]:

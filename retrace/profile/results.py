@@ -79,29 +79,26 @@ class Profile:
         first, last = self.window
         if boundary == Boundary.FRAME:
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
-            if first == 0:
-                return Table(boundary, metrics, values, rows=stop)
-            window = [_rows(v, first, stop) for v in values]
+            window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
         meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
-        rows = min(len(meta[w]) for w in META_FIELDS)
+        start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
+        if (first, last) != (0, None):  # the events of frames first..last: a run of rows
+            frames = meta["frame"].view()[:stop]
+            if last is not None:
+                stop = int(np.searchsorted(frames, last + 1, "left"))
+            start = min(int(np.searchsorted(frames, first, "left")), stop)
+        cut = {w: _cut(meta[w], start, stop) for w in META_FIELDS}
         ended = self.frames if last is None else min(last + 1, self.frames)
-        if (first, last) == (0, None):
-            start, stop, shift = 0, rows, 0
-        else:
-            frames = meta["frame"].view()[:rows]
-            start = int(np.searchsorted(frames, first, "left"))
-            stop = rows if last is None else int(np.searchsorted(frames, last + 1, "left"))
-            shift = first
         return Table(
             boundary,
             metrics,
-            [_rows(v, start, stop) for v in values] if shift else values,
-            call_nos=_rows(meta["call_no"], start, stop) if shift else meta["call_no"],
-            programs=_rows(meta["program"], start, stop) if shift else meta["program"],
-            names=_rows(meta["name"], start, stop) if shift else meta["name"],
+            [_cut(v, start, stop) for v in values],
+            call_nos=cut["call_no"],
+            programs=cut["program"],
+            names=cut["name"],
             name_table=self.names,
-            frame_of_event=(_rows(meta["frame"], start, stop) - shift if shift else meta["frame"]),
+            frame_of_event=read_rows(meta["frame"], start, stop) - first if first else cut["frame"],
             frames_ended=max(ended - first, 0),
             rows=stop - start,
         )
@@ -178,6 +175,8 @@ class Profile:
             self.runs[metric, boundary] = runs
 
 
-def _rows(values: Values, start: int, stop: int) -> np.ndarray:
-    """Rows [start, stop) of a column or array, as far as it holds them."""
-    return read_rows(values, start, max(start, stop))
+def _cut(values: Values, start: int, stop: int) -> Values:
+    """Rows from `start` on of a column or array (up to `stop`, as far as it holds them); the
+    column itself from row 0, which the writer reads a block at a time up to the table's
+    rows, so a whole table is never copied."""
+    return values if start == 0 else read_rows(values, start, max(start, stop))
