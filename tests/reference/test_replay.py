@@ -89,4 +89,7 @@ def test_frames_match_glretrace(name, x_display):
     ours = got.stdout.decode().split()
     assert len(expected) > 0 and len(ours) == len(expected)
     differing = {i for i, (a, b) in enumerate(zip(expected, ours, strict=True)) if a != b}
-    assert differing == known_differences
+    # every snapshot equals glretrace's but those where glretrace is known to be wrong; there
+    # glretrace itself varies (its first window is resized by the X server in its own time:
+    # instanced-arrays' draw 1 matched once under load), so they may match too
+    assert differing <= known_differences, sorted(differing - known_differences)
