@@ -223,7 +223,7 @@ def _element_type(param: Param, flat: list[Any]) -> CType:
     return ctype
 
 
-def _scalar(ctype: Any) -> Callable[[Any], int | float]:
+def _scalar(ctype: CType | None) -> Callable[[Any], int | float]:
     """How a traced value becomes a number of this ctypes type (ctypes refuses a float
     for an integer type)."""
     return number if ctype in (ctypes.c_float, ctypes.c_double) else integer
@@ -721,7 +721,8 @@ class Compiler:
             return lambda a, r: st.set_active_program(pipeline, program)
         if name in _VIEWPORTS:
             x, y, w, h = (integer(v) for v in args)
-            return lambda a, r: self.ws.ws.update_drawable(x + w, y + h)
+            right, top = x + w, y + h
+            return lambda a, r: self.ws.ws.update_drawable(right, top)
         if name in _BLITS:
             w, h = max(integer(args[4]), integer(args[6])), max(integer(args[5]), integer(args[7]))
             return lambda a, r: self.ws.ws.update_drawable(w, h)
