@@ -60,8 +60,16 @@ class MetricBackend(ABC):
         if cls.name:
             MetricBackend.registry[cls.name] = cls
 
-    def __init__(self, view: ReplayView) -> None:
-        self.view = view  # GL access, the current context, the store
+    def __init__(self, view: ReplayView | None) -> None:
+        self._view = view
+
+    @property
+    def view(self) -> ReplayView:
+        """The replay as this backend may see it: GL access and the current context. A
+        backend that needs neither (cpu) may be made with no replay (None), as its tests do."""
+        if self._view is None:
+            raise RuntimeError(f"the {self.name} backend was made without a replay")
+        return self._view
 
     # --- what it offers ---------------------------------------------------------------------
 

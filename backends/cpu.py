@@ -252,8 +252,8 @@ class CpuBackend(MetricBackend):
 
     name = NAME
 
-    def __init__(self, view: ReplayView) -> None:
-        super().__init__(view)  # kept for the contract; nothing here needs GL
+    def __init__(self, view: ReplayView | None = None) -> None:
+        super().__init__(view)  # nothing here needs GL, so no replay is needed either
         self._enabled: dict[Metric, set[Boundary]] = {}
         self._refusals: dict[Metric, str] = {}  # perf_event_open's answer, asked once per metric
         self._probes: list[_Probe | None] = [None] * len(Boundary)

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrace.profile.metadata import TraceFile, trace_file
+
 # Seconds between SIGTERM (retrace writes the tables measured so far) and SIGKILL.
 _GRACE = 10.0
 
@@ -40,26 +42,6 @@ FINISHED = (OK, MISMATCH)
 # The profiles this process runs now (from the local executor's threads).
 _CHILDREN: set[subprocess.Popen[str]] = set()
 _LOCK = threading.Lock()  # what a resumed batch does not run again: retrying cannot change it
-
-
-@dataclass(frozen=True)
-class TraceIdentity:
-    """What names a trace's content: where it is, its size and its SHA-256."""
-
-    path: str
-    size: int
-    sha256: str
-
-
-def trace_identity(path: str | Path) -> TraceIdentity:
-    """The identity of the trace at `path` (one read of the file).
-
-    The one place the batch learns what a trace is; raises OSError if unreadable.
-    """
-    from retrace.trace.info import file_digest
-
-    size, sha256 = file_digest(str(path))
-    return TraceIdentity(str(path), size, sha256)
 
 
 @dataclass(frozen=True)
@@ -77,7 +59,7 @@ class Job:
 
     name: str
     run: int
-    trace: TraceIdentity
+    trace: TraceFile  # as planned: the job fails where the file found differs
     selection: tuple[str, ...]  # --pframes SPEC --pcalls SPEC ...
     repeat: int = 1
     warmup: int = 0
@@ -139,7 +121,7 @@ def run_job(job: Job) -> Outcome:
     started = time.time()
     host = socket.gethostname()
     try:
-        found = trace_identity(job.trace.path)
+        found = trace_file(job.trace.path)
     except OSError as exc:
         return Outcome(
             FAILED, f"{job.trace.path}: {exc.strerror or exc}", started=started, host=host

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrace.batch.job import Expect, Job, trace_identity
+from retrace.batch.job import Expect, Job
 from retrace.errors import UsageError
+from retrace.profile.metadata import TraceFile, trace_file
 from retrace.profile.selection import parse_selection
 from retrace.trace.callset import CallSet
 
@@ -90,7 +91,7 @@ def load_manifest(path: str | Path, env: dict[str, str] | None = None) -> Manife
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{where}: no [[trace]] entries")
     jobs: list[Job] = []
-    identities: dict[Path, Any] = {}
+    identities: dict[Path, TraceFile] = {}
     for i, entry in enumerate(entries, 1):
         at = f"{where}: [[trace]] #{i}"
         entry = _table(entry, at)
@@ -106,14 +107,16 @@ def load_manifest(path: str | Path, env: dict[str, str] | None = None) -> Manife
                 raise UsageError(f"{at}: a second trace named {name!r} (give it a name)")
             if trace not in identities:
                 try:
-                    identities[trace] = trace_identity(trace)
+                    identities[trace] = trace_file(trace)
                 except OSError as exc:
                     raise UsageError(f"{at}: {trace}: {exc.strerror or exc}") from None
             jobs += _jobs(name, identities[trace], settings, env or {}, at)
     return Manifest(path, jobs)
 
 
-def _jobs(name: str, identity: Any, s: dict[str, Any], env: dict[str, str], at: str) -> list[Job]:
+def _jobs(
+    name: str, identity: TraceFile, s: dict[str, Any], env: dict[str, str], at: str
+) -> list[Job]:
     """The runs of one trace, its settings checked."""
     selection: list[str] = []
     for option in SELECTIONS:

@@ -42,7 +42,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from retrace.errors import RetraceError
 
@@ -408,10 +408,14 @@ def load_registry(api: str = "gl") -> Registry:
 
 # --- ctypes ---------------------------------------------------------------------------------
 
-# GLhandleARB is a pointer on macOS and an unsigned int everywhere else (see gl.xml).
-_HANDLE_ARB: type = ctypes.c_void_p if sys.platform == "darwin" else ctypes.c_uint
+# The ctypes type of one GL value: a number, a char or a pointer (quoted: _SimpleCData is
+# generic only in typeshed).
+CType: TypeAlias = "type[ctypes._SimpleCData[Any]]"
 
-_CTYPES: dict[str, type | None] = {
+# GLhandleARB is a pointer on macOS and an unsigned int everywhere else (see gl.xml).
+_HANDLE_ARB: CType = ctypes.c_void_p if sys.platform == "darwin" else ctypes.c_uint
+
+_CTYPES: dict[str, CType | None] = {
     "void": None,
     "GLvoid": None,
     "GLenum": ctypes.c_uint,
@@ -457,8 +461,13 @@ _CTYPES: dict[str, type | None] = {
 }
 
 
-def ctypes_type(param_or_ctype: Param | str) -> type | None:
-    """The ctypes type that passes a GL value of this type; None for a void return.
+@overload
+def ctypes_type(param_or_ctype: Param) -> CType: ...
+@overload
+def ctypes_type(param_or_ctype: str) -> CType | None: ...
+def ctypes_type(param_or_ctype: Param | str) -> CType | None:
+    """The ctypes type that passes a GL value of this type; None for a void return (a
+    parameter is never void).
 
     Every pointer, whatever it points to, is passed as c_void_p.
     """
@@ -468,7 +477,6 @@ def ctypes_type(param_or_ctype: Param | str) -> type | None:
         base, depth, _ = _split_ctype(param_or_ctype)
     if depth:
         return ctypes.c_void_p
-    try:
-        return _CTYPES[base]
-    except KeyError:
-        raise ValueError(f"no ctypes mapping for the GL type {base!r}") from None
+    if base not in _CTYPES or (_CTYPES[base] is None and isinstance(param_or_ctype, Param)):
+        raise ValueError(f"no ctypes mapping for the GL type {base!r}")
+    return _CTYPES[base]

@@ -43,14 +43,30 @@ GL_VENDOR = 0x1F00
 
 
 @dataclass(frozen=True)
-class TraceIdentity:
-    """What names a trace's content: two results of one trace share `sha256`."""
+class TraceFile:
+    """Which trace this is, whatever its path: two results of one trace share `sha256`."""
 
     path: str  # absolute
     size: int  # bytes
     sha256: str
+
+
+@dataclass(frozen=True)
+class TraceIdentity(TraceFile):
+    """A trace's identity as a profile's metadata gives it: with its calls and frames."""
+
     calls: int
     frames: int  # frame-ending calls
+
+
+def trace_file(path: str | Path) -> TraceFile:
+    """The trace at `path`, named by its content (one read of the file); raises OSError if it
+    cannot be read. The one place a trace's identity is computed (`retrace batch` too)."""
+    from retrace.trace.info import file_digest
+
+    path = os.path.abspath(path)
+    size, sha256 = file_digest(path)
+    return TraceFile(path, size, sha256)
 
 
 def trace_identity(path: str) -> TraceIdentity:
@@ -59,15 +75,14 @@ def trace_identity(path: str) -> TraceIdentity:
     Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
     trace are those before the damage (the replay reports the damage itself).
     """
-    from retrace.trace.info import file_digest, trace_info
+    from retrace.trace.info import trace_info
 
-    path = os.path.abspath(path)
     try:
-        size, sha256 = file_digest(path)
+        file = trace_file(path)
     except OSError as e:
-        raise RetraceError(f"{path}: cannot read: {e.strerror}") from None
-    info, _damage = trace_info(path)
-    return TraceIdentity(path, size, sha256, info["CallCount"], info["FramesCount"])
+        raise RetraceError(f"{os.path.abspath(path)}: cannot read: {e.strerror}") from None
+    info, _damage = trace_info(file.path)
+    return TraceIdentity(**asdict(file), calls=info["CallCount"], frames=info["FramesCount"])
 
 
 def context_facts(replayer: Replayer) -> dict[str, Any]:

@@ -89,8 +89,9 @@ static int64_t own_progress[PROGRESS_WORDS];
 static volatile int64_t *progress = own_progress;
 static Py_buffer progress_view; /* keeps the published buffer alive */
 
-/* Parameter types of direct calls, as add_proto() receives them: numbers, an input
-   pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that type). */
+/* Parameter types of direct calls, as add_proto() receives them (exported as ARG_*):
+   numbers, an input pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that
+   type). */
 enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUMBERS };
 #define A_PTR 10
 #define A_PTR_OF 16
@@ -1158,8 +1159,9 @@ done:
     return result;
 }
 
-/* column(name, start, stop) -> bytes: a copy of ops [start, stop) of one per-op array
-   (call_nos int64, name_ids uint32, rows and checkable uint8) */
+/* column(name, start, stop) -> memoryview: a copy of ops [start, stop) of one per-op array,
+   typed (call_nos int64, name_ids uint32, rows and checkable uint8) so that Python needs
+   no dtype of its own */
 static PyObject *Code_column(Code *c, PyObject *args) {
     const char *name;
     Py_ssize_t start, stop;
@@ -1167,14 +1169,15 @@ static PyObject *Code_column(Code *c, PyObject *args) {
         return NULL;
     const Vec *v = NULL;
     size_t item = 0;
+    const char *format = NULL; /* the struct module's code of the item type */
     if (!strcmp(name, "call_nos"))
-        v = &c->call_nos, item = 8;
+        v = &c->call_nos, item = sizeof(int64_t), format = "q";
     else if (!strcmp(name, "name_ids"))
-        v = &c->name_ids, item = 4;
+        v = &c->name_ids, item = sizeof(uint32_t), format = "I";
     else if (!strcmp(name, "rows"))
-        v = &c->rows, item = 1;
+        v = &c->rows, item = sizeof(uint8_t), format = "B";
     else if (!strcmp(name, "checkable"))
-        v = &c->checkable, item = 1;
+        v = &c->checkable, item = sizeof(uint8_t), format = "B";
     if (!v) {
         PyErr_Format(PyExc_KeyError, "no column %s", name);
         return NULL;
@@ -1185,8 +1188,13 @@ static PyObject *Code_column(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
-    return PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
-                                     (Py_ssize_t)((size_t)(stop - start) * item));
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
+                                                (Py_ssize_t)((size_t)(stop - start) * item));
+    PyObject *view = bytes ? PyMemoryView_FromObject(bytes) : NULL;
+    Py_XDECREF(bytes);
+    PyObject *typed = view ? PyObject_CallMethod(view, "cast", "s", format) : NULL;
+    Py_XDECREF(view);
+    return typed;
 }
 
 /* An op's index from Python; -1 with an exception set when it is none. */
@@ -1246,7 +1254,8 @@ static PyMethodDef Code_methods[] = {
      "frame(begin): end the open frame event, and with `begin` begin the next"},
     {"take_events", (PyCFunction)Code_take_events, METH_O,
      "take_events(all) -> (calls, draws, frames) measured, read"},
-    {"column", (PyCFunction)Code_column, METH_VARARGS, "column(name, start, stop) -> bytes"},
+    {"column", (PyCFunction)Code_column, METH_VARARGS,
+     "column(name, start, stop) -> memoryview of the op array's type"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
     {NULL, NULL, 0, NULL},
@@ -1306,7 +1315,7 @@ static struct PyModuleDef vm_module = {
 
 /* What Python must agree on with this file, exported so that it is written once: the
    progress words, the event record's fields and size, what events measure, the functions
-   they need, the profiling rows and bracket marks. */
+   they need, the profiling rows and bracket marks, the parameter types of direct calls. */
 static int add_shared(PyObject *m) {
     PyObject *fields = Py_BuildValue("(" 
 #define NAME_FORMAT(name) "s"
@@ -1359,6 +1368,18 @@ static int add_shared(PyObject *m) {
         {"MARK_NONE", MARK_NONE},
         {"MARK_ROWS", MARK_ROWS},
         {"MARK_CHECKABLE", MARK_CHECKABLE},
+        {"ARG_I8", A_I8},
+        {"ARG_U8", A_U8},
+        {"ARG_I16", A_I16},
+        {"ARG_U16", A_U16},
+        {"ARG_I32", A_I32},
+        {"ARG_U32", A_U32},
+        {"ARG_I64", A_I64},
+        {"ARG_U64", A_U64},
+        {"ARG_F32", A_F32},
+        {"ARG_F64", A_F64},
+        {"ARG_PTR", A_PTR},
+        {"ARG_PTR_OF", A_PTR_OF},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)

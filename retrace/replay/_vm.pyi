@@ -63,6 +63,21 @@ QUERY_FUNCTIONS: tuple[tuple[str, str], ...]
 order."""
 GL_SAMPLES_PASSED: int
 """The query target of the samples events count."""
+ARG_I8: int
+"""`Code.add_proto` parameter types: numbers (signed and unsigned integers of 8 to 64 bits,
+floats of 32 and 64), all below ARG_PTR; an input pointer to anything (ARG_PTR), or to
+numbers of one type (ARG_PTR_OF + that number's type)."""
+ARG_U8: int
+ARG_I16: int
+ARG_U16: int
+ARG_I32: int
+ARG_U32: int
+ARG_I64: int
+ARG_U64: int
+ARG_F32: int
+ARG_F64: int
+ARG_PTR: int
+ARG_PTR_OF: int
 
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
@@ -117,8 +132,9 @@ class Code:
         """End the open frame event, and with `begin` begin the next."""
     def take_events(self, all: bool, /) -> tuple[bytes, bytes, bytes]:
         """(calls, draws, frames): the events measured, as records of EVENT_FIELDS."""
-    def column(self, name: str, start: int, stop: int, /) -> bytes:
-        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable)."""
+    def column(self, name: str, start: int, stop: int, /) -> memoryview:
+        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable),
+        in the array's item type (int64, uint32, uint8, uint8)."""
     def meta(self, i: int, /) -> tuple[int, int, int, int]:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from retrace.errors import TraceError
-from retrace.gl.registry import Command, Param, ctypes_type
+from retrace.gl.registry import Command, CType, Param, ctypes_type
 from retrace.replay import _vm
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
@@ -136,9 +136,13 @@ _NONE, _BEGIN, _END = int(OpKind.NONE), int(OpKind.BEGIN), int(OpKind.END)
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
 # ... and glCallList, checked in Python for display lists that would call themselves
 _PYTHON_ONLY = _ROW_STATE | {"glCallList"}
-# direct-call parameter types, numbered as in _vm.c: numbers, then input pointers
-_I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F32, _F64 = range(10)
-_PTR, _PTR_OF = 10, 16  # to anything; to numbers of one type (_PTR_OF + its code)
+# direct-call parameter types of integers by size: (unsigned, signed)
+_INTEGER_ARGS = {
+    1: (_vm.ARG_U8, _vm.ARG_I8),
+    2: (_vm.ARG_U16, _vm.ARG_I16),
+    4: (_vm.ARG_U32, _vm.ARG_I32),
+    8: (_vm.ARG_U64, _vm.ARG_I64),
+}
 _UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blobs, offsets
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
 _FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
@@ -206,13 +210,20 @@ def _array(param: Param, values: list[Any]) -> ctypes.Array:
         if not strings:  # ctypes would take an integer for an address
             raise BadValue("an array of other values where strings belong")
         return (ctypes.c_char_p * len(flat))(*flat)
-    ctype = ctypes_type(param.base) if param.base != "void" else None
-    if ctype is None or ctype is ctypes.c_void_p or ctype is ctypes.c_char:
-        ctype = ctypes.c_float if any(isinstance(v, float) for v in flat) else ctypes.c_uint32
+    ctype = _element_type(param, flat)
     return (ctype * len(flat))(*map(_scalar(ctype), flat))
 
 
-def _scalar(ctype: Any) -> Callable[[Any], int | float]:
+def _element_type(param: Param, flat: list[Any]) -> CType:
+    """The ctypes type of an input array's numbers: the parameter's, or where it has none
+    (void, char) what the values are."""
+    ctype = ctypes_type(param.base) if param.base != "void" else None
+    if ctype is None or ctype is ctypes.c_void_p or ctype is ctypes.c_char:
+        return ctypes.c_float if any(isinstance(v, float) for v in flat) else ctypes.c_uint32
+    return ctype
+
+
+def _scalar(ctype: CType | None) -> Callable[[Any], int | float]:
     """How a traced value becomes a number of this ctypes type (ctypes refuses a float
     for an integer type)."""
     return number if ctype in (ctypes.c_float, ctypes.c_double) else integer
@@ -483,7 +494,7 @@ class Compiler:
                 raise Unsupported("it would make a display list call itself")
             self._list_calls[self._compiling].add(called)
 
-    def _row(self, plan: _Plan) -> OpKind:
+    def _row(self, plan: _Plan) -> int:
         """Profiling rows as glretrace makes them: GL calls outside display-list compilation
         and glBegin/glEnd blocks, a glBegin..glEnd block being one draw."""
         row = plan.row
@@ -553,7 +564,9 @@ class Compiler:
             plan.compile = lambda args, ret, thread: self._image_target(fn, args)
             return
         direct = self._direct_params(command)
-        if direct is not None and all(code < _PTR and table is None for code, table in direct):
+        if direct is not None and all(
+            code < _vm.ARG_PTR and table is None for code, table in direct
+        ):
             plan.compile = _numbers_only(command, fn)
         else:
             plan.compile = lambda args, ret, thread: self._gl_call(command, fn, args, ret)
@@ -602,12 +615,12 @@ class Compiler:
         if p.pointer_depth != 1 or p.output or p.object_class is not None:
             return None
         if p.base in _UNTYPED:
-            return _PTR, None
+            return _vm.ARG_PTR, None
         try:
             elem = _arg_type(ctypes_type(p.base))
         except ValueError:  # a type ctypes has no mapping for (a struct)
             return None
-        return (_PTR_OF + elem, None) if elem is not None else None
+        return (_vm.ARG_PTR_OF + elem, None) if elem is not None else None
 
     # --- GL calls ---------------------------------------------------------------------------
 
@@ -695,23 +708,24 @@ class Compiler:
         if name in _LOCATION_QUERIES:
             if not isinstance(ret, int):
                 return None
-            traced_program = integer(args[0])
-            return lambda a, r, p=traced_program, t=ret: st.record_location(p, t, r)
+            traced_program, traced = integer(args[0]), ret
+            return lambda a, r: st.record_location(traced_program, traced, r)
         if name in _USE_PROGRAM:
             traced_program = integer(args[0])
-            return lambda a, r, p=traced_program: st.use_program(p)
+            return lambda a, r: st.use_program(traced_program)
         if name in _BIND_PIPELINE:
             pipeline = integer(args[0])
-            return lambda a, r, p=pipeline: st.bind_pipeline(p)
+            return lambda a, r: st.bind_pipeline(pipeline)
         if name in _ACTIVE_PROGRAM:
             pipeline, program = integer(args[0]), integer(args[1])
             return lambda a, r: st.set_active_program(pipeline, program)
         if name in _VIEWPORTS:
             x, y, w, h = (integer(v) for v in args)
-            return lambda a, r, size=(x + w, y + h): self.ws.ws.update_drawable(*size)
+            right, top = x + w, y + h
+            return lambda a, r: self.ws.ws.update_drawable(right, top)
         if name in _BLITS:
             w, h = max(integer(args[4]), integer(args[6])), max(integer(args[5]), integer(args[7]))
-            return lambda a, r, size=(w, h): self.ws.ws.update_drawable(*size)
+            return lambda a, r: self.ws.ws.update_drawable(w, h)
         if _MAP_BUFFER.match(name):
             return self._map_buffer(command, args, ret)
         return None
@@ -1070,18 +1084,16 @@ def _nothing() -> None:
     """The op of a call that is a row of the profile but needs nothing done."""
 
 
-def _arg_type(ctype: type | None) -> int | None:
+def _arg_type(ctype: CType | None) -> int | None:
     """A numeric parameter's type as `_vm.Code.add_proto` numbers it; None for others."""
     if ctype is ctypes.c_float:
-        return _F32
+        return _vm.ARG_F32
     if ctype is ctypes.c_double:
-        return _F64
+        return _vm.ARG_F64
     code = getattr(ctype, "_type_", None)
-    if code not in _INTEGER_CODES:
+    if ctype is None or code not in _INTEGER_CODES:
         return None
-    size, signed = ctypes.sizeof(ctype), code.islower()
-    codes = {1: (_U8, _I8), 2: (_U16, _I16), 4: (_U32, _I32), 8: (_U64, _I64)}
-    return codes[size][signed]
+    return _INTEGER_ARGS[ctypes.sizeof(ctype)][code.islower()]
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:

@@ -9,9 +9,15 @@ check sits between the trace and the driver.
 from __future__ import annotations
 
 import ctypes
+from _ctypes import CFuncPtr
 from collections.abc import Callable
+from typing import TypeAlias
 
 from retrace.gl.registry import Command, Registry, ctypes_type, load_registry
+
+# A C function called through ctypes, as `ctypes.CFUNCTYPE(...)(address)` makes it (ctypes
+# names the class only privately, as _CFuncPtr).
+CFunction: TypeAlias = CFuncPtr
 
 
 class Dispatch:
@@ -20,12 +26,12 @@ class Dispatch:
     def __init__(self, get_proc_address: Callable[[str], int], registry: Registry | None = None):
         self._resolve = get_proc_address
         self.registry = registry or load_registry("gl")
-        self._functions: dict[str, ctypes._CFuncPtr | None] = {}
+        self._functions: dict[str, CFunction | None] = {}
 
     def command(self, name: str) -> Command | None:
         return self.registry.command(name)
 
-    def function(self, name: str) -> ctypes._CFuncPtr | None:
+    def function(self, name: str) -> CFunction | None:
         """The typed function for a GL command, or None when the registry or driver lacks it."""
         try:
             return self._functions[name]
@@ -45,7 +51,9 @@ class Dispatch:
         """The driver's entry point for a GL function, 0 when it has none."""
         return self._resolve(name) or 0
 
-    def raw(self, name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
+    def raw(
+        self, name: str, restype: type[ctypes._CData] | None, *argtypes: type[ctypes._CData]
+    ) -> CFunction:
         """A function typed by the caller (for the replayer's own queries); raises if absent."""
         address = self._resolve(name)
         if not address:

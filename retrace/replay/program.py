@@ -165,8 +165,7 @@ class Program:
         return f"{call_no}: {self.names[name_id]}"
 
     def column(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """A copy of ops [start, stop) of one per-op array: call_nos (int64), name_ids
-        (uint32), rows or checkable (uint8)."""
-        dtype = {"call_nos": np.int64, "name_ids": np.uint32}.get(name, np.uint8)
+        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows or
+        checkable), in the type `_vm.c` keeps it in."""
         stop = len(self.code) if stop is None else stop
-        return np.frombuffer(self.code.column(name, start, stop), dtype)
+        return np.asarray(self.code.column(name, start, stop))

@@ -13,9 +13,14 @@ import bisect
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from retrace.replay.mapped import MappedMemory
 from retrace.replay.ws.headless import Context, ContextRequest, Drawable, EglDisplay, PixelFormat
+
+# A drawable's key: the handle the trace used for it, or (kind, handle) where a window
+# system's drawables have several handle namespaces (WGL pbuffers, CGL).
+DrawableKey: TypeAlias = int | tuple[str, int]
 
 # Object classes whose names live in one context rather than in the share group.
 CONTAINER_CLASSES = frozenset(
@@ -82,7 +87,7 @@ class ReplayState:
     def __init__(self, display: EglDisplay) -> None:
         self.display = display
         self.contexts: dict[int, TracedContext] = {}
-        self.drawables: dict[int, Drawable] = {}
+        self.drawables: dict[DrawableKey, Drawable] = {}
         self.names: dict[str, dict[int, int]] = {}
         self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
         self._location_keys: dict[int, list[int]] = {}

@@ -21,8 +21,11 @@ from retrace.trace.reader import TraceReader
 
 pytestmark = pytest.mark.skipif(not _vm.NATIVE_CALLS, reason="no direct calls on this ABI")
 
-I8, U8, I16, U16, I32, U32, I64, U64, F32, F64 = range(10)
-PTR, PTR_OF = 10, 16
+I8, U8, I16, U16, I32, U32 = (_vm.ARG_I8, _vm.ARG_U8, _vm.ARG_I16, _vm.ARG_U16,
+                              _vm.ARG_I32, _vm.ARG_U32)  # fmt: skip
+I64, U64, F32, F64 = _vm.ARG_I64, _vm.ARG_U64, _vm.ARG_F32, _vm.ARG_F64
+PTR, PTR_OF = _vm.ARG_PTR, _vm.ARG_PTR_OF
+
 CTYPES = {
     PTR: ctypes.c_void_p,
     PTR_OF + F32: ctypes.c_void_p,

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from retrace.replay.state import DrawableKey
 from retrace.replay.values import integer
 from retrace.replay.ws.core import (
     LEGACY_CONTEXT,
-    DrawableKey,
     Entry,
     Handler,
     WindowSystem,

@@ -22,17 +22,14 @@ from typing import Any
 
 from retrace.errors import RetraceError
 from retrace.replay.fidelity import GlErrors
-from retrace.replay.state import ReplayState, TracedContext
+from retrace.replay.program import Entry
+from retrace.replay.state import DrawableKey, ReplayState, TracedContext
 from retrace.replay.values import integer
 from retrace.replay.ws.headless import EGL_GL_RENDERBUFFER, ContextRequest, Drawable, PixelFormat
 
-Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 # How a reader compiles one call: (arguments, result, thread) -> its entry, or None when
 # the call needs no replay.
 Handler = Callable[[list[Any], Any, int], Entry | None]
-# A drawable's key in the replay state: the handle the trace used for it, or (kind, handle)
-# where a window system's drawables have several handle namespaces (WGL pbuffers, CGL).
-DrawableKey = int | tuple[str, int]
 
 # What a context made without attributes (glXCreateContext, wglCreateContext, CGL's legacy
 # profile) asks for: whatever compatibility version the driver has.
@@ -294,10 +291,9 @@ class WindowSystem:
         it keeps more frames' worth of binned work (about 20 MB on glxgears) than a
         windowed replay. Contexts without fences (OpenGL < 3.2, ES < 3.0) only flush."""
         real = context.real
-        fences = real is not None and (
-            (real.major, real.minor) >= (3, 2) if real.api == "gl" else real.major >= 3
-        )
-        if not fences:
+        if real is None or (
+            (real.major, real.minor) < (3, 2) if real.api == "gl" else real.major < 3
+        ):
             self.gl.Flush()
             return
         fence = self.gl.FenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0)

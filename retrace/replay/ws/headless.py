@@ -45,9 +45,12 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
+
+if TYPE_CHECKING:  # (the registry behind dispatch is not needed to open a display)
+    from retrace.replay.dispatch import CFunction
 
 __all__ = [
     "Context",
@@ -406,7 +409,7 @@ class EglDisplay:
         self._images: set[int] = set()
         self._configs: dict[tuple[PixelFormat, str], int] = {}
         self._procs: dict[tuple[str, str], int] = {}
-        self._gl_funcs: dict[tuple[str, str], object] = {}
+        self._gl_funcs: dict[tuple[str, str], CFunction | None] = {}
         self._terminated = False
 
     # --- opening and closing ------------------------------------------------------------
@@ -873,7 +876,7 @@ class EglDisplay:
             if scratch is not None:
                 self.destroy_surface(scratch)
 
-    def _gl_function(self, api: str, name: str, prototype: type) -> object | None:
+    def _gl_function(self, api: str, name: str, prototype: type[CFunction]) -> CFunction | None:
         key = (api, name)
         if key not in self._gl_funcs:
             address = self.get_proc_address(name, api)
@@ -1049,7 +1052,7 @@ class EglDisplay:
             raise EglError("the EGL display was terminated")
 
 
-def _describe_device(query_string: int, device: int, index: int) -> tuple[bool, str]:
+def _describe_device(query_string: int, device: int | None, index: int) -> tuple[bool, str]:
     """(is software, label) for an EGL device: 'software', its DRM node, or 'device N'."""
     if not query_string:
         return False, f"device {index}"

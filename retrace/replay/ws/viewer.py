@@ -42,6 +42,7 @@ from types import ModuleType
 from typing import NamedTuple
 
 from retrace.errors import RetraceError
+from retrace.replay.dispatch import CFunction
 from retrace.replay.snapshot import Image
 from retrace.replay.ws.headless import EGL_DRAW, EGL_OPENGL_API, EGL_READ, EglError, load_egl
 
@@ -110,7 +111,7 @@ class _ViewerGL:
     """The GL functions the window's own context needs, resolved through GLFW."""
 
     def __init__(self, glfw: ModuleType) -> None:
-        def resolve(name: str, *argtypes: type) -> ctypes._CFuncPtr:
+        def resolve(name: str, *argtypes: type[ctypes._CData]) -> CFunction:
             address = glfw.get_proc_address(name)
             if not address:
                 raise RetraceError(f"cannot open a window: its GL context lacks {name}; {_HINT}")
