@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-import numpy as np
-
 from retrace.errors import TraceError
 from retrace.trace._scanner import Scanner
 from retrace.trace.container import TraceStream
-from retrace.trace.model import CALL_DTYPE, NODE_DTYPE, CallBatch, Signatures
+from retrace.trace.model import CallBatch, Signatures
 
 MAX_VERSION = 6
 
@@ -155,12 +153,6 @@ class TraceReader:
     def _take(self, scanner: Scanner) -> CallBatch:
         calls, slots, nodes, pool, backtraces, definitions = scanner.take()
         self.signatures.add(definitions)
-        batch = CallBatch(
-            calls=np.frombuffer(calls, CALL_DTYPE),
-            slots=np.frombuffer(slots, np.int32),
-            nodes=np.frombuffer(nodes, NODE_DTYPE),
-            pool=pool,
-            backtraces=np.frombuffer(backtraces, np.uint32),
-        )
+        batch = CallBatch(calls, slots, nodes, pool, backtraces)
         self.calls_read += len(batch)
         return batch
