@@ -71,7 +71,9 @@ class Layout:
             self._offsets[name] = offset, code
             offset += struct.calcsize("<" + code)
 
-    def column(self, buffer: bytes | memoryview, name: str, code: str | None = None) -> memoryview[Any]:
+    def column(
+        self, buffer: bytes | memoryview, name: str, code: str | None = None
+    ) -> memoryview[Any]:
         """Field `name` of every record in `buffer` as a memoryview, without a copy (read as
         `code`, a type of the same size, where given: "d" for a node's value as a double)."""
         offset, own = self._offsets[name]
