@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from retrace.trace import _scanner
 from retrace.trace.flags import CallFlag, call_flags
@@ -226,8 +226,7 @@ class NodeLists:
     def double(self, i: int) -> float:
         """The payload of node `i` as a double."""
         if self._d is None:
-            doubles: list[float] = NODES.column(self._nodes, "v", "d").tolist()
-            self._d = doubles
+            self._d = cast(list[float], NODES.column(self._nodes, "v", "d").tolist())
         return self._d[i]
 
     def children(self, i: int, count: int) -> Iterator[int]:
