@@ -97,7 +97,6 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-# Signatures are NamedTuples: a dataclass costs about 1 ms to create at import.
 class FunctionSig(NamedTuple):
     id: int
     name: str
