@@ -37,7 +37,6 @@ def enum_name(code: int, enum_names: Mapping[int, list[str]]) -> str:
     return next((n for n in enum_names.get(code, ()) if n.startswith("GL_")), hex(code))
 
 
-@dataclass
 class GlErrors:
     """GL errors the driver raised during a pass.
 
@@ -49,14 +48,27 @@ class GlErrors:
     program had them too, so they are reported but do not fail --strict.
     """
 
-    get_error: Callable[[], int]
-    enum_names: Mapping[int, list[str]]
-    counts: Counter[str] = field(default_factory=Counter)  # where the program never asked
-    unexpected: Counter[str] = field(default_factory=Counter)  # where it got no such error
-    first_unexpected: int | None = None  # the call number of the first glGetError contradicted
-    frames: int = 0  # frames ended so far this pass
-    first_frame: int | None = None  # the frame by whose end the first unasked error came
-    _pending: list[str] = field(default_factory=list)  # drained, not yet accounted for
+    __slots__ = (
+        "get_error",
+        "enum_names",
+        "counts",
+        "unexpected",
+        "first_unexpected",
+        "frames",
+        "first_frame",
+        "_pending",
+    )
+    first_unexpected: int | None  # the call number of the first glGetError contradicted
+    frames: int  # frames ended so far this pass
+    first_frame: int | None  # the frame by whose end the first unasked error came
+
+    def __init__(self, get_error: Callable[[], int], enum_names: Mapping[int, list[str]]) -> None:
+        self.get_error = get_error
+        self.enum_names = enum_names
+        self.counts: Counter[str] = Counter()  # where the program never asked
+        self.unexpected: Counter[str] = Counter()  # where it got no such error
+        self._pending: list[str] = []  # drained, not yet accounted for
+        self.clear()
 
     def clear(self) -> None:
         self.counts.clear()
