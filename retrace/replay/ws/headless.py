@@ -34,8 +34,8 @@ drives one display, as a replay does.
 
 `open_ahead()` starts opening the display in a thread of its own, which the next
 `EglDisplay.open()` takes: the driver loads and initialises (in C, without the
-GIL: about 25 ms on llvmpipe) while the replaying process imports numpy and the
-replayer, instead of after them.
+GIL: about 25 ms on llvmpipe) while the replaying process imports the replayer,
+instead of after it.
 """
 
 from __future__ import annotations
