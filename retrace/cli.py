@@ -14,7 +14,7 @@ from functools import partial
 
 import click
 
-from retrace.exits import ReaderGone, end_now, run_reporting
+from retrace.exits import ReaderGone, run_reporting
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
@@ -208,7 +208,6 @@ def replay(trace: str, **options) -> None:
     from retrace.replay.run import run_replay
 
     run_replay(trace, **options)
-    end_now()  # the child replayed: nothing here needs tearing down
 
 
 @cli.command()
