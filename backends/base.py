@@ -135,7 +135,7 @@ class MetricBackend(ABC):
 
     def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
         """What the loop measured for events `first_event`.. at `boundary`, in order: rows of
-        `retrace.replay.program.EVENT_DTYPE` (ns since the pass began, samples, bytes;
+        `retrace.replay.program.event_dtype()` (ns since the pass began, samples, bytes;
         `NOT_MEASURED` where nothing was)."""
         raise NotImplementedError(f"{self.name} measures its events with callbacks")
 

@@ -145,7 +145,7 @@ METRICS = (
 )
 GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
 MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
-# where a metric's value is in the loop's event record (`EVENT_DTYPE`): a field, or for a
+# where a metric's value is in the loop's event record (`event_dtype()`): a field, or for a
 # change during the event, the field at its end and the field at its start
 FIELDS: dict[Metric, tuple[str, str | None]] = {
     CPU_START: ("cpu_start", None),

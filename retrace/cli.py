@@ -6,15 +6,14 @@ of the project's own types become one line on stderr and a non-zero exit.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 
 import click
 
-from retrace.batch.command import batch
 from retrace.exits import ReaderGone, run_reporting
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
@@ -25,14 +24,26 @@ MAX_TOP = 10_000  # info --top
 
 
 class _Cli(click.Group):
-    """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`."""
+    """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`;
+    imports the command groups of `_LAZY` only when they are used."""
+
+    _LAZY = {"batch": "retrace.batch.command"}  # name -> module defining the group `name`
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = next((a for a in args if not a.startswith("-") or a in ("-", "--")), None)
         passthrough = {"-h", "--help", "--version"}
-        if args and first not in self.commands and not passthrough & set(args[:1]):
+        known = first in self.commands or first in self._LAZY
+        if args and not known and not passthrough & set(args[:1]):
             args = ["profile", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._LAZY and name not in self.commands:
+            self.add_command(getattr(importlib.import_module(self._LAZY[name]), name))
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -381,6 +392,8 @@ def profile(
         )
     else:
         if perfetto:
+            from dataclasses import replace
+
             options = replace(options, selections=outputs.timeline_selection(dict(selections)))
         if not options.selections:
             raise click.UsageError(
@@ -419,8 +432,6 @@ def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def forwarded(args: tuple[str, ...]) -> None:
-        import importlib
-
         sys.exit(getattr(importlib.import_module(module), entry)(list(args)))
 
 
@@ -437,7 +448,6 @@ _forward(
 )
 _forward("summary", "summary_main", "Statistics of profiles per table, metric, function, program.")
 _forward("report", "report_main", "One HTML page of plots from profiles.", "retrace.report.command")
-cli.add_command(batch)
 
 
 def main(run: Callable[[], object] | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Boundary(enum.IntEnum):
@@ -70,8 +71,7 @@ class Metric:
         return (self.backend, self.group, self.id)
 
 
-@dataclass(frozen=True)
-class NativeEvents:
+class NativeEvents(NamedTuple):
     """What the replay loop measures around every event of a boundary besides the CPU clock,
     which it always reads (`MetricBackend.native_events`)."""
 

@@ -149,12 +149,11 @@ def recorded_calls(path) -> Iterator[tuple[int, str, list, object]]:
     sigs = reader.signatures
     for batch in reader.batches():
         nodes = NodeLists(batch)
-        slots = batch.slots.tolist()
-        for call in batch.calls.tolist():
+        for call in batch.records():
             no, _, sig, _, _, start, _, first, nargs, ret, _, _ = call
             args = [
                 nodes.value(start + s, sigs) if s >= 0 else None
-                for s in slots[first : first + nargs]
+                for s in batch.arguments(first, nargs)
             ]
             value = nodes.value(start + ret, sigs) if ret >= 0 else None
             yield no, sigs.functions[sig].name, args, value

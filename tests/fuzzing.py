@@ -68,7 +68,7 @@ class Seed:
     def load(cls, path: Path) -> Seed:
         stream = b"".join(TraceStream(path))
         offsets = sorted(
-            offset for batch in TraceReader(path).batches() for offset in batch.calls["offset"]
+            offset for batch in TraceReader(path).batches() for offset in batch.column("offset")
         )
         return cls(path.name, path.read_bytes(), stream, (*map(int, offsets), len(stream)))
 

@@ -40,9 +40,8 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, overload
 
 from retrace.errors import RetraceError
 
@@ -56,8 +55,7 @@ SCHEMA_VERSION = 3
 APIS = ("gl", "egl", "glx", "wgl")
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(NamedTuple):
     """One parameter of a command, as declared in the registry."""
 
     name: str
@@ -71,8 +69,7 @@ class Param:
     object_class: str | None  # the object namespace of names passed here, e.g. "texture"
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):
     """One entry point."""
 
     name: str
@@ -107,14 +104,24 @@ class CommandTable(Mapping[str, Command]):
         return len(self._records)
 
 
-@dataclass
 class Registry:
     """The commands and enumerants of one registry file."""
 
-    api: str  # "gl", "egl", "glx" or "wgl": which file this came from
-    commands: Mapping[str, Command]
-    enums: dict[str, int]
-    _enum_names: dict[int, list[str]] | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("api", "commands", "enums", "_enum_names")
+
+    def __init__(self, api: str, commands: Mapping[str, Command], enums: dict[str, int]) -> None:
+        self.api = api  # "gl", "egl", "glx" or "wgl": which file this came from
+        self.commands = commands
+        self.enums = enums
+        self._enum_names: dict[int, list[str]] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        """The same file's content (a parsed registry equals its cached copy)."""
+        return isinstance(other, Registry) and (self.api, self.commands, self.enums) == (
+            other.api,
+            other.commands,
+            other.enums,
+        )
 
     def command(self, name: str) -> Command | None:
         return self.commands.get(name)

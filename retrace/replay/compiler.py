@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from retrace.errors import TraceError
 from retrace.gl.registry import Command, CType, Param, ctypes_type
 from retrace.replay import _vm
@@ -39,17 +37,10 @@ from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
 from retrace.replay.ws.reader import WsCompiler
+from retrace.trace._scanner import calls_of
 from retrace.trace.callset import CallSet
 from retrace.trace.flags import CallFlag, is_profiled_draw
-from retrace.trace.model import (
-    CALL_DTYPE,
-    NODE_DTYPE,
-    CallBatch,
-    FunctionSig,
-    NodeLists,
-    Pointer,
-    Signatures,
-)
+from retrace.trace.model import CALLS, NODES, CallBatch, FunctionSig, NodeLists, Pointer, Signatures
 
 _MAP_BUFFER = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|OES|EXT)?$")
 _UNMAP_BUFFER = re.compile(r"glUnmap(Named)?Buffer(ARB|OES|EXT)?$")
@@ -147,7 +138,7 @@ _UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blob
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
 _FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
-assert CALL_DTYPE.itemsize == _vm.CALL_SIZE and NODE_DTYPE.itemsize == _vm.NODE_SIZE
+assert CALLS.size == _vm.CALL_SIZE and NODES.size == _vm.NODE_SIZE
 
 
 @dataclass(slots=True)
@@ -259,6 +250,9 @@ class Compiler:
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
+        # by signature id, 1 for the functions the read-ahead and `_stops` look for
+        self._read_ahead, self._image_targets = bytearray(), bytearray()
+        self._watched = 0  # how many signatures they cover
 
     def handle_queries(self, how: str, tolerance: int = 0) -> None:
         """glretrace's --query-handling: the program's glGetQueryObject* calls are left out
@@ -283,15 +277,12 @@ class Compiler:
         """Compile a batch: runs of direct calls in C, every other call here."""
         code = self.program.code
         calls, slots, nodes = batch.calls, batch.slots, batch.nodes
-        # the functions the batch calls, by signature id (each appears once); bincount, as
-        # np.unique imports numpy.ma (20 ms) on first use
-        called = np.flatnonzero(np.bincount(batch.calls["sig"])).tolist()
-        functions = {s: sigs.functions[s].name for s in called}
-        stops = self._stops(batch, sigs, functions)
-        self._scan_window_sizes(batch, sigs, functions)
+        self._watch(sigs)
+        stops = self._stops(batch, sigs)
+        self._scan_window_sizes(batch, sigs)
         values = None  # the batch's values as Python objects, once enough calls need them
         visited = 0  # calls compiled here so far
-        i, count = 0, len(calls)
+        i, count = 0, len(batch)
         while i < count:
             # (with no context current, every call comes here, to be left out)
             unbound = self._thread in self._unbound_threads
@@ -301,7 +292,7 @@ class Compiler:
             )
             if i == count:
                 break
-            call = calls[i].item()
+            call = batch.call(i)
             no, offset, sig_id, thread, call_flags = call[:5]
             node_start, nodes_n, slot_start, nargs, ret = call[5:10]
             i += 1
@@ -326,32 +317,38 @@ class Compiler:
                 offset,
                 thread,
                 base,
-                slots[slot_start : slot_start + nargs],
+                batch.arguments(slot_start, nargs),
                 ret,
                 call_values,
                 sigs,
             )
 
-    def _scan_window_sizes(
-        self, batch: CallBatch, sigs: Signatures, functions: dict[int, str]
-    ) -> None:
+    def _watch(self, sigs: Signatures) -> None:
+        """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace
+        defines them."""
+        if len(sigs.functions) == self._watched:
+            return
+        self._watched = len(sigs.functions)
+        size = max(sigs.functions, default=-1) + 1
+        self._read_ahead, self._image_targets = bytearray(size), bytearray(size)
+        for sig_id, sig in sigs.functions.items():
+            name = sig.name
+            if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name):
+                self._read_ahead[sig_id] = 1
+            self._image_targets[sig_id] = bool(_IMAGE_TARGETS.match(name))
+
+    def _scan_window_sizes(self, batch: CallBatch, sigs: Signatures) -> None:
         """Read ahead for each window's first viewport on its default framebuffer: a program
         may clear its window before it sets the viewport (Qt does), and a stand-in that grew
         only then would have lost the clear. Runs over the batch's few make-current, bind-
         framebuffer and viewport calls; what it learns is the window system's `size_hints`."""
-        sig_ids = batch.calls["sig"]
-        wanted = [
-            s
-            for s, name in functions.items()
-            if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name)
-        ]
-        for i in np.flatnonzero(np.isin(sig_ids, wanted)).tolist():
-            _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = (
-                batch.calls[i].item()
+        for i in calls_of(batch.calls, self._read_ahead):
+            _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = batch.call(
+                i
             )
             name = sigs.functions[sig_id].name
             values = NodeLists.of_call(batch, node_start, nodes_n)
-            slots = batch.slots[slot_start : slot_start + nargs]
+            slots = batch.arguments(slot_start, nargs)
             args, result = _arguments(values, 0, slots, ret, sigs)
             self._scan_call(name, args, result, thread)
 
@@ -374,34 +371,39 @@ class Compiler:
             if w > 0 and h > 0:
                 hints[drawable] = (x + w, y + h)
 
-    def _stops(self, batch: CallBatch, sigs: Signatures, functions: dict[int, str]) -> bytes | None:
+    def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
         call the hooks want, one outside the call subset (which may be dropped), or a fake
         call right after a glEGLImageTarget*OES (which may be left out)."""
-        sig_ids = batch.calls["sig"]
-        targets = [s for s, name in functions.items() if _IMAGE_TARGETS.match(name)]
-        after_target = self._after_image_target
-        self._after_image_target = bool(targets) and int(sig_ids[-1]) in targets
-        if self._only is None and self._hook_calls is None and not (targets or after_target):
+        count = len(batch)
+        targets = [i + 1 for i in calls_of(batch.calls, self._image_targets)]
+        if self._after_image_target:
+            targets.insert(0, 0)
+        self._after_image_target = bool(targets) and targets[-1] == count
+        if self._only is None and self._hook_calls is None and not targets:
             return None
-        nos = batch.calls["no"]
-        stops = np.zeros(len(nos), bool)
-        if targets or after_target:
-            follows = np.empty(len(nos), bool)
-            follows[0] = after_target
-            follows[1:] = np.isin(sig_ids[:-1], targets)
-            stops |= follows & (batch.calls["flags"] & _FAKE != 0)
+        stops = bytearray(count)
+        flags = batch.column("flags")
+        for i in targets:
+            if i < count and flags[i] & _FAKE:
+                stops[i] = 1
         if self._only is None and self._hook_calls is None:
-            return stops.view(np.uint8).tobytes()
-        flags = np.zeros(int(sig_ids.max(initial=0)) + 1, np.uint32)
-        for sig_id in functions:
-            flags[sig_id] = int(sigs.functions[sig_id].flags)
-        call_flags = flags[sig_ids]
+            return bytes(stops)
+        # every call is asked (--calls, snapshots): numpy asks them at once (not needed
+        # by a plain replay or a profile, which start sooner without it)
+        import numpy as np
+
+        table = batch.table()
+        by_sig = np.zeros(len(self._read_ahead), np.uint32)
+        for sig_id, sig in sigs.functions.items():
+            by_sig[sig_id] = int(sig.flags)
+        call_flags = by_sig[table["sig"]]
+        asked = np.frombuffer(stops, bool)
         if self._hook_calls is not None:
-            stops |= self._hook_calls.contains_many(nos, call_flags)
+            asked |= self._hook_calls.contains_many(table["no"], call_flags)
         if self._only is not None:
-            stops |= ~self._only.contains_many(nos, call_flags)
-        return stops.view(np.uint8).tobytes()
+            asked |= ~self._only.contains_many(table["no"], call_flags)
+        return bytes(stops)
 
     def _add_call(
         self,
@@ -411,7 +413,7 @@ class Compiler:
         offset: int,
         thread: int,
         node_start: int,
-        arg_slots: np.ndarray,
+        arg_slots: list[int],
         ret: int,
         values: NodeLists,
         sigs: Signatures,
@@ -1072,11 +1074,11 @@ def _gl_row(name: str) -> OpKind:
 
 
 def _arguments(
-    values: NodeLists, base: int, arg_slots: np.ndarray, ret: int, sigs: Signatures
+    values: NodeLists, base: int, arg_slots: list[int], ret: int, sigs: Signatures
 ) -> tuple[list[Any], Any]:
     """A call's arguments and result as Python values (None where the trace has none)."""
     value = values.value
-    args = [value(base + s, sigs) if s >= 0 else None for s in arg_slots.tolist()]
+    args = [value(base + s, sigs) if s >= 0 else None for s in arg_slots]
     return args, (value(base + ret, sigs) if ret >= 0 else None)
 
 

@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from retrace.errors import Interrupted, RetraceError
 from retrace.libc import libc
@@ -40,8 +40,7 @@ GRACE_SECONDS = 5
 _stopping: list[int] = []  # in a graceful child: the stop signals received
 
 
-@dataclass(frozen=True)
-class Ending:
+class Ending(NamedTuple):
     """How the child ended, and where its replay was."""
 
     code: int  # exit status (0 when a signal killed it)

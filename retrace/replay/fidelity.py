@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from retrace.errors import RetraceError
+
+if TYPE_CHECKING:
+    from retrace.gl.registry import Registry
 
 T = TypeVar("T", int, tuple[int, int, int])  # where a departure was first seen
 
@@ -37,7 +40,6 @@ def enum_name(code: int, enum_names: Mapping[int, list[str]]) -> str:
     return next((n for n in enum_names.get(code, ()) if n.startswith("GL_")), hex(code))
 
 
-@dataclass
 class GlErrors:
     """GL errors the driver raised during a pass.
 
@@ -49,14 +51,27 @@ class GlErrors:
     program had them too, so they are reported but do not fail --strict.
     """
 
-    get_error: Callable[[], int]
-    enum_names: Mapping[int, list[str]]
-    counts: Counter[str] = field(default_factory=Counter)  # where the program never asked
-    unexpected: Counter[str] = field(default_factory=Counter)  # where it got no such error
-    first_unexpected: int | None = None  # the call number of the first glGetError contradicted
-    frames: int = 0  # frames ended so far this pass
-    first_frame: int | None = None  # the frame by whose end the first unasked error came
-    _pending: list[str] = field(default_factory=list)  # drained, not yet accounted for
+    __slots__ = (
+        "get_error",
+        "registry",
+        "counts",
+        "unexpected",
+        "first_unexpected",
+        "frames",
+        "first_frame",
+        "_pending",
+    )
+    first_unexpected: int | None  # the call number of the first glGetError contradicted
+    frames: int  # frames ended so far this pass
+    first_frame: int | None  # the frame by whose end the first unasked error came
+
+    def __init__(self, get_error: Callable[[], int], registry: Registry) -> None:
+        self.get_error = get_error
+        self.registry = registry  # names the errors (its index of names is made on first use)
+        self.counts: Counter[str] = Counter()  # where the program never asked
+        self.unexpected: Counter[str] = Counter()  # where it got no such error
+        self._pending: list[str] = []  # drained, not yet accounted for
+        self.clear()
 
     def clear(self) -> None:
         self.counts.clear()
@@ -74,7 +89,7 @@ class GlErrors:
             code = self.get_error()
             if not code:
                 break
-            names.append(enum_name(code, self.enum_names))
+            names.append(enum_name(code, self.registry.enum_names))
         self._pending += names
         return names
 
@@ -82,7 +97,7 @@ class GlErrors:
         """The program's own glGetError, which returned `traced` when it was traced: pending
         errors other than that one are errors the program did not get."""
         self.drain()
-        expected = enum_name(traced, self.enum_names) if traced else None
+        expected = enum_name(traced, self.registry.enum_names) if traced else None
         unexpected = [name for name in self._pending if name != expected]
         self._pending.clear()
         if unexpected:

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Region:
+class Region(NamedTuple):
     """A mapped range: where the traced program saw it and where the driver put it now."""
 
     traced: int

@@ -14,14 +14,16 @@ and read from the module here.
 from __future__ import annotations
 
 import enum
+import functools
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from retrace.replay import _vm
 from retrace.vocabulary import NativeEvents
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -45,11 +47,19 @@ class Marks(enum.IntEnum):
     CHECKABLE = _vm.MARK_CHECKABLE  # GL calls glGetError may follow: the mark is 1
 
 
-# an event the loop measured (`Program.take_events`), as `_vm.c` lays it out: ns since the
-# pass began on the CPU clock and the GPU's, samples passed, the GPU-disjoint flag, bytes
-EVENT_DTYPE = np.dtype([(f, "<i8") for f in _vm.EVENT_FIELDS])
-assert EVENT_DTYPE.itemsize == _vm.EVENT_SIZE
-NOT_MEASURED: int = _vm.MISSING  # in a field of EVENT_DTYPE that was not measured
+@functools.cache
+def event_dtype() -> np.dtype[Any]:
+    """An event the loop measured (`Program.take_events`), as `_vm.c` lays it out: ns since
+    the pass began on the CPU clock and the GPU's, samples passed, the GPU-disjoint flag,
+    bytes. (numpy is imported when a pass first measures: a plain replay starts sooner.)"""
+    import numpy as np
+
+    dtype = np.dtype([(f, "<i8") for f in _vm.EVENT_FIELDS])
+    assert dtype.itemsize == _vm.EVENT_SIZE
+    return dtype
+
+
+NOT_MEASURED: int = _vm.MISSING  # in a field of `event_dtype()` that was not measured
 # (GL name, OpenGL ES name) of each function the loop measures events with, in the order
 # `Program.enter_context` takes their addresses
 QUERY_FUNCTIONS: tuple[tuple[str, str], ...] = _vm.QUERY_FUNCTIONS
@@ -152,11 +162,14 @@ class Program:
         self.code.events(None)
 
     def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(calls, draws, frames) measured, in event order, as `EVENT_DTYPE` rows: those
+        """(calls, draws, frames) measured, in event order, as `event_dtype()` rows: those
         that had ended at the previous take, which the GPU is done with by now, or with
         `all` every one. Reads their queries in the context they ran in, which must be
         current (`leave_context` read the others), and frees them for reuse."""
-        calls, draws, frames = (np.frombuffer(r, EVENT_DTYPE) for r in self.code.take_events(all))
+        import numpy as np
+
+        dtype = event_dtype()
+        calls, draws, frames = (np.frombuffer(r, dtype) for r in self.code.take_events(all))
         return calls, draws, frames
 
     def where(self, i: int) -> str:
@@ -167,5 +180,7 @@ class Program:
     def column(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
         """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows or
         checkable), in the type `_vm.c` keeps it in."""
+        import numpy as np
+
         stop = len(self.code) if stop is None else stop
         return np.asarray(self.code.column(name, start, stop))

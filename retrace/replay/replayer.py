@@ -96,7 +96,7 @@ class Replayer:
         self.dispatch = Dispatch(self.display.get_proc_address)
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
-        self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry.enum_names)
+        self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry)
         self.ws.gl_errors = self.gl_errors
         self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end
@@ -224,7 +224,7 @@ class Replayer:
     def fidelity(self) -> Fidelity:
         """How the last pass departed from the trace."""
         program, mapped, errors = self.program, self.state.mapped, self.gl_errors
-        queries, names = self.state.app_queries, self.dispatch.registry.enum_names
+        queries, registry = self.state.app_queries, self.dispatch.registry
         return Fidelity(
             {
                 name: (count, program.reasons.get(name, ""))
@@ -236,7 +236,7 @@ class Replayer:
             errors.first_unexpected,
             Counter(errors.counts),
             errors.first_frame,
-            Counter({enum_name(t, names): n for t, n in queries.left_out.items()}),
+            Counter({enum_name(t, registry.enum_names): n for t, n in queries.left_out.items()}),
             queries.unconditional_renders,
             queries.mismatches,
             queries.first_mismatch,

@@ -43,7 +43,9 @@ def _replay(
     query_tolerance: int,
 ) -> None:
     from retrace.replay.ws.headless import open_ahead
+    from retrace.trace.reader import load_libraries
 
+    load_libraries()
     open_ahead()
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import Replayer, StopReplay, rendered

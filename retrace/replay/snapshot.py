@@ -9,8 +9,8 @@ read state it changes is restored afterwards.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from retrace.replay.dispatch import Dispatch
 
@@ -108,8 +108,7 @@ class OwnGL:
         return viewport[0] + viewport[2], viewport[1] + viewport[3]
 
 
-@dataclass
-class Image:
+class Image(NamedTuple):
     width: int
     height: int
     channels: int

@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from retrace.replay.mapped import MappedMemory
@@ -33,23 +32,36 @@ def class_key(object_class: str) -> str:
     return "program" if object_class in ("shader", "handle") else object_class
 
 
-@dataclass(eq=False)
 class TracedContext:
     """A context the traced program created; the real one is made at first use."""
 
-    request: ContextRequest
-    fmt: PixelFormat
-    share: TracedContext | None = None
-    real: Context | None = None
-    containers: dict[str, dict[int, int]] = field(default_factory=dict)
-    program: int = 0  # the traced name of the program in use, for uniform locations
-    pipeline: int = 0  # the traced program pipeline bound, used when no program is
-    active_programs: dict[int, int] = field(default_factory=dict)  # pipeline -> glUniform*'s
-    # the fence of its last frame and the real context it belongs to (swap throttling)
-    frame_fence: tuple[Context, int] | None = None
+    __slots__ = (
+        "request",
+        "fmt",
+        "share",
+        "real",
+        "containers",
+        "program",
+        "pipeline",
+        "active_programs",
+        "frame_fence",
+    )
+
+    def __init__(
+        self, request: ContextRequest, fmt: PixelFormat, share: TracedContext | None = None
+    ) -> None:
+        self.request = request
+        self.fmt = fmt
+        self.share = share
+        self.real: Context | None = None
+        self.containers: dict[str, dict[int, int]] = {}
+        self.program = 0  # the traced name of the program in use, for uniform locations
+        self.pipeline = 0  # the traced program pipeline bound, used when no program is
+        self.active_programs: dict[int, int] = {}  # pipeline -> glUniform*'s
+        # the fence of its last frame and the real context it belongs to (swap throttling)
+        self.frame_fence: tuple[Context, int] | None = None
 
 
-@dataclass
 class AppQueries:
     """The traced program's own queries in a pass whose profiler queries use their target.
 
@@ -61,15 +73,27 @@ class AppQueries:
     departure from the trace.
     """
 
-    reserved: frozenset[int] = frozenset()  # targets the profiler's queries use this pass
-    left_out: Counter[int] = field(default_factory=Counter)  # target -> queries left out
-    left_out_ids: set[int] = field(default_factory=set)  # their traced names
-    unconditional: bool = False  # inside a conditional render on a query left out
-    unconditional_renders: int = 0
+    __slots__ = (
+        "reserved",
+        "left_out",
+        "left_out_ids",
+        "unconditional",
+        "unconditional_renders",
+        "mismatches",
+        "first_mismatch",
+    )
+    reserved: frozenset[int]  # targets the profiler's queries use this pass
+    unconditional: bool  # inside a conditional render on a query left out
+    unconditional_renders: int
     # --query-handling check: results that differ from the trace's, and the first
     # (call number, the replay's result, the trace's)
-    mismatches: int = 0
-    first_mismatch: tuple[int, int, int] | None = None
+    mismatches: int
+    first_mismatch: tuple[int, int, int] | None
+
+    def __init__(self) -> None:
+        self.left_out: Counter[int] = Counter()  # target -> queries left out
+        self.left_out_ids: set[int] = set()  # their traced names
+        self.clear()
 
     def clear(self) -> None:
         self.reserved = frozenset()

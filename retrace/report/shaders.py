@@ -54,15 +54,14 @@ def program_sources(path: str) -> dict[int, list[tuple[str, str]]]:
         for batch in reader.batches():
             wanted = {sid for sid, f in sigs.functions.items() if f.name in _WANTED}
             nodes: NodeLists | None = None
-            slots = batch.slots
-            for call in batch.calls.tolist():
+            for call in batch.records():
                 _no, _, sig, _, _, start, _, first, nargs, ret, _, _ = call
                 if sig not in wanted:
                     continue
                 nodes = nodes or NodeLists(batch)
                 args = [
                     nodes.value(start + s, sigs) if s >= 0 else None
-                    for s in slots[first : first + nargs].tolist()
+                    for s in batch.arguments(first, nargs)
                 ]
                 value = nodes.value(start + ret, sigs) if ret >= 0 else None
                 name = sigs.functions[sig].name

@@ -952,9 +952,40 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
+/* calls_of(calls, wanted): the indices of the call records whose signature id has a
+   non-zero byte in `wanted` (indexed by signature id), for readers that look for a few
+   functions among a batch's calls (replay's read-ahead of viewports) */
+static PyObject *calls_of(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer calls, wanted;
+    if (!PyArg_ParseTuple(args, "y*y*", &calls, &wanted))
+        return NULL;
+    const CallRec *rec = calls.buf;
+    const uint8_t *want = wanted.buf;
+    Py_ssize_t count = calls.len / (Py_ssize_t)sizeof(CallRec);
+    PyObject *found = PyList_New(0);
+    for (Py_ssize_t i = 0; found && i < count; i++) {
+        if (rec[i].sig >= (uint64_t)wanted.len || !want[rec[i].sig])
+            continue;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (!index || PyList_Append(found, index) < 0)
+            Py_CLEAR(found);
+        Py_XDECREF(index);
+    }
+    PyBuffer_Release(&calls);
+    PyBuffer_Release(&wanted);
+    return found;
+}
+
+static PyMethodDef module_functions[] = {
+    {"calls_of", calls_of, METH_VARARGS,
+     "calls_of(calls, wanted): indices of the calls whose signature id is marked in wanted"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_scanner",
-    "C scanner for apitrace's binary event stream.", -1, NULL,
+    "C scanner for apitrace's binary event stream.", -1, module_functions,
 };
 
 PyMODINIT_FUNC PyInit__scanner(void) {
@@ -969,7 +1000,23 @@ PyMODINIT_FUNC PyInit__scanner(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec));
-    PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node));
+    /* records.h's field lists as ((name, struct code), ...): Python's view of the records */
+#define FIELD_FORMAT(type, name, code) "(ss)"
+#define FIELD(type, name, code) , #name, code
+    PyObject *call_fields = Py_BuildValue("(" CALL_FIELDS(FIELD_FORMAT) ")" CALL_FIELDS(FIELD));
+    PyObject *node_fields = Py_BuildValue("(" NODE_FIELDS(FIELD_FORMAT) ")" NODE_FIELDS(FIELD));
+#undef FIELD
+#undef FIELD_FORMAT
+    int failed = !call_fields || !node_fields ||
+                 PyModule_AddObjectRef(m, "CALL_FIELDS", call_fields) < 0 ||
+                 PyModule_AddObjectRef(m, "NODE_FIELDS", node_fields) < 0 ||
+                 PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
+                 PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0;
+    Py_XDECREF(call_fields);
+    Py_XDECREF(node_fields);
+    if (failed) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -13,10 +13,17 @@ _EnumDef: TypeAlias = tuple[str, int, tuple[tuple[bytes, int], ...]]
 _FrameDef: TypeAlias = tuple[str, int, bytes | None, bytes | None, bytes | None, int, int]
 _Definition: TypeAlias = _CallDef | _EnumDef | _FrameDef
 
+CALL_FIELDS: tuple[tuple[str, str], ...]
+"""(name, struct code) of each field of a call record (`CALL_FIELDS` in records.h)."""
+NODE_FIELDS: tuple[tuple[str, str], ...]
+"""(name, struct code) of each field of a value node (`NODE_FIELDS` in records.h)."""
 CALL_SIZE: int
 """Bytes per call record (`CallRec` in records.h)."""
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
+
+def calls_of(calls: Buffer, wanted: Buffer, /) -> list[int]:
+    """Indices of the call records whose signature id has a non-zero byte in `wanted`."""
 
 @final
 class Scanner:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
-from typing import NoReturn
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from retrace.errors import UsageError
 from retrace.trace.flags import CallFlag
+
+if TYPE_CHECKING:
+    import numpy as np
 
 UNBOUNDED = 2**64 - 1
 """`CallSet.last` of a set with no upper end (and call numbers may not exceed it)."""
@@ -51,8 +51,7 @@ _NUMBER = re.compile(r"[0-9]+")
 _WORD = re.compile(r"[a-z]+")
 
 
-@dataclass(frozen=True, slots=True)
-class _Range:
+class _Range(NamedTuple):
     """Calls start..stop (inclusive) every `step` from start, with any bit of `freq`."""
 
     start: int
@@ -255,7 +254,10 @@ class CallSet:
         return False
 
     def contains_many(self, call_nos: np.ndarray, flags: np.ndarray) -> np.ndarray:
-        """`contains` for arrays of call numbers and their CallFlag bits, in one go."""
+        """`contains` for arrays of call numbers and their CallFlag bits, in one go (for
+        tools that work on whole columns: numpy is imported here, not with the module)."""
+        import numpy as np
+
         nos = np.asarray(call_nos, np.uint64)
         out = np.zeros(len(nos), bool)
         if self._starts:

@@ -107,13 +107,13 @@ def _dumped(
     stop = None if calls is None else calls.last + _DUMP_TOLERANCE
     for batch in reader.batches():
         tables.update()
-        recs = batch.calls
+        recs = batch.table()
         sig = recs["sig"]
         flags = tables.flags[sig] | recs["flags"]
         errors = np.flatnonzero(tables.get_error[sig] & (recs["ret"] >= 0))
         if len(errors):  # apitrace hides a glGetError that returned GL_NO_ERROR
             where = recs["node_start"][errors].astype(np.int64) + recs["ret"][errors]
-            returned = batch.nodes["v"].view("<i8")[where].tolist()
+            returned = batch.node_table()["v"].view("<i8")[where].tolist()
             for k, ret in zip(errors.tolist(), returned, strict=True):
                 f = reader.signatures.functions[int(sig[k])]
                 flags[k] = adjust_flags(

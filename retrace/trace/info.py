@@ -45,7 +45,7 @@ def trace_info(
     error = None
     try:
         for batch in reader.batches():
-            recs = batch.calls
+            recs = batch.table()
             calls += len(recs)
             sig_ids, counts = np.unique(recs["sig"], return_counts=True)
             per_sig.update(dict(zip(sig_ids.tolist(), counts.tolist(), strict=True)))

@@ -1,31 +1,36 @@
 """Signatures and the flat call records the scanner produces.
 
-The scanner (`_scanner.c`) emits each batch of calls as four flat arrays:
+The scanner (`_scanner.c`) emits each batch of calls as four flat buffers:
 
-* ``calls``: one `CALL_DTYPE` record per call, in delivery order;
+* ``calls``: one `CALLS` record per call, in delivery order;
 * ``slots``: per call, one int32 per argument of its signature: the
   call-relative index of the argument's value node, or -1 when the trace holds
   no value for it;
-* ``nodes``: `NODE_DTYPE` value nodes in pre-order; arrays, structs and reprs
+* ``nodes``: `NODES` value nodes in pre-order; arrays, structs and reprs
   are followed by their children, and ``v`` of such a node counts the nodes
   below it, so a reader can step over a whole value;
 * ``pool``: the bytes of strings and blobs (``v`` = offset, ``aux`` = length)
   and of wide strings (uint32 code points, ``aux`` = count).
 
-Value tags are the trace format's own type bytes (`Tag`). Signatures are
-defined once per trace and kept as small Python objects.
+The record layouts are records.h's, exported by the scanner; `Layout` reads
+them with struct and memoryview, so replay never needs numpy (50 ms to import),
+and gives numpy dtypes to the tools that build tables (dump, info). Value tags
+are the trace format's own type bytes (`Tag`). Signatures are defined once per
+trace and kept as small Python objects.
 """
 
 from __future__ import annotations
 
 import enum
+import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import numpy as np
-
+from retrace.trace import _scanner
 from retrace.trace.flags import CallFlag, call_flags
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Tag(enum.IntEnum):
@@ -49,24 +54,42 @@ class Tag(enum.IntEnum):
     WSTRING = 15
 
 
-CALL_DTYPE = np.dtype(
-    [
-        ("no", "<u8"),
-        ("offset", "<u8"),  # stream offset of the call's enter event
-        ("sig", "<u4"),
-        ("thread", "<u4"),
-        ("flags", "<u4"),  # FAKE and INCOMPLETE as read; name-derived flags live on the signature
-        ("node_start", "<u4"),
-        ("node_count", "<u4"),
-        ("slot_start", "<u4"),
-        ("nargs", "<u4"),
-        ("ret", "<i4"),  # call-relative node index, -1 when the call returned nothing
-        ("bt_start", "<u4"),
-        ("bt_count", "<u4"),
-    ]
-)
+class Layout:
+    """One of the scanner's record types, from its (name, struct code) fields."""
 
-NODE_DTYPE = np.dtype([("tag", "u1"), ("pad", "V3"), ("aux", "<u4"), ("v", "<u8")])
+    __slots__ = ("fields", "record", "size", "_offsets")
+
+    def __init__(self, fields: tuple[tuple[str, str], ...], size: int) -> None:
+        self.fields = fields
+        self.record = struct.Struct("<" + "".join(code for _, code in fields))
+        self.size = self.record.size
+        if self.size != size:
+            raise ImportError(f"records.h and its struct codes disagree: {size} != {self.size}")
+        self._offsets: dict[str, tuple[int, str]] = {}
+        offset = 0
+        for name, code in fields:
+            self._offsets[name] = offset, code
+            offset += struct.calcsize("<" + code)
+
+    def column(
+        self, buffer: bytes | memoryview, name: str, code: str | None = None
+    ) -> memoryview[Any]:
+        """Field `name` of every record in `buffer` as a memoryview, without a copy (read as
+        `code`, a type of the same size, where given: "d" for a node's value as a double)."""
+        offset, own = self._offsets[name]
+        width = struct.calcsize(own)
+        view: Any = memoryview(buffer)  # (typeshed's cast() takes literal formats only)
+        return view.cast(code or own)[offset // width :: self.size // width]
+
+    def dtype(self) -> np.dtype[Any]:
+        """The record as a numpy dtype, for the tools that build tables (pad bytes: void)."""
+        import numpy as np
+
+        return np.dtype([(n, f"V{c[:-1]}" if c.endswith("x") else "<" + c) for n, c in self.fields])
+
+
+CALLS = Layout(_scanner.CALL_FIELDS, _scanner.CALL_SIZE)
+NODES = Layout(_scanner.NODE_FIELDS, _scanner.NODE_SIZE)
 
 
 def _text(raw: bytes) -> str:
@@ -74,36 +97,50 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionSig:
+class FunctionSig(NamedTuple):
     id: int
     name: str
     arg_names: tuple[str, ...]
     flags: CallFlag
 
 
-@dataclass(frozen=True, slots=True)
-class StructSig:
+class StructSig(NamedTuple):
     id: int
     name: str
     member_names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class EnumSig:
-    id: int
-    values: tuple[tuple[str, int], ...]
-    by_value: dict[int, str] = field(compare=False, repr=False)
+    """An enum signature, its names decoded on first use: apitrace defines GLenum with
+    about 4,000 of them in every trace, and replay reads none (4 ms saved per run)."""
+
+    __slots__ = ("id", "_raw", "_by_value")
+
+    def __init__(self, id: int, raw: tuple[tuple[bytes, int], ...]) -> None:
+        self.id = id
+        self._raw = raw  # (name, value) as the trace lists them
+        self._by_value: dict[int, str] | None = None
+
+    @property
+    def values(self) -> tuple[tuple[str, int], ...]:
+        return tuple((_text(n), v) for n, v in self._raw)
+
+    @property
+    def by_value(self) -> dict[int, str]:
+        """Value -> the first name listed for it."""
+        if self._by_value is None:
+            self._by_value = {}
+            for n, v in self.values:
+                self._by_value.setdefault(v, n)
+        return self._by_value
 
 
-@dataclass(frozen=True, slots=True)
-class BitmaskSig:
+class BitmaskSig(NamedTuple):
     id: int
     flags: tuple[tuple[str, int], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StackFrame:
+class StackFrame(NamedTuple):
     module: str | None
     function: str | None
     filename: str | None
@@ -133,11 +170,7 @@ class Signatures:
             elif kind == "struct":
                 self.structs[sid] = StructSig(sid, _text(d[2]), tuple(_text(m) for m in d[3]))
             elif kind == "enum":
-                values = tuple((_text(n), v) for n, v in d[2])
-                by_value: dict[int, str] = {}
-                for n, v in values:
-                    by_value.setdefault(v, n)  # the first name listed for a value wins
-                self.enums[sid] = EnumSig(sid, values, by_value)
+                self.enums[sid] = EnumSig(sid, d[2])
             elif kind == "bitmask":
                 self.bitmasks[sid] = BitmaskSig(sid, tuple((_text(n), v) for n, v in d[2]))
             else:
@@ -169,12 +202,12 @@ _NUMBER_TAGS = (
 class NodeLists:
     """A batch's value nodes as Python lists, for code that visits values one by one.
 
-    The payload is offered three ways (unsigned, signed, double), each
-    converted once per batch: a per-value struct.unpack would cost more than
-    the visit itself.
+    Tags, counts and unsigned payloads are converted once per batch (a per-value
+    struct.unpack would cost more than the visit itself); the payload as a double
+    only on the first float asked for, and as a signed integer per value.
     """
 
-    __slots__ = ("tags", "aux", "u", "i", "d", "pool")
+    __slots__ = ("tags", "aux", "u", "_nodes", "_d", "pool")
 
     def __init__(self, batch: CallBatch) -> None:
         self._load(batch.nodes, batch.pool)
@@ -184,17 +217,31 @@ class NodeLists:
         """The values of one call only (indices relative to the call), for a batch where
         few calls are visited: converting all its nodes would cost more."""
         values = cls.__new__(cls)
-        values._load(batch.nodes[node_start : node_start + node_count], batch.pool)
+        size = NODES.size
+        values._load(
+            memoryview(batch.nodes)[node_start * size : (node_start + node_count) * size],
+            batch.pool,
+        )
         return values
 
-    def _load(self, nodes: np.ndarray, pool: bytes) -> None:
-        v = nodes["v"]
-        self.tags: list[int] = nodes["tag"].tolist()
-        self.aux: list[int] = nodes["aux"].tolist()
-        self.u: list[int] = v.tolist()
-        self.i: list[int] = v.view("<i8").tolist()
-        self.d: list[float] = v.view("<f8").tolist()
+    def _load(self, nodes: bytes | memoryview, pool: bytes) -> None:
+        self._nodes = nodes
+        self.tags: list[int] = NODES.column(nodes, "tag").tolist()
+        self.aux: list[int] = NODES.column(nodes, "aux").tolist()
+        self.u: list[int] = NODES.column(nodes, "v").tolist()
+        self._d: list[float] | None = None
         self.pool = pool
+
+    def signed(self, i: int) -> int:
+        """The payload of node `i` as a signed integer."""
+        u = self.u[i]
+        return u - (1 << 64) if u >> 63 else u
+
+    def double(self, i: int) -> float:
+        """The payload of node `i` as a double."""
+        if self._d is None:
+            self._d = cast(list[float], NODES.column(self._nodes, "v", "d").tolist())
+        return self._d[i]
 
     def children(self, i: int, count: int) -> Iterator[int]:
         """Indices of the `count` values nested directly under node `i`."""
@@ -212,7 +259,8 @@ class NodeLists:
 
     def wide(self, i: int) -> list[int]:
         """The code points of a wide-string node."""
-        codes: list[int] = np.frombuffer(self.pool, "<u4", self.aux[i], self.u[i]).tolist()
+        start = self.u[i]
+        codes: list[int] = memoryview(self.pool)[start : start + 4 * self.aux[i]].cast("I").tolist()
         return codes
 
     def value(self, i: int, sigs: Signatures) -> object:
@@ -225,11 +273,11 @@ class NodeLists:
         """
         tag = self.tags[i]
         if tag in (Tag.SINT, Tag.ENUM):
-            return self.i[i]
+            return self.signed(i)
         if tag in (Tag.UINT, Tag.BITMASK):
             return self.u[i]
         if tag in (Tag.FLOAT, Tag.DOUBLE):
-            return self.d[i]
+            return self.double(i)
         if tag in (Tag.STRING, Tag.BLOB):
             return self.bytes(i)
         if tag == Tag.ARRAY:
@@ -247,34 +295,51 @@ class NodeLists:
         return None if tag == Tag.NULL else int(tag == Tag.TRUE)
 
 
-def node_numbers(batch: CallBatch) -> list[int | float | None]:
-    """Every node of a batch as a Python number (None where it is not one), in one go.
-
-    Replay compiles most calls from numbers alone; converting all nodes with
-    numpy costs far less than visiting them one by one.
-    """
-    tag, v = batch.nodes["tag"], batch.nodes["v"]
-    out = v.view("<i8").astype(object)
-    unsigned = np.isin(tag, (Tag.UINT, Tag.BITMASK, Tag.OPAQUE)) & (v >= 1 << 63)
-    out[unsigned] = v[unsigned].astype(object)
-    reals = np.isin(tag, (Tag.FLOAT, Tag.DOUBLE))
-    out[reals] = v.view("<f8")[reals].astype(object)
-    out[np.isin(tag, (Tag.NULL, Tag.FALSE))] = 0
-    out[tag == Tag.TRUE] = 1
-    out[~np.isin(tag, _NUMBER_TAGS)] = None
-    values: list[int | float | None] = out.tolist()
-    return values
-
-
-@dataclass(slots=True)
 class CallBatch:
-    """A run of consecutive calls in flat form (see the module docstring)."""
+    """A run of consecutive calls in flat form (see the module docstring): the scanner's
+    buffers as it wrote them. Replay reads them a call at a time (`call`, `arguments`);
+    tools that work on whole columns take numpy views (`table`, `node_table`)."""
 
-    calls: np.ndarray
-    slots: np.ndarray
-    nodes: np.ndarray
-    pool: bytes
-    backtraces: np.ndarray
+    __slots__ = ("calls", "slots", "nodes", "pool", "backtraces")
+
+    def __init__(
+        self, calls: bytes, slots: bytes, nodes: bytes, pool: bytes, backtraces: bytes
+    ) -> None:
+        self.calls = calls
+        self.slots = slots  # int32
+        self.nodes = nodes
+        self.pool = pool
+        self.backtraces = backtraces  # uint32 frame ids
 
     def __len__(self) -> int:
-        return len(self.calls)
+        return len(self.calls) // CALLS.size
+
+    def call(self, i: int) -> tuple[int, ...]:
+        """Call `i`'s record, its fields in `CALLS` order."""
+        return CALLS.record.unpack_from(self.calls, i * CALLS.size)
+
+    def records(self) -> Iterator[tuple[int, ...]]:
+        """Every call's record, in order."""
+        return CALLS.record.iter_unpack(self.calls)
+
+    def column(self, name: str) -> memoryview[Any]:
+        """One field of every call record (`CALLS`), without a copy."""
+        return CALLS.column(self.calls, name)
+
+    def arguments(self, slot_start: int, nargs: int) -> list[int]:
+        """A call's slots: per argument, its call-relative node, or -1."""
+        slots = memoryview(self.slots).cast("i")[slot_start : slot_start + nargs]
+        numbers: list[int] = slots.tolist()
+        return numbers
+
+    def table(self) -> np.ndarray[Any, Any]:
+        """The call records as a numpy structured array (imports numpy)."""
+        import numpy as np
+
+        return np.frombuffer(self.calls, CALLS.dtype())
+
+    def node_table(self) -> np.ndarray[Any, Any]:
+        """The value nodes as a numpy structured array (imports numpy)."""
+        import numpy as np
+
+        return np.frombuffer(self.nodes, NODES.dtype())

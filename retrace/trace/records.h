@@ -1,6 +1,12 @@
 /*
- * records.h: the flat records the scanner writes and the replay compiler reads
- * (retrace.trace.model documents them as CALL_DTYPE and NODE_DTYPE).
+ * records.h: the flat records the scanner writes and the replay compiler reads.
+ *
+ * Each record's fields are listed once, here, as (C type, name, struct code): the list
+ * declares the C struct and is exported by the scanner as CALL_FIELDS and NODE_FIELDS,
+ * from which retrace.trace.model builds its Python view (struct, memoryview) and, where
+ * tables are built, its numpy dtype. The codes are Python struct's, little-endian,
+ * without automatic padding ("3x": three pad bytes); every field sits at its natural
+ * alignment, so the C structs have no padding either (Python checks the sizes agree).
  */
 #ifndef RETRACE_RECORDS_H
 #define RETRACE_RECORDS_H
@@ -13,26 +19,34 @@ enum {
     T_BLOB, T_ENUM, T_BITMASK, T_ARRAY, T_STRUCT, T_OPAQUE, T_REPR, T_WSTRING,
 };
 
-typedef struct {
-    uint8_t tag;
-    uint8_t pad[3];
-    uint32_t aux;   /* count, length or signature id */
-    union { int64_t i; uint64_t u; double d; } v;
-} Node;
+/* A value's payload: a number, or (strings, blobs) a pool offset, or (arrays, structs,
+   reprs) how many nodes follow below it. */
+typedef union { int64_t i; uint64_t u; double d; } NodeValue;
+typedef uint8_t Pad3[3];
 
-typedef struct {
-    uint64_t no;
-    uint64_t offset;      /* stream offset of the enter event */
-    uint32_t sig;
-    uint32_t thread;
-    uint32_t flags;
-    uint32_t node_start;  /* into the batch's nodes */
-    uint32_t node_count;
-    uint32_t slot_start;  /* into the batch's slots: one node index (call-relative) or -1 per argument */
-    uint32_t nargs;
-    int32_t ret;          /* call-relative node index of the return value, or -1 */
-    uint32_t bt_start;    /* into the batch's backtrace frame ids */
-    uint32_t bt_count;
-} CallRec;
+#define NODE_FIELDS(X)                                                                    \
+    X(uint8_t, tag, "B")                                                                  \
+    X(Pad3, pad, "3x")                                                                    \
+    X(uint32_t, aux, "I") /* count, length or signature id */                             \
+    X(NodeValue, v, "Q")
+
+#define CALL_FIELDS(X)                                                                    \
+    X(uint64_t, no, "Q")                                                                  \
+    X(uint64_t, offset, "Q")     /* stream offset of the enter event */                   \
+    X(uint32_t, sig, "I")                                                                 \
+    X(uint32_t, thread, "I")                                                              \
+    X(uint32_t, flags, "I")      /* FAKE and INCOMPLETE as read */                        \
+    X(uint32_t, node_start, "I") /* into the batch's nodes */                             \
+    X(uint32_t, node_count, "I")                                                          \
+    X(uint32_t, slot_start, "I") /* into the batch's slots: a call-relative node or -1 */ \
+    X(uint32_t, nargs, "I")                                                               \
+    X(int32_t, ret, "i")         /* call-relative node index of the result, or -1 */      \
+    X(uint32_t, bt_start, "I")   /* into the batch's backtrace frame ids */               \
+    X(uint32_t, bt_count, "I")
+
+#define RECORD_MEMBER(type, name, code) type name;
+typedef struct { NODE_FIELDS(RECORD_MEMBER) } Node;
+typedef struct { CALL_FIELDS(RECORD_MEMBER) } CallRec;
+#undef RECORD_MEMBER
 
 #endif

@@ -43,7 +43,7 @@ def test_truncated_trace_replays_up_to_the_cut(tmp_path):
         offset
         for batch in reader.batches()
         for sig, offset in zip(
-            batch.calls["sig"].tolist(), batch.calls["offset"].tolist(), strict=True
+            batch.column("sig").tolist(), batch.column("offset").tolist(), strict=True
         )
         if reader.signatures.functions[sig].name == "glXSwapBuffers"
     ]

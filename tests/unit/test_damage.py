@@ -43,7 +43,7 @@ def read_all(path) -> tuple[list[tuple[int, int]], TraceError | None]:
     try:
         for batch in reader.batches():
             calls.extend(
-                zip(batch.calls["no"].tolist(), batch.calls["flags"].tolist(), strict=True)
+                zip(batch.column("no").tolist(), batch.column("flags").tolist(), strict=True)
             )
     except TraceError as e:
         return calls, e

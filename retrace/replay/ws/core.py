@@ -17,7 +17,6 @@ glretrace's own visual, the legacy context.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from retrace.errors import RetraceError
@@ -121,9 +120,9 @@ class WindowSystem:
         st = self.state
         if self.force_core and request.api == "gl":
             version = max((request.major, request.minor), (3, 2))
-            request = replace(request, major=version[0], minor=version[1], profile="core")
+            request = request._replace(major=version[0], minor=version[1], profile="core")
         if self.samples is not None:
-            fmt = replace(fmt, samples=self.samples)
+            fmt = fmt._replace(samples=self.samples)
         shared = st.contexts.get(share) if share else None
         context = TracedContext(request=request, fmt=fmt, share=shared)
         real_share = shared.real if shared is not None else None

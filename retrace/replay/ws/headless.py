@@ -34,8 +34,8 @@ drives one display, as a replay does.
 
 `open_ahead()` starts opening the display in a thread of its own, which the next
 `EglDisplay.open()` takes: the driver loads and initialises (in C, without the
-GIL: about 25 ms on llvmpipe) while the replaying process imports numpy and the
-replayer, instead of after them.
+GIL: about 25 ms on llvmpipe) while the replaying process imports the replayer,
+instead of after it.
 """
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ import ctypes
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace.errors import RetraceError
 
@@ -164,8 +163,7 @@ class EglError(RetraceError):
     """EGL could not give what the replay needs; the message is one line."""
 
 
-@dataclass(frozen=True)
-class PixelFormat:
+class PixelFormat(NamedTuple):
     """The framebuffer a trace asked for, in bits per channel.
 
     Sizes are minimums, as in EGL; `EglDisplay.choose_config` picks the
@@ -184,8 +182,7 @@ class PixelFormat:
     double_buffer: bool = True
 
 
-@dataclass(frozen=True)
-class ContextRequest:
+class ContextRequest(NamedTuple):
     """The context a trace created: API, version, profile and flags."""
 
     api: str = "gl"  # "gl" (desktop) or "gles"
@@ -203,7 +200,6 @@ class ContextRequest:
         return f"OpenGL {self.major}.{self.minor} {self.profile}"
 
 
-@dataclass(eq=False)
 class Context:
     """An EGL context and what the driver really gave for it.
 
@@ -215,15 +211,28 @@ class Context:
     pbuffers on a display without surfaceless contexts).
     """
 
-    handle: int
-    config: int
-    request: ContextRequest
-    api: str  # "gl" or "gles"
-    version: str = ""
-    renderer: str = ""
-    major: int = 0
-    minor: int = 0
-    profile: str = ""
+    __slots__ = (
+        "handle",
+        "config",
+        "request",
+        "api",
+        "version",
+        "renderer",
+        "major",
+        "minor",
+        "profile",
+    )
+
+    def __init__(self, handle: int, config: int, request: ContextRequest, api: str) -> None:
+        self.handle = handle
+        self.config = config
+        self.request = request
+        self.api = api  # "gl" or "gles"
+        self.version = ""
+        self.renderer = ""
+        self.major = 0
+        self.minor = 0
+        self.profile = ""
 
     @property
     def proc_api(self) -> str:
@@ -231,29 +240,35 @@ class Context:
         return _proc_api(self.api, self.request.major)
 
 
-@dataclass(eq=False)
 class Surface:
     """A pbuffer surface: the replay's stand-in for the trace's window."""
 
-    handle: int
-    config: int
-    width: int
-    height: int
+    __slots__ = ("handle", "config", "width", "height")
+
+    def __init__(self, handle: int, config: int, width: int, height: int) -> None:
+        self.handle = handle
+        self.config = config
+        self.width = width
+        self.height = height
 
 
 # glretrace's stand-in size for a window whose size the trace has not revealed yet.
 DEFAULT_SIZE = 32
 
 
-@dataclass(eq=False)
 class Drawable:
     """The stand-in for one window, pixmap or pbuffer of the traced program: its size, and
     the pbuffer surface behind it once a context has been bound to it."""
 
-    width: int = DEFAULT_SIZE
-    height: int = DEFAULT_SIZE
-    fixed: bool = False  # a pbuffer: its size came from the trace and never grows
-    surface: Surface | None = None
+    __slots__ = ("width", "height", "fixed", "surface")
+
+    def __init__(
+        self, width: int = DEFAULT_SIZE, height: int = DEFAULT_SIZE, fixed: bool = False
+    ) -> None:
+        self.width = width
+        self.height = height
+        self.fixed = fixed  # a pbuffer: its size came from the trace and never grows
+        self.surface: Surface | None = None
 
 
 # --- libEGL, loaded once per process ----------------------------------------------------------
