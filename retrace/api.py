@@ -133,23 +133,28 @@ class Trace:
         stats: bool = False,
         strict: bool = False,
         frame_range: str | None = None,
+        call_range: str | None = None,
+        loop: int | None = None,
         store_dir: str | None = None,
     ) -> ProfileResult:
         """Profile with glretrace's selections per table (`--pframes`, `--pcalls`,
         `--pdrawcalls`); each pass is replayed `warmup + repeat` times and the tables
         hold the median of the `repeat` measured runs. `frame_range` ("A-B", "A-", "N"):
-        measure only those frames, as `--frames` does."""
-        from retrace.trace.callset import frame_range as parse_frames
-
+        measure only those frames, as `--frames` does; `call_range` (a call set, "10-20",
+        "*/draw"): only those calls, as `--calls` does; `loop`: then replay those frames
+        (or the last one) `loop` more times after `warmup` loops, and measure the loops
+        only, as `--loop=N` does (`metadata["loops"]` has the per-loop statistics)."""
         options = ProfileOptions.select(
             frames,
             calls,
             drawcalls,
+            frames=frame_range,
+            calls=call_range,
+            loop=loop,
             repeat=repeat,
             warmup=warmup,
             stats=stats,
             strict=strict,
-            frames=parse_frames(frame_range),
         )
         return profile(self.path, options, store_dir)
 

@@ -310,7 +310,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         if state is not None:
             profiler.resume(state)
         profiler.run()
-        lines, error = profiler.replayer.ending(job.options.strict, profiler.fidelity)
+        lines, error = profiler.ending()
         store.meta["finish"] = {
             "summary": profiler.summary(),
             "warnings": lines,

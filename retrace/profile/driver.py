@@ -31,13 +31,14 @@ from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
-from retrace.profile.events import EventMeter, PassPlan, ProfileError
+from retrace.profile.events import EVENT_ROWS, EventMeter, PassPlan, ProfileError
 from retrace.profile.metadata import context_facts, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
+from retrace.profile.window import calls_span, last_call, nothing_selected, past_the_end
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
@@ -70,14 +71,16 @@ class Profiler(ReplayListener):
         self.options = options
         self.replayer = Replayer(trace)
         self.view = ReplayView(self.replayer.state, self.replayer.dispatch)
-        self.meter = EventMeter(self.replayer.program, self.view, options.frames)
+        self.meter = EventMeter(
+            self.replayer.program, self.view, options.frames, last_call(options.calls)
+        )
         self.repeats = Repeats(options.repeat, options.warmup, options.stats, self._column)
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
-        self.profile = Profile(window=options.frames)
+        self.profile = Profile(window=options.frames, calls=options.call_range)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
         self._run = 0  # which run of the current pass
@@ -226,6 +229,7 @@ class Profiler(ReplayListener):
             self.profile.frame_events = counts[Boundary.FRAME]
             self.profile.names = list(self.replayer.program.names)
             self._rows.store_until(self.store, self.replayer.program, len(self.replayer.program))
+            self._narrow_to_calls()
             return
         for boundary, count in self._expected.items():
             if counts[boundary] != count:
@@ -234,6 +238,31 @@ class Profiler(ReplayListener):
                     f"events where pass 1 saw {count}: the replay is not deterministic; results in "
                     f"{self.store.path}"
                 )
+
+    def _narrow_to_calls(self) -> None:
+        """After the first pass, with --calls: the frames that hold the selected calls are
+        known; the tables keep those and later passes measure only those."""
+        calls = self.options.calls
+        if calls is None:
+            return
+        program, frames = self.replayer.program, self.options.frames
+        span = calls_span(program, calls, EVENT_ROWS[Boundary.CALL], frames)
+        if span is None:  # nothing selected: an empty window after the trace's frames
+            span = (self.profile.frame_events, self.profile.frame_events - 1)
+        self.profile.window = span
+        self.meter.first, self.meter.last = span
+        self.meter.last_call = None
+
+    def ending(self) -> tuple[list[str], RetraceError | None]:
+        """After the passes: the replay's warnings and error (`Replayer.ending`), and
+        warnings for a --frames or --calls past the trace's end; an error when they leave
+        nothing to measure."""
+        lines, error = self.replayer.ending(self.options.strict, self.fidelity)
+        calls = self.replayer.reader.calls_read
+        lines += past_the_end(self.options, self.profile.frame_events, calls)
+        if error is None and self.profile.measured_nothing():
+            error = RetraceError(f"nothing measured: {nothing_selected(self.options)}")
+        return lines, error
 
     def _report(self, seconds: float) -> None:
         """The progress line of a run, once it is complete (checkpointed)."""
@@ -323,6 +352,10 @@ class Profiler(ReplayListener):
         self._saved = saved = progress["profile"]
         self.profile.frames, self.profile.frame_events = saved["frames"], saved["frame_events"]
         self.profile.names = list(saved["names"])
+        if "window" in saved:  # (narrowed to the frames of --calls after the first pass)
+            first, last = saved["window"]
+            self.profile.window = self.meter.first, self.meter.last = first, last
+            self.meter.last_call = None
 
     def _restore_columns(self, saved: dict[str, Any]) -> None:
         """Give the planned metrics back the columns and statistics a checkpoint recorded."""

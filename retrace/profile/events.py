@@ -59,12 +59,18 @@ class EventMeter:
     """Counts one pass's events per boundary and has them measured."""
 
     def __init__(
-        self, program: Program, view: ReplayView, frames: tuple[int, int | None] = (0, None)
+        self,
+        program: Program,
+        view: ReplayView,
+        frames: tuple[int, int | None] = (0, None),
+        last_call: int | None = None,
     ) -> None:
         """`frames`: measure only frames first..last (0-based; last None: to the end); the
-        replay before and after them runs unmeasured, the events still counted."""
+        replay before and after them runs unmeasured, the events still counted.
+        `last_call`: also stop after the frame that holds this call number."""
         self.program, self.view = program, view
         self.first, self.last = frames
+        self.last_call = last_call
         self.counts = dict.fromkeys(Boundary, 0)  # events seen so far this pass
         self.plan: PassPlan | None = None
         self._measuring = False  # within the frames measured
@@ -103,7 +109,7 @@ class EventMeter:
 
     def frame_end(self) -> None:
         plan = self.plan
-        if self._measuring and self.counts[FRAME] == self.last:
+        if self._measuring and (self.counts[FRAME] == self.last or self._past_last_call()):
             self._stop()
         elif self._native:
             self.program.frame()
@@ -115,6 +121,13 @@ class EventMeter:
         self.counts[FRAME] += 1
         if plan is not None and not self._measuring and self.counts[FRAME] == self.first:
             self._begin()
+
+    def _past_last_call(self) -> bool:
+        """Whether the frame ending now holds `last_call` or a later call."""
+        if self.last_call is None:
+            return False
+        at = self.program.code.position
+        return int(self.program.column("call_nos", at, at + 1)[0]) >= self.last_call
 
     def _stop(self) -> None:
         """After the last frame measured: everything measured handed over; the rest of the

@@ -175,7 +175,8 @@ def describe(
     """The metadata document of one profile.
 
     `selections`: Boundary name -> selection as given; `run`: `run_facts` (None if the
-    child never got that far); `options`: repeat, warm-up, stats, strict;
+    child never got that far); `options`: repeat, warm-up, stats, strict, frame range,
+    call set and loops;
     `outputs`: where the tables and other outputs went; `complete`: whether every
     pass was measured (False after a crash or interruption).
     """
@@ -207,6 +208,7 @@ def describe(
         "passes": run.get("passes", []),
         "tables": tables,
         "frames": profile.frames,
+        "measured_frames": list(profile.window),  # after --frames and --calls
         **options,
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
         "duration_s": round(finished - started, 3),

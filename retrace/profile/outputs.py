@@ -109,6 +109,7 @@ def write(profile: Profile, store: Store, job: Job) -> None:
         return
     how = job.options.to_json()
     selections = how.pop("selections")
+    how["frame_range"] = how.pop("frames")  # ("frames" there: how many frames ended)
     document = describe(
         trace_identity(job.trace),
         selections,

@@ -45,6 +45,12 @@ class Profile:
     # with --repeat/--warmup: per measured column, the columns of its measured runs
     runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
     window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
+    calls: str | None = None  # --calls: the call set whose rows the call tables keep
+
+    def measured_nothing(self) -> bool:
+        """Whether the window holds no frame of the trace (--frames or --calls past its end)."""
+        first, last = self.window
+        return first >= self.frame_events or (last is not None and last < first)
 
     @property
     def repeats(self) -> int:
@@ -88,8 +94,10 @@ class Profile:
             if last is not None:
                 stop = int(np.searchsorted(frames, last + 1, "left"))
             start = min(int(np.searchsorted(frames, first, "left")), stop)
+        ended = max((self.frames if last is None else min(last + 1, self.frames)) - first, 0)
+        if self.calls is not None:  # the rows of the calls selected, among those
+            return self._selected(boundary, metrics, values, meta, start, stop, ended)
         cut = {w: _cut(meta[w], start, stop) for w in META_FIELDS}
-        ended = self.frames if last is None else min(last + 1, self.frames)
         return Table(
             boundary,
             metrics,
@@ -99,8 +107,40 @@ class Profile:
             names=cut["name"],
             name_table=self.names,
             frame_of_event=read_rows(meta["frame"], start, stop) - first if first else cut["frame"],
-            frames_ended=max(ended - first, 0),
+            frames_ended=ended,
             rows=stop - start,
+        )
+
+    def _selected(
+        self,
+        boundary: Boundary,
+        metrics: list[Metric],
+        values: list[Values],
+        meta: dict[str, Column],
+        start: int,
+        stop: int,
+        ended: int,
+    ) -> Table:
+        """The table of the rows among [start, stop) whose calls `calls` selects (copies of
+        those rows only)."""
+        from retrace.profile.window import selected
+        from retrace.trace.callset import CallSet
+
+        assert self.calls is not None
+        nos, ids = (read_rows(meta[w], start, stop) for w in ("call_no", "name"))
+        rows = start + np.flatnonzero(selected(CallSet.parse(self.calls), nos, ids, self.names))
+        taken = {w: _take(meta[w], rows) for w in META_FIELDS}
+        return Table(
+            boundary,
+            metrics,
+            [_take(v, rows) for v in values],
+            call_nos=taken["call_no"],
+            programs=taken["program"],
+            names=taken["name"],
+            name_table=self.names,
+            frame_of_event=taken["frame"] - self.window[0],
+            frames_ended=ended,
+            rows=len(rows),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +157,7 @@ class Profile:
             "frames": self.frames,
             "frame_events": self.frame_events,
             "window": list(self.window),
+            "calls": self.calls,
         }
 
     def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
@@ -144,6 +185,7 @@ class Profile:
             frames=data["frames"],
             frame_events=data["frame_events"],
             window=(first, last),
+            calls=data.get("calls"),
         )
         for table in data["tables"]:
             boundary = Boundary[table["boundary"]]
@@ -180,3 +222,9 @@ def _cut(values: Values, start: int, stop: int) -> Values:
     column itself from row 0, which the writer reads a block at a time up to the table's
     rows, so a whole table is never copied."""
     return values if start == 0 else read_rows(values, start, max(start, stop))
+
+
+def _take(values: Values, rows: np.ndarray) -> np.ndarray:
+    """These rows (sorted) of a column or array, as far as it holds them."""
+    data = values.view() if isinstance(values, Column) else np.asarray(values)
+    return data[rows[rows < len(data)]]
