@@ -180,8 +180,17 @@ def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -
     tables: dict[str, np.ndarray] = {}
     columns: dict[str, list[dict[str, Any]]] = {}
 
+    loops: dict[str, Any] = {}
+
     def deliver(measured: Any, kept: Store) -> None:
-        for table in measured.tables(kept):
+        measured_tables = measured.tables(kept)
+        if measured.loops:
+            from retrace.profile.loops import loop_statistics
+
+            loops["loops"] = loop_statistics(
+                measured_tables, measured.loops, measured.window, options.warmup
+            )
+        for table in measured_tables:
             name = TABLE_NAMES[table.boundary]
             tables[name] = table_array(table)
             columns[name] = [
@@ -191,7 +200,7 @@ def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -
 
     with _child_errors() as errors:
         finish = measure(job, store.path, False, None, deliver, errors)
-    metadata = {"trace": job.trace, "options": options.to_json(), "columns": columns}
+    metadata = {"trace": job.trace, "options": options.to_json(), "columns": columns, **loops}
     _raise(finish["error"])
     return ProfileResult(tables, finish["summary"], list(finish["warnings"]), metadata)
 

@@ -34,6 +34,9 @@ EVENT_ROWS = {
 }
 
 
+NOT_YET = -1  # EventMeter(frames=(NOT_YET, None)): nothing measured until `measure_loops`
+
+
 class ProfileError(RetraceError):
     """The profile cannot be trusted (passes disagree); names where."""
 
@@ -47,9 +50,9 @@ class PassPlan:
     boundaries: frozenset[Boundary]
 
 
-def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
-    """(call events, draw events) among the ops before `end` (all when None)."""
-    rows = program.column("rows", 0, end)
+def event_counts(program: Program, end: int | None = None, start: int = 0) -> tuple[int, int]:
+    """(call events, draw events) among the ops [start, end) (to the last when None)."""
+    rows = program.column("rows", start, end)
     counts = np.bincount(rows, minlength=len(OpKind))
     calls, draws = (int(counts[list(EVENT_ROWS[b])].sum()) for b in (CALL, DRAWCALL))
     return calls, draws
@@ -91,21 +94,31 @@ class EventMeter:
         if plan is not None and self.counts[FRAME] == self.first:
             self._begin()
 
-    def _begin(self) -> None:
+    def _begin(self, counted: tuple[int, int] | None = None) -> None:
         """Measure from here on: in the replay loop where the backend measures natively,
-        else with callbacks."""
+        else with callbacks. `counted`: the (call, draw) events before here (None: those
+        of the ops before the one running now)."""
         plan = self.plan
         assert plan is not None
         self._measuring = True
+        if counted is None:
+            counted = event_counts(self.program, self.program.code.position)
         native = {b: plan.backend.native_events(b) for b in plan.boundaries}
         measured = {b: n for b, n in native.items() if n is not None}
         if len(measured) == len(native):
-            self._measure_natively(measured)
+            self._measure_natively(measured, counted)
             return
         if FRAME in plan.boundaries:
-            plan.backend.begin_query(FRAME, 0)
+            plan.backend.begin_query(FRAME, self.counts[FRAME])
         if CALL in plan.boundaries or DRAWCALL in plan.boundaries:
-            self._bracket_calls(plan)
+            self._bracket_calls(plan, counted)
+
+    def measure_loops(self) -> None:
+        """Before the first measured loop (`--loop`; the replay so far was not measured):
+        count events from here, from 0, and measure them."""
+        self.counts = dict.fromkeys(Boundary, 0)
+        if self.plan is not None:
+            self._begin((0, 0))
 
     def frame_end(self) -> None:
         plan = self.plan
@@ -166,18 +179,23 @@ class EventMeter:
         self._native = False
         self.program.stop_events()
 
-    def end(self) -> dict[Boundary, int]:
+    def end(self, loops: tuple[int, int, int] | None = None) -> dict[Boundary, int]:
         """After a complete replay: the last events measured and counted, the backend's
         pass ended; returns the events seen per boundary (the trailing, partial frame
-        included)."""
+        included). `loops`: (count, first op, end op) of the loops measured, whose events
+        are the ones counted."""
         plan = self.plan
         if self._native:
             self._end_native()
         elif self._measuring and plan is not None and FRAME in plan.boundaries:
             plan.backend.end_query(FRAME, self.counts[FRAME])
         self.finish()
-        if not self._bracketed:
+        if not self._bracketed and loops is None:
             self.counts[CALL], self.counts[DRAWCALL] = event_counts(self.program)
+        elif not self._bracketed:
+            count, start, stop = loops
+            calls, draws = event_counts(self.program, stop, start)
+            self.counts[CALL], self.counts[DRAWCALL] = calls * count, draws * count
         if plan is not None:
             plan.backend.end_pass()
         self.counts[FRAME] += 1  # the trailing, partial frame
@@ -185,11 +203,13 @@ class EventMeter:
 
     # --- events measured by the loop -----------------------------------------------------------
 
-    def _measure_natively(self, native: dict[Boundary, NativeEvents]) -> None:
-        """Have the loop measure from the op running now on (the events before it, none
-        unless GL calls came before any context, are counted without measurements) and
-        begin the first frame; `_collect` hands the records to the backend."""
-        calls, draws = event_counts(self.program, self.program.code.position)
+    def _measure_natively(
+        self, native: dict[Boundary, NativeEvents], counted: tuple[int, int]
+    ) -> None:
+        """Have the loop measure from the op running now on (the `counted` events before it
+        are not measured) and begin the first frame; `_collect` hands the records to the
+        backend."""
+        calls, draws = counted
         self._next_event = {CALL: calls, DRAWCALL: draws, FRAME: self.counts[FRAME]}
         self._native = True
         program = self.program
@@ -214,12 +234,11 @@ class EventMeter:
 
     # --- calls and draws measured with callbacks -----------------------------------------------
 
-    def _bracket_calls(self, plan: PassPlan) -> None:
+    def _bracket_calls(self, plan: PassPlan, counted: tuple[int, int]) -> None:
         """Bracket the calls and draws from the op running now on with the backend's
-        queries; those before it (none, unless GL calls came before any context) are
-        counted as events without queries."""
+        queries; the `counted` events before it are not measured."""
         counts = self.counts
-        counts[CALL], counts[DRAWCALL] = event_counts(self.program, self.program.code.position)
+        counts[CALL], counts[DRAWCALL] = counted
         self._bracketed = True
         backend, view = plan.backend, self.view
         calls, draws = CALL in plan.boundaries, DRAWCALL in plan.boundaries

@@ -18,7 +18,7 @@ class ProfileOptions:
 
     selections: Mapping[Boundary, str] = field(default_factory=dict)  # in glretrace's syntax
     repeat: int = 1  # measured runs per pass: the table has their median
-    warmup: int = 0  # runs per pass before those, not kept
+    warmup: int = 0  # runs per pass before those, not kept (with --loop: loops)
     stats: bool = False  # min, p95 and stddev of the runs beside the median
     strict: bool = False  # a replay that departs from its trace fails (exit 3)
     frames: tuple[int, int | None] = (0, None)  # measure frames first..last (0-based) only
@@ -33,6 +33,12 @@ class ProfileOptions:
                 "--loop on a profile needs a count of at least 1 (--loop=N): the tables are "
                 "written once the loops end"
             )
+
+    @property
+    def warmup_runs(self) -> int:
+        """Replays of every pass before its measured ones (with --loop, --warmup counts loops
+        instead)."""
+        return 0 if self.loop is not None else self.warmup
 
     @property
     def calls(self) -> CallSet | None:

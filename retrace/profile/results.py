@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
-from retrace.writer.store import Column, Store
+from retrace.writer.store import Column, Store, missing_value
 from retrace.writer.tsv import Table, Values, read_rows
 
 META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
@@ -46,11 +46,19 @@ class Profile:
     runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
     window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
     calls: str | None = None  # --calls: the call set whose rows the call tables keep
+    loops: int = 0  # --loop: the tables hold this many loops of the window's frames
 
     def measured_nothing(self) -> bool:
         """Whether the window holds no frame of the trace (--frames or --calls past its end)."""
         first, last = self.window
+        if self.loops:
+            return False
         return first >= self.frame_events or (last is not None and last < first)
+
+    @property
+    def frames_per_loop(self) -> int:
+        first, last = self.window
+        return 0 if last is None else last - first + 1
 
     @property
     def repeats(self) -> int:
@@ -84,6 +92,8 @@ class Profile:
         from the first of them."""
         first, last = self.window
         if boundary == Boundary.FRAME:
+            if self.loops:  # the loops' frames, one after the other, numbered from 0
+                return Table(boundary, metrics, values, rows=self.loops * self.frames_per_loop)
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
@@ -95,8 +105,8 @@ class Profile:
                 stop = int(np.searchsorted(frames, last + 1, "left"))
             start = min(int(np.searchsorted(frames, first, "left")), stop)
         ended = max((self.frames if last is None else min(last + 1, self.frames)) - first, 0)
-        if self.calls is not None:  # the rows of the calls selected, among those
-            return self._selected(boundary, metrics, values, meta, start, stop, ended)
+        if self.calls is not None or self.loops:  # rows picked, or repeated: copies
+            return self._picked(boundary, metrics, values, meta, start, stop, ended)
         cut = {w: _cut(meta[w], start, stop) for w in META_FIELDS}
         return Table(
             boundary,
@@ -111,7 +121,7 @@ class Profile:
             rows=stop - start,
         )
 
-    def _selected(
+    def _picked(
         self,
         boundary: Boundary,
         metrics: list[Metric],
@@ -121,24 +131,33 @@ class Profile:
         stop: int,
         ended: int,
     ) -> Table:
-        """The table of the rows among [start, stop) whose calls `calls` selects (copies of
-        those rows only)."""
+        """The table of the rows among [start, stop) whose calls `calls` selects (all without
+        it); with `loops`, those rows once per loop, whose values were numbered from the
+        first loop's first event on (so many events a loop)."""
         from retrace.profile.window import selected
         from retrace.trace.callset import CallSet
 
-        assert self.calls is not None
-        nos, ids = (read_rows(meta[w], start, stop) for w in ("call_no", "name"))
-        rows = start + np.flatnonzero(selected(CallSet.parse(self.calls), nos, ids, self.names))
-        taken = {w: _take(meta[w], rows) for w in META_FIELDS}
+        rows = np.arange(start, stop)
+        if self.calls is not None:
+            nos, ids = (read_rows(meta[w], start, stop) for w in ("call_no", "name"))
+            rows = rows[selected(CallSet.parse(self.calls), nos, ids, self.names)]
+        frames = _take(meta["frame"], rows) - self.window[0]
+        at = rows
+        if self.loops:
+            loop = np.repeat(np.arange(self.loops), len(rows))
+            at = np.tile(rows - start, self.loops) + (stop - start) * loop
+            frames = np.tile(frames, self.loops) + self.frames_per_loop * loop
+            rows = np.tile(rows, self.loops)
+            ended = self.loops * self.frames_per_loop
         return Table(
             boundary,
             metrics,
-            [_take(v, rows) for v in values],
-            call_nos=taken["call_no"],
-            programs=taken["program"],
-            names=taken["name"],
+            [_take(v, at) for v in values],
+            call_nos=_take(meta["call_no"], rows),
+            programs=_take(meta["program"], rows),
+            names=_take(meta["name"], rows),
             name_table=self.names,
-            frame_of_event=taken["frame"] - self.window[0],
+            frame_of_event=frames,
             frames_ended=ended,
             rows=len(rows),
         )
@@ -158,6 +177,7 @@ class Profile:
             "frame_events": self.frame_events,
             "window": list(self.window),
             "calls": self.calls,
+            "loops": self.loops,
         }
 
     def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
@@ -186,6 +206,7 @@ class Profile:
             frame_events=data["frame_events"],
             window=(first, last),
             calls=data.get("calls"),
+            loops=data.get("loops", 0),
         )
         for table in data["tables"]:
             boundary = Boundary[table["boundary"]]
@@ -225,6 +246,11 @@ def _cut(values: Values, start: int, stop: int) -> Values:
 
 
 def _take(values: Values, rows: np.ndarray) -> np.ndarray:
-    """These rows (sorted) of a column or array, as far as it holds them."""
+    """These rows of a column or array; those it does not hold read missing."""
     data = values.view() if isinstance(values, Column) else np.asarray(values)
-    return data[rows[rows < len(data)]]
+    inside = rows < len(data)
+    if inside.all():
+        return data[rows]
+    taken = np.full(len(rows), missing_value(data.dtype), data.dtype)
+    taken[inside] = data[rows[inside]]
+    return taken
