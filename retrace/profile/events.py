@@ -190,9 +190,11 @@ class EventMeter:
         elif self._measuring and plan is not None and FRAME in plan.boundaries:
             plan.backend.end_query(FRAME, self.counts[FRAME])
         self.finish()
-        if not self._bracketed and loops is None:
+        if self._bracketed:
+            pass  # the callbacks counted them
+        elif loops is None:
             self.counts[CALL], self.counts[DRAWCALL] = event_counts(self.program)
-        elif not self._bracketed:
+        else:
             count, start, stop = loops
             calls, draws = event_counts(self.program, stop, start)
             self.counts[CALL], self.counts[DRAWCALL] = calls * count, draws * count
