@@ -33,7 +33,7 @@ from retrace.errors import RetraceError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
-from retrace.profile.metadata import context_facts, run_facts
+from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
@@ -97,6 +97,7 @@ class Profiler(ReplayListener):
         self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
         self._looping = False  # replaying the --loop frames (not the trace's own)
+        self._contexts: dict[int, int] = {}  # id() of a traced context -> its number
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
         self.replayer.listen(self)
         self._live_line: PassProgress | None = None
@@ -135,6 +136,8 @@ class Profiler(ReplayListener):
     # --- the replay's events (ReplayListener) --------------------------------------------------
 
     def after_switch(self) -> None:
+        if self._pass == 0 and self._run == 0 and not self._looping:
+            self._rows.context_changed(self.replayer.program.code.position, self._context())
         if not self._ready:
             self._ready = True
             self.context_facts = self.context_facts or context_facts(self.replayer)
@@ -142,6 +145,17 @@ class Profiler(ReplayListener):
             self._start_pass()
         else:
             self.meter.after_switch()
+
+    def _context(self) -> int:
+        """The current context's number in `profile.contexts` (from 1, in the order they were
+        first current; 0: none), named there after it and its GL version."""
+        current = self.replayer.state.current
+        if current is None or current.real is None:
+            return 0
+        number = self._contexts.setdefault(id(current), len(self._contexts) + 1)
+        if number > len(self.profile.contexts):
+            self.profile.contexts.append(context_name(number, current.real))
+        return number
 
     def before_switch(self) -> None:
         self.meter.before_switch()
@@ -396,6 +410,7 @@ class Profiler(ReplayListener):
         self._saved = saved = progress["profile"]
         self.profile.frames, self.profile.frame_events = saved["frames"], saved["frame_events"]
         self.profile.names = list(saved["names"])
+        self.profile.contexts = list(saved.get("contexts", ()))
         if "window" in saved and self.options.loop is None:  # (narrowed by --calls)
             first, last = saved["window"]
             self.profile.window = self.meter.first, self.meter.last = first, last

@@ -121,6 +121,7 @@ def write(profile: Profile, store: Store, job: Job) -> None:
         trace_identity(job.trace),
         selections,
         profile,
+        tables,
         store.meta.get("facts"),
         how,
         {

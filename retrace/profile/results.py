@@ -19,6 +19,7 @@ from retrace.writer.store import Column, Store, missing_value
 from retrace.writer.tsv import Table, Values, read_rows
 
 META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
+CONTEXT = "context"  # per event too: its context's number in `Profile.contexts` (not in the TSV)
 
 
 def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
@@ -47,6 +48,7 @@ class Profile:
     window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
     calls: str | None = None  # --calls: the call set whose rows the call tables keep
     loops: int = 0  # --loop: the tables hold this many loops of the window's frames
+    contexts: list[str] = field(default_factory=list)  # context n's name is contexts[n - 1]
 
     def measured_nothing(self) -> bool:
         """Whether the window holds no frame of the trace (--frames or --calls past its end)."""
@@ -99,6 +101,7 @@ class Profile:
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
         meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
+        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), np.int64)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
             frames = meta["frame"].view()[:stop]
             if last is not None:
@@ -119,6 +122,7 @@ class Profile:
             frame_of_event=read_rows(meta["frame"], start, stop) - first if first else cut["frame"],
             frames_ended=ended,
             rows=stop - start,
+            contexts=_cut(meta[CONTEXT], start, stop),
         )
 
     def _picked(
@@ -142,11 +146,13 @@ class Profile:
             nos, ids = (read_rows(meta[w], start, stop) for w in ("call_no", "name"))
             rows = rows[selected(CallSet.parse(self.calls), nos, ids, self.names)]
         frames = _take(meta["frame"], rows) - self.window[0]
+        contexts = _take(meta[CONTEXT], rows)
         at = rows
         if self.loops:
             loop = np.repeat(np.arange(self.loops), len(rows))
             at = np.tile(rows - start, self.loops) + (stop - start) * loop
             frames = np.tile(frames, self.loops) + self.frames_per_loop * loop
+            contexts = np.tile(contexts, self.loops)
             rows = np.tile(rows, self.loops)
             ended = self.loops * self.frames_per_loop
         return Table(
@@ -160,6 +166,7 @@ class Profile:
             frame_of_event=frames,
             frames_ended=ended,
             rows=len(rows),
+            contexts=contexts,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -178,6 +185,7 @@ class Profile:
             "window": list(self.window),
             "calls": self.calls,
             "loops": self.loops,
+            "contexts": list(self.contexts),
         }
 
     def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
@@ -207,6 +215,7 @@ class Profile:
             window=(first, last),
             calls=data.get("calls"),
             loops=data.get("loops", 0),
+            contexts=list(data.get("contexts", ())),
         )
         for table in data["tables"]:
             boundary = Boundary[table["boundary"]]
