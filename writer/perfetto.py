@@ -118,17 +118,15 @@ class Timeline:
             b: row_contexts(runs.get(TABLE_NAMES[b], []), len(t)) for b, t in events.items()
         }
         names: list[str] = list(contexts.get("names") or [])
-        used = sorted(
-            {int(n) for t in (self._nested("CPU"), self._nested("GPU")) if t is not None
-             for n in self._context_of(t).tolist()} - {0}
-        )  # fmt: skip
+        nested = [t for t in (self._nested("CPU"), self._nested("GPU")) if t is not None]
+        used = sorted({int(n) for t in nested for n in np.unique(self._context_of(t))} - {0})
         # (name, CPU layout, GPU layout) per context, when the calls ran in several
         self.contexts: list[tuple[str, Layout | None, Layout | None]] = []
         if len(used) > 1:
             for n in used:
                 name = names[n - 1] if n <= len(names) else f"context {n}"
-                layouts = (self._layout(c, n, frames=False) for c in ("CPU", "GPU"))
-                self.contexts.append((name, *layouts))
+                cpu, gpu = (self._layout(c, n, frames=False) for c in ("CPU", "GPU"))
+                self.contexts.append((name, cpu, gpu))
         calls = not self.contexts  # the calls go on the context tracks, if any
         self.cpu = self._layout("CPU", calls=calls)
         self.gpu = self._layout("GPU", calls=calls)
