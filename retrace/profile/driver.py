@@ -261,6 +261,11 @@ class Profiler(ReplayListener):
         ends = program.frame_ends  # the frames looped: those of ops [start, stop)
         self.profile.window = bisect.bisect_left(ends, start), bisect.bisect_left(ends, stop - 1)
         self.profile.loops = loops
+        if self._expected is None:
+            # the first run: the rows the loops repeat stored, and the loops checkpointed, so
+            # that a crash or Ctrl-C in the loops still writes the loops measured so far
+            self._rows.store_until(self.store, program, stop)
+            self._checkpoint(self._pass, self._run)
         replayer.last_frame = None
         self._looping = True
         began = time.perf_counter()

@@ -2,9 +2,10 @@
 
 A loop is one replay of the frames looped (the last frame, or `--frames A-B`);
 its cost in a duration metric is the sum of that metric over the loop's rows
-(its frames, or its calls or draw calls). Across the N loops: min, median,
-mean, p95 and stddev, printed on stderr and kept, with every loop's value, in
-the metadata (`loops`).
+(its frames, or its calls or draw calls). Across the N loops (those measured, if
+the profile was interrupted): min, median, mean, p95 and stddev, printed on
+stderr and kept, with every loop's value (null where not measured), in the
+metadata (`loops`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def loop_statistics(
     the frames looped (first, last)."""
     first, last = frames
     per_frame = 1 if last is None else last - first + 1
-    per_loop: dict[str, dict[str, list[float]]] = {}
+    per_loop: dict[str, dict[str, list[float | None]]] = {}
     statistics: dict[str, dict[str, dict[str, Any]]] = {}
     for table in tables:
         rows = table.rows or 0
@@ -42,24 +43,38 @@ def loop_statistics(
             if metric.kind != Kind.DURATION:
                 continue
             cells = read_rows(values, 0, rows)
-            cells = np.where(missing_mask(cells), 0, cells).astype(np.float64)
-            cells = np.append(cells, np.zeros(len(loop_of) - len(cells)))  # '-' past the end
-            sums = np.bincount(loop_of, weights=cells, minlength=loops)[:loops]
-            per_loop.setdefault(key, {})[metric.name] = sums.tolist()
-            statistics.setdefault(key, {})[metric.name] = {
-                "unit": metric.unit,
-                "min": float(sums.min()),
-                "median": float(np.median(sums)),
-                "mean": float(sums.mean()),
-                "p95": float(np.percentile(sums, 95)),
-                "stddev": float(sums.std()),
-            }
+            known = np.zeros(len(loop_of), bool)  # '-' past the end too
+            known[: len(cells)] = ~missing_mask(cells)
+            weights = np.zeros(len(loop_of))
+            weights[: len(cells)] = np.where(known[: len(cells)], cells, 0)
+            sums = np.bincount(loop_of, weights=weights, minlength=loops)[:loops]
+            measured = np.bincount(loop_of, weights=known, minlength=loops)[:loops] > 0
+            # a loop with no value at all (an interrupted profile's last ones) is left out
+            per_loop.setdefault(key, {})[metric.name] = [
+                float(v) if m else None for v, m in zip(sums.tolist(), measured, strict=True)
+            ]
+            if measured.any():
+                statistics.setdefault(key, {})[metric.name] = _statistics(
+                    sums[measured], metric.unit
+                )
     return {
         "count": loops,
         "warmup": warmup,
         "frames": [first, last],
         "statistics": statistics,
         "per_loop": per_loop,
+    }
+
+
+def _statistics(sums: np.ndarray, unit: str) -> dict[str, Any]:
+    return {
+        "unit": unit,
+        "loops": len(sums),
+        "min": float(sums.min()),
+        "median": float(np.median(sums)),
+        "mean": float(sums.mean()),
+        "p95": float(np.percentile(sums, 95)),
+        "stddev": float(sums.std()),
     }
 
 
@@ -73,7 +88,7 @@ def loop_lines(facts: dict[str, Any]) -> list[str]:
             scale, unit = (1e-6, "ms") if stats["unit"] == "ns" else (1.0, stats["unit"])
             values = ", ".join(f"{s} {stats[s] * scale:.6g}" for s in STATISTICS)
             lines.append(
-                f"retrace: {facts['count']} loops of {looped}: {table} {name} per loop: "
+                f"retrace: {stats['loops']} loops of {looped}: {table} {name} per loop: "
                 f"{values} {unit}".rstrip()
             )
     return lines

@@ -59,11 +59,9 @@ class EventRows:
 
     def store_until(self, store: Store, program: Program, end: int, chunk: int = 1 << 16) -> None:
         """Store the rows of the events among ops [done, end)."""
-        if not self.tables:  # nothing to store (yet): ops stay waiting
+        if not self.tables or end <= self.done:  # nothing to store (yet): ops stay waiting
             return
         first, self.done = self.done, end
-        if first >= end:
-            return
         # only the frame ends and program changes that matter to ops [first, end): called
         # at every frame end, this must not cost more as the trace goes on
         ends = program.frame_ends

@@ -118,3 +118,37 @@ def test_loop_errors_are_one_line(args, status, line):
     done = retrace(*PIXELS, *args, "--quiet", str(TRACE))  # (a bare --loop before an option)
     assert done.returncode == status
     assert done.stderr.strip().splitlines()[-1] == line
+
+
+def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path):
+    """Ctrl-C during the loops: the tables are written (the loops not run read '-') and
+    the statistics are of the loops measured."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "loops.tsv"
+    args = ["--pframes", "opengl: GPU Duration", "--frames", "2", "--loop=1000000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrace", *args, "-o", str(out), str(TRACE)],
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("retrace: measuring into ")
+        time.sleep(3)  # well into the loops (the replay before them takes 0.1 s)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT
+    frames = list(read_tables(io.StringIO(out.read_text()))[Boundary.FRAME].column("GPU Duration"))
+    assert len(frames) == 1_000_000
+    measured = [v for v in frames if v == v]
+    assert 0 < len(measured) < 1_000_000 and frames[: len(measured)] == measured
+    (line,) = [line for line in stderr.splitlines() if " loops of " in line]
+    assert line.startswith(f"retrace: {len(measured)} loops of frame 2: frames GPU Duration")
+    assert stderr.splitlines()[-1].startswith("retrace: interrupted by SIGINT")
