@@ -12,6 +12,10 @@ A pass's backend measures its events in one of two ways (`MetricBackend`):
 
 A glBegin..glEnd block is one draw, counted at glBegin; calls compiled into
 display lists are not events, as glretrace classifies them.
+
+`--frames A-B` and `--calls` measure a window of frames; `--loop` measures nothing
+until `measure_loops`, and numbers the loops' events from there (the tables hold
+the loops only).
 """
 
 from __future__ import annotations
