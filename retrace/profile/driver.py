@@ -33,6 +33,7 @@ from retrace.errors import RetraceError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
+from retrace.profile.loops import looped_frames
 from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
@@ -318,8 +319,7 @@ class Profiler(ReplayListener):
         nothing to measure."""
         lines, error = self.replayer.ending(self.options.strict, self.fidelity)
         if self.options.loop is not None:
-            first, last = self.profile.window
-            looped = f"frame {first}" if first == last else f"frames {first}-{last}"
+            looped = looped_frames(*self.profile.window)
             lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
         calls = self.replayer.reader.calls_read
         lines += past_the_end(self.options, self.profile.frames + 1, calls)

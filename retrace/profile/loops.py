@@ -78,10 +78,14 @@ def _statistics(sums: np.ndarray, unit: str) -> dict[str, Any]:
     }
 
 
+def looped_frames(first: int, last: int | None) -> str:
+    """The frames looped, in words: `frame 4`, `frames 2-3`."""
+    return f"frame {first}" if first == last else f"frames {first}-{last}"
+
+
 def loop_lines(facts: dict[str, Any]) -> list[str]:
     """One stderr line per table and duration column: its per-loop statistics."""
-    first, last = facts["frames"]
-    looped = f"frame {first}" if first == last else f"frames {first}-{last}"
+    looped = looped_frames(*facts["frames"])
     lines = []
     for table, columns in facts["statistics"].items():
         for name, stats in columns.items():
