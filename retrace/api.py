@@ -133,23 +133,28 @@ class Trace:
         stats: bool = False,
         strict: bool = False,
         frame_range: str | None = None,
+        call_range: str | None = None,
+        loop: int | None = None,
         store_dir: str | None = None,
     ) -> ProfileResult:
         """Profile with glretrace's selections per table (`--pframes`, `--pcalls`,
         `--pdrawcalls`); each pass is replayed `warmup + repeat` times and the tables
         hold the median of the `repeat` measured runs. `frame_range` ("A-B", "A-", "N"):
-        measure only those frames, as `--frames` does."""
-        from retrace.trace.callset import frame_range as parse_frames
-
+        measure only those frames, as `--frames` does; `call_range` (a call set, "10-20",
+        "*/draw"): only those calls, as `--calls` does; `loop`: then replay those frames
+        (or the last one) `loop` more times after `warmup` loops, and measure the loops
+        only, as `--loop=N` does (`metadata["loops"]` has the per-loop statistics)."""
         options = ProfileOptions.select(
             frames,
             calls,
             drawcalls,
+            frames=frame_range,
+            calls=call_range,
+            loop=loop,
             repeat=repeat,
             warmup=warmup,
             stats=stats,
             strict=strict,
-            frames=parse_frames(frame_range),
         )
         return profile(self.path, options, store_dir)
 
@@ -175,8 +180,17 @@ def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -
     tables: dict[str, np.ndarray] = {}
     columns: dict[str, list[dict[str, Any]]] = {}
 
+    loops: dict[str, Any] = {}
+
     def deliver(measured: Any, kept: Store) -> None:
-        for table in measured.tables(kept):
+        measured_tables = measured.tables(kept)
+        if measured.loops:
+            from retrace.profile.loops import loop_statistics
+
+            loops["loops"] = loop_statistics(
+                measured_tables, measured.loops, measured.window, options.warmup
+            )
+        for table in measured_tables:
             name = TABLE_NAMES[table.boundary]
             tables[name] = table_array(table)
             columns[name] = [
@@ -186,7 +200,7 @@ def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -
 
     with _child_errors() as errors:
         finish = measure(job, store.path, False, None, deliver, errors)
-    metadata = {"trace": job.trace, "options": options.to_json(), "columns": columns}
+    metadata = {"trace": job.trace, "options": options.to_json(), "columns": columns, **loops}
     _raise(finish["error"])
     return ProfileResult(tables, finish["summary"], list(finish["warnings"]), metadata)
 

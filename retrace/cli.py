@@ -265,6 +265,23 @@ def replay(trace: str, **options) -> None:
     "replays unmeasured.",
 )
 @click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Measure only these calls (apitrace's call sets: 10-20,*/draw,@FILE); the frames "
+    "table keeps the frames that hold them.",
+)
+@click.option(
+    "--loop",
+    type=click.IntRange(max=MAX_LOOPS),
+    is_flag=False,
+    flag_value=-1,
+    default=None,
+    metavar="N",
+    help="Then replay the last frame (or the --frames range) N more times, after --warmup "
+    "loops, and measure the loops only.",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(1, MAX_RUNS),
     default=1,
@@ -325,6 +342,8 @@ def profile(
     pframe_times: bool,
     min_cpu_time: int,
     frames_spec: str | None,
+    calls_spec: str | None,
+    loop: int | None,
     repeat: int,
     warmup: int,
     stats: bool,
@@ -335,17 +354,18 @@ def profile(
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
     from retrace.profile.options import ProfileOptions
-    from retrace.trace.callset import frame_range
 
     options = ProfileOptions.select(
         pframes,
         pcalls,
         pdrawcalls,
+        frames=frames_spec,
+        calls=calls_spec,
+        loop=loop,
         repeat=repeat,
         warmup=warmup,
         stats=stats,
         strict=strict,
-        frames=frame_range(frames_spec),
     )
     selections = options.selections
     legacy = pcpu or pgpu or ppd or pmem or pframe_times
@@ -371,10 +391,12 @@ def profile(
     elif gen_passes:
         commands.gen_passes(trace, options, verbose)
     elif legacy:
-        if selections or fmt != "tsv" or metadata or perfetto or frames_spec:
+        parts = frames_spec or calls_spec or loop is not None
+        if selections or fmt != "tsv" or metadata or perfetto or parts:
             raise click.UsageError(
                 "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
-                "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto or --frames"
+                "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto, --frames, "
+                "--calls or --loop"
             )
         commands.run_legacy_profile(
             trace,

@@ -33,6 +33,18 @@ class Events:
     def __len__(self) -> int:
         return len(self.frames)
 
+    def take(self, rows: np.ndarray) -> Events:
+        """These rows (of a call table) only."""
+        return Events(
+            self.boundary,
+            self.metrics,
+            {m: v[rows] for m, v in self.values.items()},
+            self.frames[rows],
+            self.call_nos[rows],
+            self.programs[rows],
+            [self.names[i] for i in rows.tolist()],
+        )
+
     def get(self, metric: str) -> np.ndarray | None:
         """The column named `metric` (any case), or None."""
         folded = metric.casefold()
@@ -82,3 +94,25 @@ class Events:
             np.frombuffer(table.programs, np.int64),
             list(table.names),
         )
+
+
+def context_runs(table: Table) -> list[list[int]]:
+    """The replay context of each row of a call table, run-length encoded for the metadata:
+    [[first row, context number], ...] at every change (empty when the table does not say).
+    """
+    rows = table.rows or 0
+    if table.contexts is None or not rows:
+        return []
+    known = read_rows(table.contexts, 0, rows)
+    contexts = np.zeros(rows, np.int64)
+    contexts[: len(known)] = np.where(missing_mask(known) | (known < 0), 0, known)
+    starts = np.flatnonzero(np.r_[True, contexts[1:] != contexts[:-1]])
+    return [[int(row), int(contexts[row])] for row in starts]
+
+
+def row_contexts(runs: list[list[int]], rows: int) -> np.ndarray:
+    """`context_runs` decoded: the context number of each of `rows` rows (0: unknown)."""
+    contexts = np.zeros(rows, np.int64)
+    for (row, number), (end, _) in zip(runs, [*runs[1:], [rows, 0]], strict=False):
+        contexts[row:end] = number
+    return contexts

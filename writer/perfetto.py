@@ -18,8 +18,14 @@ trace_processor. Its tracks, under one process named after the trace:
   Duration, Pixels Drawn, VSIZE/RSS, pipeline and vendor counters), one value
   per frame at its start, named ``<metric> (<unit>)``.
 
-The replay runs every context of the trace on one thread, and the tables do not
-say which context a call ran in, so there is one CPU track and one GPU track.
+The replay runs every context of the trace on one thread; the metadata says which
+context each row of the call tables ran in (`contexts`; the TSV has no column
+for it). When the calls nested ran
+in more than one context, each context has a CPU and a GPU track of its own
+(``context 1 (GL 4.5 core) CPU``, ``... GPU``) with its calls, nested in a slice
+per frame that spans them, and ``replay (CPU)`` and ``GPU`` keep the frames
+table's frame slices. Without that metadata (a TSV of glretrace's) there is one
+CPU and one GPU track.
 
 A slice must lie within its parent and end before its sibling starts, or the
 importer cuts it. Times measured in one pass do nest; medians of repeated runs
@@ -39,11 +45,13 @@ import numpy as np
 
 from retrace.errors import RetraceError
 from retrace.vocabulary import Boundary
-from retrace.writer.events import Events
+from retrace.writer.arrays import TABLE_NAMES
+from retrace.writer.events import Events, row_contexts
 
 SEQUENCE = 1  # every packet comes from one writer
 PROCESS, CPU_TRACK, GPU_TRACK = 1, 2, 3
 COUNTER_TRACKS = 100  # the first counter track's uuid
+CONTEXT_TRACKS = 1_000_000  # context n's CPU track is this + 2n, its GPU track the next
 PID, TID = 1, 1
 SLICE_BEGIN, SLICE_END, COUNTER = 1, 2, 4  # TrackEvent.Type
 
@@ -68,7 +76,7 @@ def write_perfetto(path: str, tables: Iterable[Any], metadata: dict[str, Any]) -
         for t in tables
         if (t.metrics if not isinstance(t, Events) else t.metrics)
     }
-    timeline = Timeline(events, _columns(metadata))
+    timeline = Timeline(events, _columns(metadata), metadata.get("contexts") or {})
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "wb") as stream:
         for packet in timeline.packets(pb, metadata):
@@ -95,12 +103,34 @@ def _columns(metadata: dict[str, Any]) -> dict[str, dict[str, Any]]:
 class Timeline:
     """The slices and counters of one profile, placed and nested."""
 
-    def __init__(self, events: dict[Boundary, Events], columns: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        events: dict[Boundary, Events],
+        columns: dict[str, dict[str, Any]],
+        contexts: dict[str, Any],
+    ) -> None:
+        """`contexts`: the metadata's (`names`, and per call table the `rows` each context
+        ran, `context_runs`)."""
         self.events = events
         self.columns = columns
-        self.cpu = self._layout("CPU")
-        self.gpu = self._layout("GPU")
-        if self.cpu is None:
+        runs = contexts.get("rows") or {}
+        self._contexts = {
+            b: row_contexts(runs.get(TABLE_NAMES[b], []), len(t)) for b, t in events.items()
+        }
+        names: list[str] = list(contexts.get("names") or [])
+        nested = [t for t in (self._nested("CPU"), self._nested("GPU")) if t is not None]
+        used = sorted({int(n) for t in nested for n in np.unique(self._context_of(t))} - {0})
+        # (name, CPU layout, GPU layout) per context, when the calls ran in several
+        self.contexts: list[tuple[str, Layout | None, Layout | None]] = []
+        if len(used) > 1:
+            for n in used:
+                name = names[n - 1] if n <= len(names) else f"context {n}"
+                cpu, gpu = (self._layout(c, n, frames=False) for c in ("CPU", "GPU"))
+                self.contexts.append((name, cpu, gpu))
+        calls = not self.contexts  # the calls go on the context tracks, if any
+        self.cpu = self._layout("CPU", calls=calls)
+        self.gpu = self._layout("GPU", calls=calls)
+        if self.cpu is None and not any(cpu is not None for _, cpu, _ in self.contexts):
             raise RetraceError(
                 'no table has "CPU Start" and "CPU Duration": nothing to place on a timeline'
             )
@@ -111,13 +141,32 @@ class Timeline:
             return None
         return table if table.get(f"{clock} Duration") is not None else None
 
-    def _layout(self, clock: str) -> Layout | None:
+    def _nested(self, clock: str) -> Events | None:
+        """The table whose slices nest in the frames on `clock`: the calls', else the draw
+        calls'."""
+        return self._timed(Boundary.CALL, clock) or self._timed(Boundary.DRAWCALL, clock)
+
+    def _layout(
+        self, clock: str, context: int = 0, frames: bool = True, calls: bool = True
+    ) -> Layout | None:
         """Frames and the calls nested in them on one clock ("CPU" or "GPU"): the calls
         table's (else the draw calls') slices made to follow one another, each frame
         widened to cover its calls and starting where the frame before it ended. None
-        when no table has that clock's Start and Duration."""
-        frames = self._timed(Boundary.FRAME, clock)
-        calls = self._timed(Boundary.CALL, clock) or self._timed(Boundary.DRAWCALL, clock)
+        when no table has that clock's Start and Duration. `context`: only the calls
+        that ran in it (0: all); `frames`: whether the frames table places frames (else
+        each spans its calls); `calls`: whether calls are nested."""
+        frames_table = self._timed(Boundary.FRAME, clock) if frames else None
+        nested = self._nested(clock) if calls else None
+        if nested is not None and context:
+            nested = nested.take(np.flatnonzero(self._context_of(nested) == context))
+        return self._placed(clock, frames_table, nested)
+
+    def _context_of(self, calls: Events) -> np.ndarray:
+        """The context number each row of a call table ran in (0: the metadata does not
+        say)."""
+        return self._contexts[calls.boundary]
+
+    def _placed(self, clock: str, frames: Events | None, calls: Events | None) -> Layout | None:
         if frames is None and calls is None:
             return None
         count = len(self.events[Boundary.FRAME]) if Boundary.FRAME in self.events else 0
@@ -170,16 +219,24 @@ class Timeline:
         first.track_descriptor.process.pid = PID
         first.track_descriptor.process.process_name = f"retrace {trace}"
         yield first
-        yield self._descriptor(pb, CPU_TRACK, thread="replay (CPU)")
+        if self.cpu is not None:
+            yield self._descriptor(pb, CPU_TRACK, thread="replay (CPU)")
         if self.gpu is not None:
             yield self._descriptor(pb, GPU_TRACK, name=f"GPU {renderer}".strip())
+        tracks = [(CPU_TRACK, self.cpu), (GPU_TRACK, self.gpu)]
+        for i, (name, cpu, gpu) in enumerate(self.contexts):
+            for uuid, layout, clock in ((2 * i, cpu, "CPU"), (2 * i + 1, gpu, "GPU")):
+                if layout is not None:
+                    yield self._descriptor(pb, CONTEXT_TRACKS + uuid, name=f"{name} {clock}")
+                    tracks.append((CONTEXT_TRACKS + uuid, layout))
         counters = self._counters()
         for i, (name, _values) in enumerate(counters):
             yield self._descriptor(pb, COUNTER_TRACKS + i, name=name, counter=True)
-        assert self.cpu is not None
-        yield from self._slices(pb, CPU_TRACK, self.cpu)
-        if self.gpu is not None:
-            yield from self._slices(pb, GPU_TRACK, self.gpu)
+        for uuid, layout in tracks:
+            if layout is not None:
+                yield from self._slices(pb, uuid, layout)
+        if self.cpu is None:
+            return  # (no frames table: no counters)
         starts = self.cpu.frames[:, 0]
         for i, (_name, values) in enumerate(counters):
             yield from self._counter_values(pb, COUNTER_TRACKS + i, starts, values)

@@ -88,6 +88,9 @@ class Table:
     - `rows`: number of events. Default: ``len(call_nos)`` for CALL/DRAWCALL, the
       longest value sequence for FRAME (glretrace prints N+1 frame rows for N
       SwapBuffers: the partial last frame counts).
+    - `contexts`: optional, per event of a call table the number of the replay
+      context it ran in (from 1; 0 or missing: unknown). Not printed: glretrace's
+      layout has no such column (the metadata keeps it, for the timeline).
     """
 
     boundary: Boundary
@@ -101,6 +104,7 @@ class Table:
     frames_ended: int = 0
     rows: int | None = None
     errors: Sequence[Values | None] | None = None
+    contexts: Values | None = None
 
     def __post_init__(self) -> None:
         if len(self.values) != len(self.metrics):

@@ -290,7 +290,7 @@ def _deliver_what_is_kept(
         deliver(Profile.from_json(state["profile"], store), store)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
-        missing = _missing(state, job.options.warmup + job.options.repeat, live.frames)
+        missing = _missing(state, job.options.warmup_runs + job.options.repeat, live.frames)
         name = contain.signal_name(ending.interrupted)
         raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
     message = contain.crash_message(ending, job.trace)
@@ -312,7 +312,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         if state is not None:
             profiler.resume(state)
         profiler.run()
-        lines, error = profiler.replayer.ending(job.options.strict, profiler.fidelity)
+        lines, error = profiler.ending()
         store.meta["finish"] = {
             "summary": profiler.summary(),
             "warnings": lines,

@@ -19,6 +19,7 @@ frame end the child publishes its progress to the parent; see `checkpoint.py`.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable
 from typing import IO, Any
@@ -31,15 +32,17 @@ from retrace.backends.registry import load_backends
 from retrace.errors import RetraceError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
-from retrace.profile.events import EventMeter, PassPlan, ProfileError
-from retrace.profile.metadata import context_facts, run_facts
+from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
+from retrace.profile.loops import looped_frames
+from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
+from retrace.profile.window import calls_span, last_call, nothing_selected, past_the_end
 from retrace.replay.fidelity import Fidelity
-from retrace.replay.replayer import Replayer, ReplayListener, rendered
+from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store
@@ -70,14 +73,20 @@ class Profiler(ReplayListener):
         self.options = options
         self.replayer = Replayer(trace)
         self.view = ReplayView(self.replayer.state, self.replayer.dispatch)
-        self.meter = EventMeter(self.replayer.program, self.view, options.frames)
-        self.repeats = Repeats(options.repeat, options.warmup, options.stats, self._column)
+        if options.loop is None:
+            self.meter = EventMeter(
+                self.replayer.program, self.view, options.frames, last_call(options.calls)
+            )
+        else:  # the loops only are measured, the replay before them runs bare
+            self.meter = EventMeter(self.replayer.program, self.view, (NOT_YET, None))
+            self.replayer.compile_all = True  # stopped after frame B, every pass runs it all
+        self.repeats = Repeats(options.repeat, options.warmup_runs, options.stats, self._column)
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
-        self.profile = Profile(window=options.frames)
+        self.profile = Profile(window=options.frames, calls=options.call_range)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
         self._run = 0  # which run of the current pass
@@ -88,6 +97,8 @@ class Profiler(ReplayListener):
         self._on_ready: Callable[[], None] = lambda: None
         self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
+        self._looping = False  # replaying the --loop frames (not the trace's own)
+        self._contexts: dict[int, int] = {}  # id() of a traced context -> its number
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
         self.replayer.listen(self)
         self._live_line: PassProgress | None = None
@@ -126,6 +137,8 @@ class Profiler(ReplayListener):
     # --- the replay's events (ReplayListener) --------------------------------------------------
 
     def after_switch(self) -> None:
+        if self._pass == 0 and self._run == 0 and not self._looping:
+            self._rows.context_changed(self.replayer.program.code.position, self._context())
         if not self._ready:
             self._ready = True
             self.context_facts = self.context_facts or context_facts(self.replayer)
@@ -134,18 +147,29 @@ class Profiler(ReplayListener):
         else:
             self.meter.after_switch()
 
+    def _context(self) -> int:
+        """The current context's number in `profile.contexts` (from 1, in the order they were
+        first current; 0: none), named there after it and its GL version."""
+        current = self.replayer.state.current
+        if current is None or current.real is None:
+            return 0
+        number = self._contexts.setdefault(id(current), len(self._contexts) + 1)
+        if number > len(self.profile.contexts):
+            self.profile.contexts.append(context_name(number, current.real))
+        return number
+
     def before_switch(self) -> None:
         self.meter.before_switch()
 
     def frame_end(self, frame: int) -> None:
         self.meter.frame_end()
-        if self._expected is None:  # the first run counts
+        if self._expected is None and not self._looping:  # the first run counts
             self.profile.frames += 1
         if self.live is not None:
             self._publish()
 
     def program_change(self) -> None:
-        if self._pass == 0 and self._run == 0:
+        if self._pass == 0 and self._run == 0 and not self._looping:
             current = self.replayer.state.current
             program = current.program if current is not None else 0
             self._rows.program_changed(self.replayer.program.code.position, program)
@@ -192,7 +216,7 @@ class Profiler(ReplayListener):
         assert self.live is not None
         program = self.replayer.program
         stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
-        if self._expected is None:
+        if self._expected is None and not self._looping:
             store_rows = self._rows.store_until if stopping else self._rows.store_soon
             store_rows(self.store, program, program.code.position + 1)
         self.live.publish(self._pass, self.replayer.frame, self.store.lengths(), program.names)
@@ -208,10 +232,13 @@ class Profiler(ReplayListener):
             total = self._expected[Boundary.FRAME] - 1 if self._expected else None
             self._live_line.start(self._pass_label(), total)
         started = time.perf_counter()
+        self.replayer.last_frame = self.options.frames[1] if self.options.loop else None
         try:
             self._last_seconds = self.replayer.run_pass().seconds
-            counts = self.meter.end()
+            loops = self._loop() if self.options.loop else None
+            counts = self.meter.end(loops)
         finally:
+            self._looping = False
             self.meter.finish()
             if self._live_line is not None:
                 self._live_line.done()
@@ -220,12 +247,49 @@ class Profiler(ReplayListener):
         self.fidelity = this if self.fidelity is None else self.fidelity.worst(this)
         return time.perf_counter() - started
 
+    def _loop(self) -> tuple[int, int, int]:
+        """--loop N: after the replay up to the last frame of --frames (or the whole trace),
+        replay those frames (or the last one) --warmup times unmeasured, then N times
+        measured; returns (N, first op, end op) of the loops."""
+        first, last = self.options.frames
+        loops = self.options.loop
+        assert loops is not None
+        if not self._ready:
+            return loops, 0, 0  # (no context: the run fails after the pass)
+        program, replayer = self.replayer.program, self.replayer
+        whole = (first, last) == (0, None)  # no --frames: the last frame, as glretrace loops
+        start, stop = replayer.frame_ops(None if whole else first, last)
+        ends = program.frame_ends  # the frames looped: those of ops [start, stop)
+        self.profile.window = bisect.bisect_left(ends, start), bisect.bisect_left(ends, stop - 1)
+        self.profile.loops = loops
+        if self._expected is None:
+            # the first run: the rows the loops repeat stored, and the loops checkpointed, so
+            # that a crash or Ctrl-C in the loops still writes the loops measured so far
+            self._rows.store_until(self.store, program, stop)
+            self._checkpoint(self._pass, self._run)
+        replayer.last_frame = None
+        self._looping = True
+        began = time.perf_counter()
+        try:
+            for _ in range(self.options.warmup):
+                program.run(start, stop)
+            self.meter.measure_loops()
+            for _ in range(loops):
+                program.run(start, stop)
+        finally:
+            program.bracket()  # (callbacks the loops were measured with)
+        if replayer.state.current is not None:
+            replayer.gl.Finish()
+        self._last_seconds += time.perf_counter() - began
+        return loops, start, stop
+
     def _check_events(self, counts: dict[Boundary, int]) -> None:
         if self._expected is None:
             self._expected = dict(counts)
             self.profile.frame_events = counts[Boundary.FRAME]
             self.profile.names = list(self.replayer.program.names)
             self._rows.store_until(self.store, self.replayer.program, len(self.replayer.program))
+            self._narrow_to_calls()
             return
         for boundary, count in self._expected.items():
             if counts[boundary] != count:
@@ -234,6 +298,34 @@ class Profiler(ReplayListener):
                     f"events where pass 1 saw {count}: the replay is not deterministic; results in "
                     f"{self.store.path}"
                 )
+
+    def _narrow_to_calls(self) -> None:
+        """After the first pass, with --calls: the frames that hold the selected calls are
+        known; the tables keep those and later passes measure only those."""
+        calls = self.options.calls
+        if calls is None or self.options.loop is not None:  # (loops: the frames looped)
+            return
+        program, frames = self.replayer.program, self.options.frames
+        span = calls_span(program, calls, EVENT_ROWS[Boundary.CALL], frames)
+        if span is None:  # nothing selected: an empty window after the trace's frames
+            span = (self.profile.frame_events, self.profile.frame_events - 1)
+        self.profile.window = span
+        self.meter.first, self.meter.last = span
+        self.meter.last_call = None
+
+    def ending(self) -> tuple[list[str], RetraceError | None]:
+        """After the passes: the replay's warnings and error (`Replayer.ending`), and
+        warnings for a --frames or --calls past the trace's end; an error when they leave
+        nothing to measure."""
+        lines, error = self.replayer.ending(self.options.strict, self.fidelity)
+        if self.options.loop is not None:
+            looped = looped_frames(*self.profile.window)
+            lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
+        calls = self.replayer.reader.calls_read
+        lines += past_the_end(self.options, self.profile.frames + 1, calls)
+        if error is None and self.profile.measured_nothing():
+            error = RetraceError(f"nothing measured: {nothing_selected(self.options)}")
+        return lines, error
 
     def _report(self, seconds: float) -> None:
         """The progress line of a run, once it is complete (checkpointed)."""
@@ -323,6 +415,11 @@ class Profiler(ReplayListener):
         self._saved = saved = progress["profile"]
         self.profile.frames, self.profile.frame_events = saved["frames"], saved["frame_events"]
         self.profile.names = list(saved["names"])
+        self.profile.contexts = list(saved.get("contexts", ()))
+        if "window" in saved and self.options.loop is None:  # (narrowed by --calls)
+            first, last = saved["window"]
+            self.profile.window = self.meter.first, self.meter.last = first, last
+            self.meter.last_call = None
 
     def _restore_columns(self, saved: dict[str, Any]) -> None:
         """Give the planned metrics back the columns and statistics a checkpoint recorded."""

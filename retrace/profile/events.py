@@ -12,6 +12,10 @@ A pass's backend measures its events in one of two ways (`MetricBackend`):
 
 A glBegin..glEnd block is one draw, counted at glBegin; calls compiled into
 display lists are not events, as glretrace classifies them.
+
+`--frames A-B` and `--calls` measure a window of frames; `--loop` measures nothing
+until `measure_loops`, and numbers the loops' events from there (the tables hold
+the loops only).
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ EVENT_ROWS = {
 }
 
 
+NOT_YET = -1  # EventMeter(frames=(NOT_YET, None)): nothing measured until `measure_loops`
+
+
 class ProfileError(RetraceError):
     """The profile cannot be trusted (passes disagree); names where."""
 
@@ -47,9 +54,9 @@ class PassPlan:
     boundaries: frozenset[Boundary]
 
 
-def event_counts(program: Program, end: int | None = None) -> tuple[int, int]:
-    """(call events, draw events) among the ops before `end` (all when None)."""
-    rows = program.column("rows", 0, end)
+def event_counts(program: Program, end: int | None = None, start: int = 0) -> tuple[int, int]:
+    """(call events, draw events) among the ops [start, end) (to the last when None)."""
+    rows = program.column("rows", start, end)
     counts = np.bincount(rows, minlength=len(OpKind))
     calls, draws = (int(counts[list(EVENT_ROWS[b])].sum()) for b in (CALL, DRAWCALL))
     return calls, draws
@@ -59,12 +66,18 @@ class EventMeter:
     """Counts one pass's events per boundary and has them measured."""
 
     def __init__(
-        self, program: Program, view: ReplayView, frames: tuple[int, int | None] = (0, None)
+        self,
+        program: Program,
+        view: ReplayView,
+        frames: tuple[int, int | None] = (0, None),
+        last_call: int | None = None,
     ) -> None:
         """`frames`: measure only frames first..last (0-based; last None: to the end); the
-        replay before and after them runs unmeasured, the events still counted."""
+        replay before and after them runs unmeasured, the events still counted.
+        `last_call`: also stop after the frame that holds this call number."""
         self.program, self.view = program, view
         self.first, self.last = frames
+        self.last_call = last_call
         self.counts = dict.fromkeys(Boundary, 0)  # events seen so far this pass
         self.plan: PassPlan | None = None
         self._measuring = False  # within the frames measured
@@ -85,25 +98,35 @@ class EventMeter:
         if plan is not None and self.counts[FRAME] == self.first:
             self._begin()
 
-    def _begin(self) -> None:
+    def _begin(self, counted: tuple[int, int] | None = None) -> None:
         """Measure from here on: in the replay loop where the backend measures natively,
-        else with callbacks."""
+        else with callbacks. `counted`: the (call, draw) events before here (None: those
+        of the ops before the one running now)."""
         plan = self.plan
         assert plan is not None
         self._measuring = True
+        if counted is None:
+            counted = event_counts(self.program, self.program.code.position)
         native = {b: plan.backend.native_events(b) for b in plan.boundaries}
         measured = {b: n for b, n in native.items() if n is not None}
         if len(measured) == len(native):
-            self._measure_natively(measured)
+            self._measure_natively(measured, counted)
             return
         if FRAME in plan.boundaries:
-            plan.backend.begin_query(FRAME, 0)
+            plan.backend.begin_query(FRAME, self.counts[FRAME])
         if CALL in plan.boundaries or DRAWCALL in plan.boundaries:
-            self._bracket_calls(plan)
+            self._bracket_calls(plan, counted)
+
+    def measure_loops(self) -> None:
+        """Before the first measured loop (`--loop`; the replay so far was not measured):
+        count events from here, from 0, and measure them."""
+        self.counts = dict.fromkeys(Boundary, 0)
+        if self.plan is not None:
+            self._begin((0, 0))
 
     def frame_end(self) -> None:
         plan = self.plan
-        if self._measuring and self.counts[FRAME] == self.last:
+        if self._measuring and (self.counts[FRAME] == self.last or self._past_last_call()):
             self._stop()
         elif self._native:
             self.program.frame()
@@ -115,6 +138,13 @@ class EventMeter:
         self.counts[FRAME] += 1
         if plan is not None and not self._measuring and self.counts[FRAME] == self.first:
             self._begin()
+
+    def _past_last_call(self) -> bool:
+        """Whether the frame ending now holds `last_call` or a later call."""
+        if self.last_call is None:
+            return False
+        at = self.program.code.position
+        return int(self.program.column("call_nos", at, at + 1)[0]) >= self.last_call
 
     def _stop(self) -> None:
         """After the last frame measured: everything measured handed over; the rest of the
@@ -153,18 +183,25 @@ class EventMeter:
         self._native = False
         self.program.stop_events()
 
-    def end(self) -> dict[Boundary, int]:
+    def end(self, loops: tuple[int, int, int] | None = None) -> dict[Boundary, int]:
         """After a complete replay: the last events measured and counted, the backend's
         pass ended; returns the events seen per boundary (the trailing, partial frame
-        included)."""
+        included). `loops`: (count, first op, end op) of the loops measured, whose events
+        are the ones counted."""
         plan = self.plan
         if self._native:
             self._end_native()
         elif self._measuring and plan is not None and FRAME in plan.boundaries:
             plan.backend.end_query(FRAME, self.counts[FRAME])
         self.finish()
-        if not self._bracketed:
+        if self._bracketed:
+            pass  # the callbacks counted them
+        elif loops is None:
             self.counts[CALL], self.counts[DRAWCALL] = event_counts(self.program)
+        else:
+            count, start, stop = loops
+            calls, draws = event_counts(self.program, stop, start)
+            self.counts[CALL], self.counts[DRAWCALL] = calls * count, draws * count
         if plan is not None:
             plan.backend.end_pass()
         self.counts[FRAME] += 1  # the trailing, partial frame
@@ -172,11 +209,13 @@ class EventMeter:
 
     # --- events measured by the loop -----------------------------------------------------------
 
-    def _measure_natively(self, native: dict[Boundary, NativeEvents]) -> None:
-        """Have the loop measure from the op running now on (the events before it, none
-        unless GL calls came before any context, are counted without measurements) and
-        begin the first frame; `_collect` hands the records to the backend."""
-        calls, draws = event_counts(self.program, self.program.code.position)
+    def _measure_natively(
+        self, native: dict[Boundary, NativeEvents], counted: tuple[int, int]
+    ) -> None:
+        """Have the loop measure from the op running now on (the `counted` events before it
+        are not measured) and begin the first frame; `_collect` hands the records to the
+        backend."""
+        calls, draws = counted
         self._next_event = {CALL: calls, DRAWCALL: draws, FRAME: self.counts[FRAME]}
         self._native = True
         program = self.program
@@ -201,12 +240,11 @@ class EventMeter:
 
     # --- calls and draws measured with callbacks -----------------------------------------------
 
-    def _bracket_calls(self, plan: PassPlan) -> None:
+    def _bracket_calls(self, plan: PassPlan, counted: tuple[int, int]) -> None:
         """Bracket the calls and draws from the op running now on with the backend's
-        queries; those before it (none, unless GL calls came before any context) are
-        counted as events without queries."""
+        queries; the `counted` events before it are not measured."""
         counts = self.counts
-        counts[CALL], counts[DRAWCALL] = event_counts(self.program, self.program.code.position)
+        counts[CALL], counts[DRAWCALL] = counted
         self._bracketed = True
         backend, view = plan.backend, self.view
         calls, draws = CALL in plan.boundaries, DRAWCALL in plan.boundaries

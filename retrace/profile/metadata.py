@@ -22,6 +22,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,16 +30,18 @@ from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
 from retrace.vocabulary import Boundary, Metric
+from retrace.writer.arrays import TABLE_NAMES
 
 if TYPE_CHECKING:
     from retrace.profile.events import PassPlan
     from retrace.profile.results import Profile
     from retrace.replay.fidelity import Fidelity
     from retrace.replay.replayer import Replayer
+    from retrace.writer.tsv import Table
 
 FORMAT = "retrace-profile-metadata"
 FORMAT_VERSION = 1
-TABLE_KEYS = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "drawcalls"}
+TABLE_KEYS = TABLE_NAMES  # the tables' names in the metadata, as in the API
 GL_VENDOR = 0x1F00
 
 
@@ -114,6 +117,17 @@ def context_facts(replayer: Replayer) -> dict[str, Any]:
     return {"gl": gl, "egl": egl}
 
 
+def context_name(number: int, real: Any) -> str:
+    """How the tables' metadata and the timeline name a replay context: `context 2 (GL 4.5
+    core)`, from its number (in the order contexts were first current) and the real
+    context's API, version and profile."""
+    api = {"gl": "GL", "gles": "GLES"}.get(real.api, str(real.api))
+    version = re.search(r"\d+\.\d+", real.version or "")
+    profile = "" if api == "GLES" else real.profile or ""
+    described = " ".join(p for p in (api, version[0] if version else "", profile) if p)
+    return f"context {number} ({described})"
+
+
 def run_facts(context: dict[str, Any], plans: list[PassPlan], fidelity: Fidelity) -> dict[str, Any]:
     """What only the replay child knows, for the store's manifest: the context, the pass
     plan and how faithful the replay was."""
@@ -180,6 +194,7 @@ def describe(
     trace: TraceIdentity,
     selections: dict[str, str],
     profile: Profile,
+    tables: list[Table],
     run: dict[str, Any] | None,
     options: dict[str, Any],
     outputs: dict[str, Any],
@@ -189,18 +204,22 @@ def describe(
 ) -> dict[str, Any]:
     """The metadata document of one profile.
 
-    `selections`: Boundary name -> selection as given; `run`: `run_facts` (None if the
-    child never got that far); `options`: repeat, warm-up, stats, strict;
+    `selections`: Boundary name -> selection as given; `tables`: the profile's, as
+    written; `run`: `run_facts` (None if the
+    child never got that far); `options`: repeat, warm-up, stats, strict, frame range,
+    call set and loops;
     `outputs`: where the tables and other outputs went; `complete`: whether every
     pass was measured (False after a crash or interruption).
     """
     import datetime
 
-    tables: dict[str, list[dict[str, Any]]] = {}
+    from retrace.writer.events import context_runs
+
+    columns_of: dict[str, list[dict[str, Any]]] = {}
     resolved: dict[str, list[str]] = {}
     for boundary, metrics in profile.metrics.items():
         key = TABLE_KEYS[boundary]
-        columns = tables.setdefault(key, [])
+        columns = columns_of.setdefault(key, [])
         for metric in metrics:
             columns.append(column_facts(metric, boundary))
             for derived, _column in profile.stats.get((metric, boundary), ()):
@@ -220,8 +239,17 @@ def describe(
             "resolved": resolved,
         },
         "passes": run.get("passes", []),
-        "tables": tables,
+        "tables": columns_of,
         "frames": profile.frames,
+        "measured_frames": list(profile.window),  # after --frames and --calls
+        # the replay contexts, and which one each row of the call tables ran in (the TSV
+        # has no column for it): [first row, context number] at every change
+        "contexts": {
+            "names": list(profile.contexts),
+            "rows": {
+                TABLE_KEYS[t.boundary]: context_runs(t) for t in tables if t.contexts is not None
+            },
+        },
         **options,
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
         "duration_s": round(finished - started, 3),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrace.errors import UsageError
+from retrace.trace.callset import CallSet, frame_range
 from retrace.vocabulary import Boundary
 
 
@@ -17,14 +18,32 @@ class ProfileOptions:
 
     selections: Mapping[Boundary, str] = field(default_factory=dict)  # in glretrace's syntax
     repeat: int = 1  # measured runs per pass: the table has their median
-    warmup: int = 0  # runs per pass before those, not kept
+    warmup: int = 0  # runs per pass before those, not kept (with --loop: loops)
     stats: bool = False  # min, p95 and stddev of the runs beside the median
     strict: bool = False  # a replay that departs from its trace fails (exit 3)
     frames: tuple[int, int | None] = (0, None)  # measure frames first..last (0-based) only
+    call_range: str | None = None  # --calls: the call set whose rows are measured
+    loop: int | None = None  # --loop N: then replay the frames measured N more times, measured
 
     def __post_init__(self) -> None:
         if self.repeat < 1 or self.warmup < 0:
             raise UsageError("--repeat must be at least 1 and --warmup at least 0")
+        if self.loop is not None and self.loop < 1:
+            raise UsageError(
+                "--loop on a profile needs a count of at least 1 (--loop=N): the tables are "
+                "written once the loops end"
+            )
+
+    @property
+    def warmup_runs(self) -> int:
+        """Replays of every pass before its measured ones (with --loop, --warmup counts loops
+        instead)."""
+        return 0 if self.loop is not None else self.warmup
+
+    @property
+    def calls(self) -> CallSet | None:
+        """The --calls call set, parsed (the spec is kept as text, for the manifest)."""
+        return CallSet.parse(self.call_range) if self.call_range is not None else None
 
     @classmethod
     def select(
@@ -32,15 +51,27 @@ class ProfileOptions:
         per_frame: str | None = None,
         per_call: str | None = None,
         per_drawcall: str | None = None,
+        *,
+        frames: str | None = None,
+        calls: str | None = None,
         **how: Any,
     ) -> ProfileOptions:
-        """Options from `--pframes/--pcalls/--pdrawcalls` (None or empty: no such table)."""
+        """Options from `--pframes/--pcalls/--pdrawcalls` (None or empty: no such table) and
+        the text of `--frames A-B` and `--calls CALLSET` (None: the whole trace), checked
+        here (UsageError) for the command line and the API alike."""
         given = {
             Boundary.FRAME: per_frame,
             Boundary.CALL: per_call,
             Boundary.DRAWCALL: per_drawcall,
         }
-        return cls({b: spec for b, spec in given.items() if spec}, **how)
+        if calls is not None:
+            CallSet.parse(calls)  # a bad call set is a usage error now, not in the child
+        return cls(
+            {b: spec for b, spec in given.items() if spec},
+            frames=frame_range(frames),
+            call_range=calls,
+            **how,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +81,8 @@ class ProfileOptions:
             "stats": self.stats,
             "strict": self.strict,
             "frames": list(self.frames),
+            "calls": self.call_range,
+            "loop": self.loop,
         }
 
     @classmethod
@@ -58,4 +91,10 @@ class ProfileOptions:
         selections = {Boundary[name]: spec for name, spec in data["selections"].items()}
         how = {k: data[k] for k in ("repeat", "warmup", "stats", "strict") if k in data}
         first, last = data.get("frames", (0, None))
-        return cls(selections, frames=(first, last), **how)
+        return cls(
+            selections,
+            frames=(first, last),
+            call_range=data.get("calls"),
+            loop=data.get("loop"),
+            **how,
+        )

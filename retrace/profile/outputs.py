@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from retrace.errors import UsageError
+from retrace.profile.loops import loop_lines, loop_statistics
 from retrace.profile.metadata import describe, trace_identity, write_metadata
 from retrace.profile.selection import parse_selection
 from retrace.vocabulary import Boundary
@@ -104,15 +105,23 @@ def write(profile: Profile, store: Store, job: Job) -> None:
             write_records(stream, tables, outputs.format)
     if job.output and outputs.format == "tsv" and profile.repeats > 1:
         _write_runs(profile, store, runs_folder(job.output))
+    how = job.options.to_json()
+    if profile.loops:
+        how["loops"] = loops = loop_statistics(
+            tables, profile.loops, profile.window, job.options.warmup
+        )
+        for line in loop_lines(loops):
+            print(line, file=sys.stderr)
     where = outputs.metadata_path(job.output)
     if where is None and outputs.perfetto is None:
         return
-    how = job.options.to_json()
     selections = how.pop("selections")
+    how["frame_range"] = how.pop("frames")  # ("frames" there: how many frames ended)
     document = describe(
         trace_identity(job.trace),
         selections,
         profile,
+        tables,
         store.meta.get("facts"),
         how,
         {

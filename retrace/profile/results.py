@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
-from retrace.writer.store import Column, Store
+from retrace.writer.store import Column, Store, missing_value
 from retrace.writer.tsv import Table, Values, read_rows
 
 META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
+CONTEXT = "context"  # per event too: its context's number in `Profile.contexts` (not in the TSV)
 
 
 def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
@@ -45,6 +46,21 @@ class Profile:
     # with --repeat/--warmup: per measured column, the columns of its measured runs
     runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
     window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
+    calls: str | None = None  # --calls: the call set whose rows the call tables keep
+    loops: int = 0  # --loop: the tables hold this many loops of the window's frames
+    contexts: list[str] = field(default_factory=list)  # context n's name is contexts[n - 1]
+
+    def measured_nothing(self) -> bool:
+        """Whether the window holds no frame of the trace (--frames or --calls past its end)."""
+        first, last = self.window
+        if self.loops:
+            return False
+        return first >= self.frame_events or (last is not None and last < first)
+
+    @property
+    def frames_per_loop(self) -> int:
+        first, last = self.window
+        return 0 if last is None else last - first + 1
 
     @property
     def repeats(self) -> int:
@@ -78,18 +94,23 @@ class Profile:
         from the first of them."""
         first, last = self.window
         if boundary == Boundary.FRAME:
+            if self.loops:  # the loops' frames, one after the other, numbered from 0
+                return Table(boundary, metrics, values, rows=self.loops * self.frames_per_loop)
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
         meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
+        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), np.int64)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
             frames = meta["frame"].view()[:stop]
             if last is not None:
                 stop = int(np.searchsorted(frames, last + 1, "left"))
             start = min(int(np.searchsorted(frames, first, "left")), stop)
+        ended = max((self.frames if last is None else min(last + 1, self.frames)) - first, 0)
+        if self.calls is not None or self.loops:  # rows picked, or repeated: copies
+            return self._picked(boundary, metrics, values, meta, start, stop, ended)
         cut = {w: _cut(meta[w], start, stop) for w in META_FIELDS}
-        ended = self.frames if last is None else min(last + 1, self.frames)
         return Table(
             boundary,
             metrics,
@@ -99,8 +120,53 @@ class Profile:
             names=cut["name"],
             name_table=self.names,
             frame_of_event=read_rows(meta["frame"], start, stop) - first if first else cut["frame"],
-            frames_ended=max(ended - first, 0),
+            frames_ended=ended,
             rows=stop - start,
+            contexts=_cut(meta[CONTEXT], start, stop),
+        )
+
+    def _picked(
+        self,
+        boundary: Boundary,
+        metrics: list[Metric],
+        values: list[Values],
+        meta: dict[str, Column],
+        start: int,
+        stop: int,
+        ended: int,
+    ) -> Table:
+        """The table of the rows among [start, stop) whose calls `calls` selects (all without
+        it); with `loops`, those rows once per loop, whose values were numbered from the
+        first loop's first event on (so many events a loop)."""
+        from retrace.profile.window import selected
+        from retrace.trace.callset import CallSet
+
+        rows = np.arange(start, stop)
+        if self.calls is not None:
+            nos, ids = (read_rows(meta[w], start, stop) for w in ("call_no", "name"))
+            rows = rows[selected(CallSet.parse(self.calls), nos, ids, self.names)]
+        frames = _take(meta["frame"], rows) - self.window[0]
+        contexts = _take(meta[CONTEXT], rows)
+        at = rows
+        if self.loops:
+            loop = np.repeat(np.arange(self.loops), len(rows))
+            at = np.tile(rows - start, self.loops) + (stop - start) * loop
+            frames = np.tile(frames, self.loops) + self.frames_per_loop * loop
+            contexts = np.tile(contexts, self.loops)
+            rows = np.tile(rows, self.loops)
+            ended = self.loops * self.frames_per_loop
+        return Table(
+            boundary,
+            metrics,
+            [_take(v, at) for v in values],
+            call_nos=_take(meta["call_no"], rows),
+            programs=_take(meta["program"], rows),
+            names=_take(meta["name"], rows),
+            name_table=self.names,
+            frame_of_event=frames,
+            frames_ended=ended,
+            rows=len(rows),
+            contexts=contexts,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +183,9 @@ class Profile:
             "frames": self.frames,
             "frame_events": self.frame_events,
             "window": list(self.window),
+            "calls": self.calls,
+            "loops": self.loops,
+            "contexts": list(self.contexts),
         }
 
     def _metric_json(self, metric: Metric, boundary: Boundary) -> dict[str, Any]:
@@ -144,6 +213,9 @@ class Profile:
             frames=data["frames"],
             frame_events=data["frame_events"],
             window=(first, last),
+            calls=data.get("calls"),
+            loops=data.get("loops", 0),
+            contexts=list(data.get("contexts", ())),
         )
         for table in data["tables"]:
             boundary = Boundary[table["boundary"]]
@@ -180,3 +252,14 @@ def _cut(values: Values, start: int, stop: int) -> Values:
     column itself from row 0, which the writer reads a block at a time up to the table's
     rows, so a whole table is never copied."""
     return values if start == 0 else read_rows(values, start, max(start, stop))
+
+
+def _take(values: Values, rows: np.ndarray) -> np.ndarray:
+    """These rows of a column or array; those it does not hold read missing."""
+    data = values.view() if isinstance(values, Column) else np.asarray(values)
+    inside = rows < len(data)
+    if inside.all():
+        return data[rows]
+    taken = np.full(len(rows), missing_value(data.dtype), data.dtype)
+    taken[inside] = data[rows[inside]]
+    return taken

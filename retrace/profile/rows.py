@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from retrace.profile.events import EVENT_ROWS
-from retrace.profile.results import META_FIELDS, meta_key
+from retrace.profile.results import CONTEXT, META_FIELDS, meta_key
 from retrace.replay.program import Program
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Column, Store
@@ -28,8 +28,9 @@ class EventRows:
         self.tables: list[Boundary] = []  # the event tables asked for (known once planned)
         self.done = 0  # ops whose rows are stored
         self._stored_at = 0.0  # when they were stored last (perf_counter)
-        # (op, traced program) at every change of the program in use, in the first run
-        self._programs: list[tuple[int, int]] = []
+        # (op, value) at every change of the program in use and of the context current (its
+        # number in `Profile.contexts`), in the first run
+        self._logs: dict[str, list[tuple[int, int]]] = {"program": [], CONTEXT: []}
 
     def plan(self, tables: list[Boundary]) -> None:
         self.tables = [b for b in (Boundary.CALL, Boundary.DRAWCALL) if b in tables]
@@ -37,11 +38,15 @@ class EventRows:
     def create(self, store: Store) -> None:
         """Make the (empty) columns, so that a checkpoint lists them from the start."""
         for boundary in self.tables:
-            for what in META_FIELDS:
+            for what in (*META_FIELDS, CONTEXT):
                 _column(store, boundary, what)
 
     def program_changed(self, op: int, program: int) -> None:
-        self._programs.append((op, program))
+        self._logs["program"].append((op, program))
+
+    def context_changed(self, op: int, context: int) -> None:
+        """From op `op` on, the calls run in context number `context`."""
+        self._logs[CONTEXT].append((op, context))
 
     def store_soon(self, store: Store, program: Program, end: int) -> None:
         """At a frame end: store the rows of ops before `end` if as many wait as are
@@ -54,40 +59,45 @@ class EventRows:
 
     def store_until(self, store: Store, program: Program, end: int, chunk: int = 1 << 16) -> None:
         """Store the rows of the events among ops [done, end)."""
-        if not self.tables:  # nothing to store (yet): ops stay waiting
+        if not self.tables or end <= self.done:  # nothing to store (yet): ops stay waiting
             return
         first, self.done = self.done, end
-        if first >= end:
-            return
         # only the frame ends and program changes that matter to ops [first, end): called
         # at every frame end, this must not cost more as the trace goes on
         ends = program.frame_ends
         before = bisect.bisect_left(ends, first)  # frames that ended before op `first`
         frame_ends = np.asarray(ends[before : bisect.bisect_left(ends, end)], np.int64)
-        changes = self._programs
-        since = max(bisect.bisect_left(changes, (first,)) - 1, 0)
-        log = changes[since : bisect.bisect_left(changes, (end,))] or [(-1, 0)]
-        log_ops = np.asarray(log, np.int64).reshape(-1, 2)
+        logs = {what: _changes(log, first, end) for what, log in self._logs.items()}
         for start in range(first, end, chunk):
             stop = min(start + chunk, end)
             ops = np.arange(start, stop)
             rows = program.column("rows", start, stop)
-            call_nos = program.column("call_nos", start, stop)
-            name_ids = program.column("name_ids", start, stop)
-            # an event's program is the one in use when it started: the last change in an
-            # op before it (a glUseProgram's own row shows the program it replaces)
-            last = np.searchsorted(log_ops[:, 0], ops, side="left") - 1
-            programs = np.where(last >= 0, log_ops[np.maximum(last, 0), 1], 0)
-            frames = before + np.searchsorted(frame_ends, ops, side="left")
+            columns = {
+                "call_no": program.column("call_nos", start, stop),
+                "name": program.column("name_ids", start, stop),
+                "frame": before + np.searchsorted(frame_ends, ops, side="left"),
+                **{what: _in_use(log, ops) for what, log in logs.items()},
+            }
             for boundary in self.tables:
                 mask = np.isin(rows, EVENT_ROWS[boundary])
-                for what, values in (
-                    ("call_no", call_nos),
-                    ("name", name_ids),
-                    ("program", programs),
-                    ("frame", frames),
-                ):
+                for what, values in columns.items():
                     _column(store, boundary, what).extend(values[mask])
+
+
+def _changes(log: list[tuple[int, int]], first: int, end: int) -> np.ndarray:
+    """The (op, value) changes of `log` that matter to ops [first, end), as an array (only
+    those: called at every frame end, this must not cost more as the trace goes on)."""
+    since = max(bisect.bisect_left(log, (first,)) - 1, 0)
+    changes = log[since : bisect.bisect_left(log, (end,))] or [(-1, 0)]
+    return np.asarray(changes, np.int64).reshape(-1, 2)
+
+
+def _in_use(changes: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """The value in use at each op: the last change in an op before it (a glUseProgram's own
+    row shows the program it replaces; a context switch happens in an op that is no
+    event), 0 before the first."""
+    last = np.searchsorted(changes[:, 0], ops, side="left") - 1
+    return np.where(last >= 0, changes[np.maximum(last, 0), 1], 0)
 
 
 def _column(store: Store, boundary: Boundary, what: str) -> Column:

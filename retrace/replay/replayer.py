@@ -52,6 +52,13 @@ def _keep_batches_out_of_heap() -> None:
         libc().mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
 
 
+# what --loop (replay and profile alike) warns of: a loop replays recorded calls in a state
+# that has moved on since they were recorded (objects deleted, buffers rewritten)
+LOOP_CAVEAT = (
+    "state the frames expect from their own start may differ, so frames can render wrongly"
+)
+
+
 class StopReplay(Exception):
     """Raised by a hook to end the pass early (--frames, a closed window)."""
 
@@ -111,6 +118,9 @@ class Replayer:
         self.on_snapshot: Callable[[int, Image], None] | None = None
         self.frame = 0  # frames ended in this pass (the replayer's count is the only one)
         self.last_frame: int | None = None  # stop once this frame (0-based) has ended
+        # whether a first pass stopped by `last_frame` or a hook still compiles the rest of the
+        # trace, for passes after it (a profile's --loop after --frames A-B)
+        self.compile_all = False
 
     @property
     def program(self) -> Program:
@@ -185,23 +195,52 @@ class Replayer:
 
     def _compile_and_run(self) -> None:
         done = 0
+        running = True  # until a hook stops the replay (with `compile_all`, compiling goes on)
         try:
             for batch in self.reader.batches():
                 self.compiler.add_batch(batch, self.reader.signatures)
                 del batch  # its data is compiled: not kept while the next batch is read
-                done = self.program.run(done)
+                if running:
+                    done = self._run_compiled(done)
+                    running = done >= 0
         except TraceError as e:
             self.trace_error = e
-            self.program.run(done)
+            if running:
+                self.program.run(done)
         self._compiled = True
+        if not running:
+            raise StopReplay
+
+    def _run_compiled(self, start: int) -> int:
+        """Run the ops compiled from `start` on; -1 where a hook stopped the replay and the
+        rest of the trace is to be compiled all the same (`compile_all`)."""
+        try:
+            return self.program.run(start)
+        except StopReplay:
+            if not self.compile_all:
+                raise
+            return -1
+
+    def frame_ops(self, first: int | None = None, last: int | None = None) -> tuple[int, int]:
+        """Ops [start, end) of the complete frames first..last (0-based; last None or past
+        the trace's complete frames: the last of them; first None: last); raises
+        RetraceError when there is no such frame."""
+        ends = self.program.frame_ends
+        if not ends:
+            raise RetraceError("--loop: the trace has no complete frame to loop over")
+        last = len(ends) - 1 if last is None else min(last, len(ends) - 1)
+        first = last if first is None else first
+        if first > last:
+            raise RetraceError(
+                f"--loop: the trace has no complete frame {first} to loop over (its last "
+                f"complete frame is {len(ends) - 1})"
+            )
+        return (ends[first - 1] + 1 if first else 0), ends[last] + 1
 
     def loop_last_frame(self, times: int) -> PassResult:
         """Replay the last frame again `times` times (forever if negative), as glretrace
         --loop does; state the frame expects from its own start may differ, as there."""
-        ends = self.program.frame_ends
-        if not ends:
-            raise RetraceError("--loop: the trace has no complete frame to loop over")
-        first, end = (ends[-2] + 1 if len(ends) > 1 else 0), ends[-1] + 1
+        first, end = self.frame_ops()
         start, count = time.perf_counter(), 0
         self.frame = 0
         while times < 0 or count < times:

@@ -48,7 +48,7 @@ def _replay(
     load_libraries()
     open_ahead()
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
-    from retrace.replay.replayer import Replayer, StopReplay, rendered
+    from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered
     from retrace.trace.callset import CallSet
 
     first_frame, last_frame = frame_range(frames_spec)
@@ -84,8 +84,7 @@ def _replay(
         result = replayer.run_pass()
         if loop is not None:
             print(
-                "warning: --loop replays the last frame's calls again; state the frame "
-                "expects from its own start may differ, so frames can render wrongly",
+                f"warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
                 file=sys.stderr,
             )
             if verbose:  # (a pass's brackets end with it)

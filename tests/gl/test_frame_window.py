@@ -55,3 +55,117 @@ def test_a_bad_range_is_a_usage_error():
     done = retrace("--pframes", "opengl: Pixels Drawn", "--frames", "3-1", str(TRACE))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["retrace: error: --frames: 3-1 is an empty range"]
+
+
+# --- --calls CALLSET -------------------------------------------------------------------------
+
+CALLS = [*PIXELS, "--pcalls", "pipeline: Vertices Submitted"]  # measured with callbacks
+
+
+@pytest.fixture(scope="module")
+def whole_calls() -> dict:
+    return profile(*CALLS)
+
+
+@pytest.mark.parametrize(
+    ("calls", "frames"),
+    [("2700-2800", None), ("2760-3000/3,3100", None), ("*/draw", "2-3"), ("2000-", "4-")],
+)
+def test_calls_keep_the_whole_profiles_rows_of_those_calls(whole_calls, calls, frames):
+    """Call and draw-call rows are those of a whole profile whose call numbers (and kinds) the
+    set selects; the frames table holds the frames from the first that holds one to the last,
+    counted from the first."""
+    from retrace.trace.callset import CallSet, frame_range
+    from retrace.trace.flags import CallFlag, call_flags
+
+    chosen = CallSet.parse(calls)
+    first, last = frame_range(frames)
+    last = 99 if last is None else last
+
+    def picked(row) -> bool:
+        flags = int(call_flags(row.name)) & int(CallFlag.RENDER | CallFlag.END_FRAME)
+        return chosen.contains(row.call_no, flags) and first <= row.frame <= last
+
+    window = profile(*CALLS, "--calls", calls, *(["--frames", frames] if frames else []))
+    all_calls = [r for r in whole_calls[Boundary.CALL].rows() if picked(r)]
+    assert all_calls, "the set selects calls of the trace"
+    span = (all_calls[0].frame, all_calls[-1].frame)
+    for boundary in (Boundary.CALL, Boundary.DRAWCALL):
+        expected = [r for r in whole_calls[boundary].rows() if picked(r)]
+        got = window[boundary]
+        assert [(r.call_no, r.name, r.program, r.frame + span[0], _v(r)) for r in got.rows()] == [
+            (r.call_no, r.name, r.program, r.frame, _v(r)) for r in expected
+        ]
+        assert got.frames_ended == min(span[1] + 1, whole_calls[boundary].frames_ended) - span[0]
+    frames_column = whole_calls[Boundary.FRAME].column("Pixels Drawn")
+    assert list(window[Boundary.FRAME].column("Pixels Drawn")) == list(
+        frames_column[span[0] : span[1] + 1]
+    )
+
+
+def _v(row) -> tuple:
+    """A row's values, '-' (NaN) as None so that rows compare equal."""
+    return tuple(None if v != v else v for v in row.values)
+
+
+def test_calls_in_the_api_and_the_metadata(tmp_path, whole_calls):
+    import json
+
+    from retrace.api import open_trace
+
+    result = open_trace(TRACE).profile(
+        drawcalls="opengl: Pixels Drawn", call_range="2700-2800", frame_range="0-3"
+    )
+    draws = result.drawcalls
+    expected = [r for r in whole_calls[Boundary.DRAWCALL].rows() if 2700 <= r.call_no <= 2800]
+    assert list(draws["call_no"]) == [r.call_no for r in expected]
+    assert list(draws["Pixels Drawn"]) == [r.values[0] for r in expected]
+    out = tmp_path / "out.tsv"
+    done = retrace(*PIXELS, "--calls", "2700-2800", "--quiet", "-o", str(out), str(TRACE))
+    assert done.returncode == 0, done.stderr
+    metadata = json.loads((tmp_path / "out.tsv.json").read_text())
+    assert (metadata["calls"], metadata["frame_range"]) == ("2700-2800", [0, None])
+    assert metadata["measured_frames"] == [0, 0]  # the frame that holds those calls
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "lines"),
+    [
+        (
+            ["--frames", "4-9"],
+            0,
+            ["retrace: warning: --frames 4-9 reaches past the trace's end: it has 6 frames (0-5)"],
+        ),
+        (
+            ["--frames", "7-"],
+            1,
+            [
+                "retrace: warning: --frames 7- reaches past the trace's end: it has 6 frames (0-5)",
+                "retrace: error: nothing measured: the trace has no frames 7-",
+            ],
+        ),
+        (
+            ["--calls", "3000-5000"],
+            0,
+            [
+                "retrace: warning: --calls 3000-5000 reaches past the trace's end: it has 3368 "
+                "calls (0-3367)"
+            ],
+        ),
+        (
+            ["--calls", "9000-", "--frames", "1-2"],
+            1,
+            [
+                "retrace: warning: --calls 9000- reaches past the trace's end: it has 3368 calls "
+                "(0-3367)",
+                "retrace: error: nothing measured: --calls 9000- selects no call of the trace in "
+                "frames 1-2",
+            ],
+        ),
+    ],
+)
+def test_a_part_past_the_end_is_one_warning_and_nothing_measured_an_error(args, status, lines):
+    done = retrace(*PIXELS, "--quiet", *args, str(TRACE))
+    assert done.returncode == status
+    assert done.stderr.strip().splitlines() == lines
+    assert done.stdout.startswith("#\tPixels Drawn\n")  # the tables are written either way

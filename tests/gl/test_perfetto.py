@@ -17,7 +17,7 @@ from retrace.writer.tsv_reader import read_tables
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 
-TRACE = TRACES / "glmark2-desktop-fbo.trace"
+TRACE = TRACES / "glxgears.trace"  # one context (glmark2 traces have a probe context too)
 SELECTION = [
     "--pframes", "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration, RSS Start",
     "--pcalls", "opengl: CPU Start, CPU Duration",
@@ -74,7 +74,7 @@ def test_tracks(run):
     tracks = {p.track_descriptor.uuid: p.track_descriptor for p in packets
               if p.HasField("track_descriptor")}  # fmt: skip
     processes = [t for t in tracks.values() if t.HasField("process")]
-    assert [p.process.process_name for p in processes] == ["retrace glmark2-desktop-fbo.trace"]
+    assert [p.process.process_name for p in processes] == [f"retrace {TRACE.name}"]
     threads = [t for t in tracks.values() if t.HasField("thread")]
     assert [t.thread.thread_name for t in threads] == ["replay (CPU)"]
     named = {t.name: t for t in tracks.values() if t.name}
@@ -185,3 +185,60 @@ def test_without_the_package_one_line_before_measuring(tmp_path):
     assert done.stderr == (
         "retrace: error: --perfetto needs the perfetto package: pip install 'retrace[perfetto]'\n"
     )
+
+
+def test_a_cpu_and_a_gpu_track_per_context(tmp_path):
+    """egl-two-threads: two threads, each with its own context, take turns frame by frame.
+    Each context's tracks hold the calls apitrace's own dump says ran on its thread (after
+    its eglMakeCurrent), nested in frame slices; the calls table is unchanged."""
+    import re
+
+    trace = TRACES / "egl-two-threads.trace"
+    out, timeline = tmp_path / "two.tsv", tmp_path / "two.pftrace"
+    cpu_gpu = "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration"
+    done = run_retrace("--pframes", cpu_gpu, "--pcalls", cpu_gpu, "--quiet", "-o", str(out),
+                       "--perfetto", str(timeline), str(trace))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calls = read_tables(out.open())[Boundary.CALL]
+    # the oracle: apitrace's dump with thread ids; a thread's calls run in the context its
+    # last eglMakeCurrent made current, numbered in the order contexts were first current
+    context_of_thread: dict[str, str] = {}
+    numbers: dict[str, int] = {}
+    ran_in: dict[int, int] = {}
+    dump = (TRACES / "expected" / "egl-two-threads.verbose-threads.dump").read_text()
+    for line in dump.splitlines():
+        call = re.match(r"(\d+) @(\d+) (\w+)\((.*)", line)
+        if not call:
+            continue
+        no, thread, name, args = int(call[1]), call[2], call[3], call[4]
+        if name == "eglMakeCurrent":
+            context = re.search(r"ctx = (\w+)", args)[1]
+            context_of_thread.pop(thread, None)
+            if context != "NULL":
+                context_of_thread[thread] = context
+                numbers.setdefault(context, len(numbers) + 1)
+        elif thread in context_of_thread:
+            ran_in[no] = numbers[context_of_thread[thread]]
+    assert sorted(set(ran_in.values())) == [1, 2]
+    packets = list(pb.Trace.FromString(timeline.read_bytes()).packet)
+    tracks = {p.track_descriptor.name: p.track_descriptor.uuid for p in packets
+              if p.HasField("track_descriptor") and p.track_descriptor.name}  # fmt: skip
+    metadata = json.loads(Path(f"{out}.json").read_text())
+    assert metadata["contexts"]["names"] == ["context 1 (GLES 3.2)", "context 2 (GLES 3.2)"]
+    table_rows = list(zip(calls.call_nos, calls.names, strict=True))
+    seen = []
+    for n in (1, 2):
+        for clock in ("CPU", "GPU"):
+            on_track = slices(packets, tracks[f"context {n} (GLES 3.2) {clock}"])
+            frames = [s for s in on_track if s["depth"] == 0]
+            nested = [s for s in on_track if s["depth"] == 1]
+            assert frames and all(f["name"].startswith("frame ") for f in frames)
+            expected = [(no, name) for no, name in table_rows if ran_in.get(no) == n]
+            assert [(s["args"]["call_no"], s["name"]) for s in nested] == expected
+            seen += [s["args"]["call_no"] for s in nested if clock == "CPU"]
+    assert sorted(seen) == sorted(calls.call_nos)  # every call on one context's track
+    frame_track = slices(packets, 2)  # the frames table's frames, with no calls in them
+    assert [s["depth"] for s in frame_track] == [0] * len(read_tables(out.open())[Boundary.FRAME])
+    again = tmp_path / "again.pftrace"  # export from the TSV and its metadata: the same file
+    assert run_retrace("export", str(out), "--perfetto", str(again)).returncode == 0
+    assert again.read_bytes() == timeline.read_bytes()

@@ -1,0 +1,154 @@
+"""`--loop=N` on a profile: after the replay up to the frames looped (the last frame, or
+`--frames A-B`), those frames replay N more times after `--warmup` loops, and the tables
+hold the N measured loops, one after the other; per-loop statistics go to stderr and the
+metadata."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from compare_runs import retrace
+from conftest import TRACES
+
+from retrace.vocabulary import Boundary
+from retrace.writer.tsv_reader import read_tables
+
+TRACE = TRACES / "glmark2-desktop-fbo.trace"  # 5 SwapBuffers: frames 0-4 and a partial 5
+PIXELS = ["--pframes", "opengl: Pixels Drawn", "--pdrawcalls", "opengl: Pixels Drawn"]
+
+
+def profile(*args: str) -> tuple[dict, str]:
+    done = retrace(*args, "--quiet", str(TRACE))
+    assert done.returncode == 0, done.stderr
+    return read_tables(io.StringIO(done.stdout)), done.stderr
+
+
+@pytest.fixture(scope="module")
+def whole() -> dict:
+    return profile(*PIXELS)[0]
+
+
+@pytest.mark.parametrize(("loops", "first", "last"), [(3, 2, 3), (2, 1, 1)])
+def test_the_tables_hold_every_loop_of_the_frames(whole, loops, first, last):
+    tables, stderr = profile(*PIXELS, f"--loop={loops}", "--frames", f"{first}-{last}")
+    count = last - first + 1
+    frames = list(tables[Boundary.FRAME].column("Pixels Drawn"))
+    assert len(frames) == loops * count
+    assert frames == list(whole[Boundary.FRAME].column("Pixels Drawn")[first : last + 1]) * loops
+    draws, all_draws = tables[Boundary.DRAWCALL], whole[Boundary.DRAWCALL]
+    once = [r for r in all_draws.rows() if first <= r.frame <= last]
+    assert once
+    expected = [
+        (r.call_no, r.name, r.program, r.frame - first + k * count, r.values)
+        for k in range(loops)
+        for r in once
+    ]
+    assert [(r.call_no, r.name, r.program, r.frame, r.values) for r in draws.rows()] == expected
+    assert draws.frames_ended == loops * count
+    looped = f"frame {first}" if first == last else f"frames {first}-{last}"
+    assert f"retrace: warning: --loop replayed {looped} again;" in stderr
+
+
+def test_without_frames_the_last_frame_loops_and_callbacks_measure_it(whole):
+    tables, _ = profile("--pcalls", "cpu: Wall Duration", "--loop=2")
+    calls = tables[Boundary.CALL]
+    last = max(r.frame for r in whole[Boundary.DRAWCALL].rows())  # the last complete frame
+    once = [r for r in whole[Boundary.DRAWCALL].rows() if r.frame == last]
+    nos = [r.call_no for r in calls.rows()]
+    assert len(nos) % 2 == 0 and nos[: len(nos) // 2] == nos[len(nos) // 2 :]
+    assert {r.call_no for r in once} <= set(nos)
+    assert {r.frame for r in calls.rows()} == {0, 1} and calls.frames_ended == 2
+    assert all(v > 0 for v in calls.column("Wall Duration"))
+
+
+def test_warmup_loops_are_not_measured_and_statistics_are_kept(tmp_path):
+    out = tmp_path / "loop.tsv"
+    selection = ["--pframes", "opengl: GPU Duration, Pixels Drawn"]  # two passes
+    done = retrace(
+        *selection, "--loop=4", "--warmup", "2", "--frames", "3-4", "-o", str(out), str(TRACE)
+    )
+    assert done.returncode == 0, done.stderr
+    frames = read_tables(io.StringIO(out.read_text()))[Boundary.FRAME]
+    durations = list(frames.column("GPU Duration"))
+    assert len(durations) == 8 and all(d > 0 for d in durations)
+    metadata = json.loads((tmp_path / "loop.tsv.json").read_text())
+    loops = metadata["loops"]
+    assert (loops["count"], loops["warmup"], loops["frames"]) == (4, 2, [3, 4])
+    per_loop = loops["per_loop"]["frames"]["GPU Duration"]
+    assert per_loop == [durations[2 * k] + durations[2 * k + 1] for k in range(4)]
+    stats = loops["statistics"]["frames"]["GPU Duration"]
+    assert stats["min"] == min(per_loop) and stats["unit"] == "ns"
+    assert stats["mean"] == pytest.approx(sum(per_loop) / 4)
+    assert (metadata["loop"], metadata["measured_frames"]) == (4, [3, 4])
+    lines = [line for line in done.stderr.splitlines() if " loops of " in line]
+    assert len(lines) == 1  # one line per duration column
+    assert lines[0].startswith("retrace: 4 loops of frames 3-4: frames GPU Duration per loop: min ")
+
+
+def test_loops_in_the_api(whole):
+    from retrace.api import open_trace
+
+    result = open_trace(TRACE).profile(frames="opengl: Pixels Drawn", loop=3, frame_range="2")
+    assert (
+        list(result.frames["Pixels Drawn"]) == [whole[Boundary.FRAME].column("Pixels Drawn")[2]] * 3
+    )
+    assert result.metadata["loops"]["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "line"),
+    [
+        (
+            ["--loop"],
+            2,
+            "retrace: error: --loop on a profile needs a count of at least 1 (--loop=N): the "
+            "tables are written once the loops end",
+        ),
+        (
+            ["--loop=2", "--frames", "9-12"],
+            1,
+            "retrace: error: --loop: the trace has no complete frame 9 to loop over (its last "
+            "complete frame is 4)",
+        ),
+    ],
+)
+def test_loop_errors_are_one_line(args, status, line):
+    done = retrace(*PIXELS, *args, "--quiet", str(TRACE))  # (a bare --loop before an option)
+    assert done.returncode == status
+    assert done.stderr.strip().splitlines()[-1] == line
+
+
+def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path):
+    """Ctrl-C during the loops: the tables are written (the loops not run read '-') and
+    the statistics are of the loops measured."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "loops.tsv"
+    args = ["--pframes", "opengl: GPU Duration", "--frames", "2", "--loop=1000000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrace", *args, "-o", str(out), str(TRACE)],
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("retrace: measuring into ")
+        time.sleep(3)  # well into the loops (the replay before them takes 0.1 s)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT
+    frames = list(read_tables(io.StringIO(out.read_text()))[Boundary.FRAME].column("GPU Duration"))
+    assert len(frames) == 1_000_000
+    measured = [v for v in frames if v == v]
+    assert 0 < len(measured) < 1_000_000 and frames[: len(measured)] == measured
+    (line,) = [line for line in stderr.splitlines() if " loops of " in line]
+    assert line.startswith(f"retrace: {len(measured)} loops of frame 2: frames GPU Duration")
+    assert stderr.splitlines()[-1].startswith("retrace: interrupted by SIGINT")
