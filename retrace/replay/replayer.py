@@ -238,14 +238,19 @@ class Replayer:
         return (ends[first - 1] + 1 if first else 0), ends[last] + 1
 
     def loop_last_frame(self, times: int) -> PassResult:
-        """Replay the last frame again `times` times (forever if negative), as glretrace
-        --loop does; state the frame expects from its own start may differ, as there."""
-        first, end = self.frame_ops()
+        """Replay the last frame replayed (`last_frame` when set: --frames A-B stops there)
+        again `times` times (forever if negative), as glretrace --loop does; state the
+        frame expects from its own start may differ, as there."""
+        first, end = self.frame_ops(last=self.last_frame)
         start, count = time.perf_counter(), 0
         self.frame = 0
-        while times < 0 or count < times:
-            self.program.run(first, end)
-            count += 1
+        last_frame, self.last_frame = self.last_frame, None  # (it ends passes, not loops)
+        try:
+            while times < 0 or count < times:
+                self.program.run(first, end)
+                count += 1
+        finally:
+            self.last_frame = last_frame
         if self.state.current is not None:
             self.gl.Finish()
         return PassResult(self.frame, time.perf_counter() - start, (end - first) * count)

@@ -15,11 +15,26 @@ from retrace.trace.container import TraceStream
 from retrace.trace.reader import TraceReader
 
 
+GEARS = str(TRACES / "glxgears.trace")
+
+
 def test_benchmark_line_and_frame_count():
-    r = run_retrace("replay", "-b", str(TRACES / "glxgears.trace"))
+    r = run_retrace("replay", "-b", GEARS)
     assert r.returncode == 0
     line = r.stdout.decode().strip().splitlines()[-1]
     assert line.startswith("Rendered 5 frames in ") and line.endswith(" fps")
+
+
+def test_loop_replays_the_last_frame_of_a_frame_range():
+    def md5s(*args: str) -> list[str]:
+        r = run_retrace("replay", *args, "--snapshot-format=MD5", "-s", "-", GEARS)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.decode().split()
+
+    whole = md5s()
+    assert len(set(whole)) == 5  # the gears turn: every frame differs
+    # frames 0-1, then frame 1 again (not the trace's last frame, which never ran)
+    assert md5s("--frames", "0-1", "--loop=2") == whole[:2] + [whole[1]] * 2
 
 
 def test_png_snapshots(tmp_path):
