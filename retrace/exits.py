@@ -15,6 +15,9 @@ import click
 
 from retrace.errors import RetraceError
 
+DEBUG = "RETRACE_DEBUG"  # set: a bug in retrace ends with its traceback (the tests set it)
+INTERNAL_ERROR = 70  # the exit status of a bug in retrace (sysexits.h's EX_SOFTWARE)
+
 
 class ReaderGone(Exception):
     """The reader of standard output went away (`| head`); raised past click, which would
@@ -22,7 +25,10 @@ class ReaderGone(Exception):
 
 
 def run_reporting(run: Callable[[], object]) -> None:
-    """Run `run`; an error it raises ends the process with one line and its exit status."""
+    """Run `run`; an error it raises ends the process with one line and its exit status.
+
+    A user sees one line even for a bug in retrace (an exception not foreseen here), so
+    what was written before it stays readable; RETRACE_DEBUG=1 shows its traceback."""
     try:
         run()
     except click.exceptions.Exit as e:
@@ -54,6 +60,16 @@ def run_reporting(run: Callable[[], object]) -> None:
         _drop_stdout()
         click.echo("retrace: error: out of memory", err=True)
         sys.exit(1)
+    except Exception as e:  # a bug in retrace: one line too, the traceback when asked for
+        if os.environ.get(DEBUG):
+            raise
+        _flush_stdout()
+        click.echo(
+            f"retrace: internal error: {type(e).__name__}: {e} (a bug in retrace, please "
+            f"report it; {DEBUG}=1 shows where)",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)
 
 
 def _flush_stdout() -> None:

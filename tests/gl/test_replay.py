@@ -14,7 +14,6 @@ from tracegen import wrap_snappy
 from retrace.trace.container import TraceStream
 from retrace.trace.reader import TraceReader
 
-
 GEARS = str(TRACES / "glxgears.trace")
 
 

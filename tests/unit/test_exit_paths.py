@@ -1,8 +1,9 @@
-"""How retrace ends when its output goes away or an option is out of bounds.
+"""How retrace ends when its output goes away, an option is out of bounds or it has a bug.
 
 A reader that stops reading (`| head`) ends the run quietly with 141, the
 status of a Unix tool killed by SIGPIPE; a stdout closed from the start and a
-count that can only be a typo are one `retrace: error:` line.
+count that can only be a typo are one `retrace: error:` line, and a bug in retrace
+one `retrace: internal error:` line (its traceback with RETRACE_DEBUG=1).
 """
 
 from __future__ import annotations
@@ -38,3 +39,26 @@ def test_closed_stdout_is_one_line():
         preexec_fn=lambda: __import__("os").close(1),
     )
     assert r.returncode == 1 and r.stderr == b"retrace: error: standard output is closed\n"
+
+
+def test_a_bug_in_retrace_is_one_line_unless_debugging(monkeypatch, capsys):
+    import pytest
+
+    from retrace.exits import DEBUG, INTERNAL_ERROR, run_reporting
+
+    def buggy() -> None:
+        print("measured so far")
+        raise KeyError("frame")
+
+    monkeypatch.delenv(DEBUG, raising=False)
+    with pytest.raises(SystemExit) as ended:
+        run_reporting(buggy)
+    out, err = capsys.readouterr()
+    assert ended.value.code == INTERNAL_ERROR and out == "measured so far\n"
+    assert err.splitlines() == [
+        "retrace: internal error: KeyError: 'frame' (a bug in retrace, please report it; "
+        "RETRACE_DEBUG=1 shows where)"
+    ]
+    monkeypatch.setenv(DEBUG, "1")
+    with pytest.raises(KeyError):
+        run_reporting(buggy)
