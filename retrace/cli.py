@@ -23,6 +23,19 @@ MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loo
 MAX_TOP = 10_000  # info --top
 
 
+def loop_option(help: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """glretrace's --loop[=N]: bare, it loops forever (-1)."""
+    return click.option(
+        "--loop",
+        type=click.IntRange(max=MAX_LOOPS),
+        is_flag=False,
+        flag_value=-1,
+        default=None,
+        metavar="N",
+        help=help,
+    )
+
+
 class _Cli(click.Group):
     """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`;
     imports the command groups of `_LAZY` only when they are used."""
@@ -158,15 +171,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     metavar="A-B",
     help="Replay up to the end of frame B; snapshots and -b count frames A to B (0-based).",
 )
-@click.option(
-    "--loop",
-    type=click.IntRange(max=MAX_LOOPS),
-    is_flag=False,
-    flag_value=-1,
-    default=None,
-    metavar="N",
-    help="Then replay the last frame N more times (forever without N).",
-)
+@loop_option("Then replay the last frame N more times (forever without N).")
 @click.option(
     "--sb", "single_buffer", is_flag=True, help="Single-buffered: glFlush/glFinish end frames."
 )
@@ -271,15 +276,9 @@ def replay(trace: str, **options) -> None:
     help="Measure only these calls (apitrace's call sets: 10-20,*/draw,@FILE); the frames "
     "table keeps the frames that hold them.",
 )
-@click.option(
-    "--loop",
-    type=click.IntRange(max=MAX_LOOPS),
-    is_flag=False,
-    flag_value=-1,
-    default=None,
-    metavar="N",
-    help="Then replay the last frame (or the --frames range) N more times, after --warmup "
-    "loops, and measure the loops only.",
+@loop_option(
+    "Then replay the last frame (or the --frames range) N more times, after --warmup "
+    "loops, and measure the loops only."
 )
 @click.option(
     "--repeat",
