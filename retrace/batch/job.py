@@ -56,7 +56,7 @@ def trace_identity(path: str | Path) -> TraceIdentity:
 
     The one place the batch learns what a trace is; raises OSError if unreadable.
     """
-    from retrace.trace.info import file_digest
+    from retrace.trace.digest import file_digest
 
     size, sha256 = file_digest(str(path))
     return TraceIdentity(str(path), size, sha256)

@@ -59,7 +59,8 @@ def trace_identity(path: str) -> TraceIdentity:
     Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
     trace are those before the damage (the replay reports the damage itself).
     """
-    from retrace.trace.info import file_digest, trace_info
+    from retrace.trace.digest import file_digest
+    from retrace.trace.info import trace_info
 
     path = os.path.abspath(path)
     try:

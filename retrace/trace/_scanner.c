@@ -971,5 +971,6 @@ PyMODINIT_FUNC PyInit__scanner(void) {
     }
     PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec));
     PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node));
+    PyModule_AddIntConstant(m, "RECORD_LAYOUT", RECORD_LAYOUT);
     return m;
 }

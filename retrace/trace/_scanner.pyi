@@ -17,6 +17,8 @@ CALL_SIZE: int
 """Bytes per call record (`CallRec` in records.h)."""
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
+RECORD_LAYOUT: int
+"""Version of the records and definitions the scanner emits (records.h)."""
 
 @final
 class Scanner:
