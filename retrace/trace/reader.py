@@ -68,7 +68,8 @@ class TraceReader:
         self.stream_bytes = 0  # decompressed bytes read so far
         self._entry = cache.entry_for(self.path, self.stream.file_size)
         self._kept = self._entry.load() if self._entry is not None else None
-        if self._kept is not None:  # read before: the header's facts are kept too
+        self.from_cache = self._kept is not None  # read before: batches() reads no file
+        if self._kept is not None:  # the header's facts are kept too
             self.version, self.semantic_version, self.properties, self.header_size = (
                 self._kept.header
             )
