@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from retrace import __version__
+from retrace.cachedir import user_cache_dir
 from retrace.errors import RetraceError, TraceError
 from retrace.trace._scanner import RECORD_LAYOUT
 from retrace.trace.digest import remembered_digest
@@ -103,11 +104,7 @@ def used(on: bool) -> Iterator[None]:
 
 def directory() -> str:
     """Where the cache lives: $RETRACE_CACHE_DIR, else the user's cache folder's retrace/."""
-    chosen = os.environ.get("RETRACE_CACHE_DIR")
-    if chosen:
-        return chosen
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "retrace")
+    return os.environ.get("RETRACE_CACHE_DIR") or user_cache_dir()
 
 
 def size_limit() -> int:

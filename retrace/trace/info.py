@@ -116,4 +116,3 @@ def _frame_end_mask(reader: TraceReader, sig_ids: np.ndarray) -> np.ndarray:
         table[sid] = bool(sig.flags & CallFlag.END_FRAME)
     mask: np.ndarray = table[sig_ids]
     return mask
-
