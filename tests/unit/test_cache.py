@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,8 @@ def test_a_read_stopped_early_keeps_nothing(cache_dir: Path) -> None:
     reader = TraceReader(BIG)
     batches = reader.batches()
     next(batches)
-    batches.close()  # as a replay stopped by --frames
+    assert isinstance(batches, Generator)
+    batches.close()  # as a replay stopped by --frames drops it
     assert not scans(cache_dir)
     assert not [p for p in cache_dir.iterdir() if p.name.endswith(".part")]
     _facts, from_cache = read(BIG)
@@ -174,7 +176,7 @@ def test_a_read_stopped_early_keeps_nothing(cache_dir: Path) -> None:
 
 def test_least_recently_used_scans_go_first(cache_dir: Path) -> None:
     names = ["glmark2-desktop-fbo", "glmark2-buffer-map", "glmark2-texture-mipmap"]
-    sizes = {}
+    sizes: dict[Path, int] = {}
     for name in names:
         read(TRACES / f"{name}.trace")
         (new,) = set(scans(cache_dir)) - set(sizes)
