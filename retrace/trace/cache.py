@@ -64,6 +64,8 @@ if TYPE_CHECKING:
         list[Any],
     ]
     Header = tuple[int, int, dict[str, str], int]  # version, semantic version, properties, size
+    # per batch: (place, length, CRC-32) of its five buffers, its definitions, stream position
+    Index = list[tuple[tuple[tuple[int, int, int], ...], list[Any], int]]
 
 FORMAT = 1  # of the cache file; raise it with any change to its layout
 DEFAULT_SIZE = 2 << 30
@@ -141,7 +143,7 @@ class Kept:
     """A trace's scan, loaded from the cache with every checksum verified."""
 
     header: Header
-    index: list[tuple[tuple[tuple[int, int, int], ...], list[Any], int]]
+    index: Index
     end: tuple[int | None, str, str] | None  # a damaged trace's TraceError: offset, problem, where
     stream_bytes: int  # decompressed bytes the read went through
     view: memoryview  # of the whole file, mapped
@@ -205,7 +207,7 @@ class Writer:
         self.temporary = temporary
         self.file: BinaryIO | None = file
         self.at = _PREFIX.size
-        self.index: list[tuple[tuple[tuple[int, int, int], ...], list[Any], int]] = []
+        self.index: Index = []
         file.write(bytes(_PREFIX.size))
 
     def add(self, taken: Taken, stream_bytes: int) -> None:
