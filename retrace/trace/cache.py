@@ -82,6 +82,8 @@ _KEEP_DIGESTS = 1000  # remembered digests beyond this are forgotten, oldest fir
 _STALE = 24 * 3600  # seconds after which a temporary file is a killed writer's leftover
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)  # (Linux and the BSDs)
+
 _switched_off = False  # --no-cache
 
 
@@ -146,15 +148,22 @@ class Kept:
     index: Index
     end: tuple[int | None, str, str] | None  # a damaged trace's TraceError: offset, problem, where
     stream_bytes: int  # decompressed bytes the read went through
-    view: memoryview  # of the whole file, mapped
+    mapped: mmap.mmap  # the whole file
 
     def batches(self) -> Iterator[tuple[Taken, int]]:
-        """Each batch as `Scanner.take()` gave it, and the stream position it reached."""
-        view = self.view
+        """Each batch as `Scanner.take()` gave it, and the stream position it reached.
+
+        Once the next batch is asked for, the pages of the one before leave the process's
+        resident set (they stay in the page cache, and come back if touched again): peak
+        RSS is then what reading the trace costs, not the whole file's size.
+        """
+        view = memoryview(self.mapped)
         for sections, definitions, stream_bytes in self.index:
             calls, slots, nodes, pool, backtraces = (view[at : at + n] for at, n, _crc in sections)
             # the pool is copied: NodeLists hands out slices of it as bytes
             yield (calls, slots, nodes, bytes(pool), backtraces, definitions), stream_bytes
+            (start, _, _), (at, n, _) = sections[0], sections[-1]
+            _release(self.mapped, start, at + n)
 
     def error(self, path: str) -> TraceError | None:
         """The damage the read ended at, as it was raised then."""
@@ -178,8 +187,8 @@ class Entry:
         """The kept scan, or None if there is none or it is wanting in any way."""
         try:
             with open(self.path, "rb") as f:
-                view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-            kept = _verified(view, self.key)
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            kept = _verified(mapped, self.key)
         except (OSError, ValueError, EOFError, TypeError, IndexError, KeyError, struct.error):
             return None
         with contextlib.suppress(OSError):
@@ -270,8 +279,9 @@ class Writer:
             _warn(self.entry.folder, error)
 
 
-def _verified(view: memoryview, key: tuple[Any, ...]) -> Kept:
-    """The scan in `view`; ValueError (or the like) if any part of it fails its check."""
+def _verified(mapped: mmap.mmap, key: tuple[Any, ...]) -> Kept:
+    """The scan in `mapped`; ValueError (or the like) if any part of it fails its check."""
+    view = memoryview(mapped)
     magic, version, crc, at, n = _PREFIX.unpack_from(view)
     if magic != _MAGIC or version != FORMAT:
         raise ValueError("not a trace cache file of this format")
@@ -286,7 +296,16 @@ def _verified(view: memoryview, key: tuple[Any, ...]) -> Kept:
             part = view[at : at + n]
             if len(part) != n or zlib.crc32(part) != crc:
                 raise ValueError("batch damaged")
-    return Kept(facts["header"], facts["batches"], facts["end"], facts["stream_bytes"], view)
+        _release(mapped, sections[0][0], at + n)  # checked: out of RSS until used
+    return Kept(facts["header"], facts["batches"], facts["end"], facts["stream_bytes"], mapped)
+
+
+def _release(mapped: mmap.mmap, start: int, end: int) -> None:
+    """Take bytes `start` to `end` of a read-only file mapping out of the resident set (whole
+    pages; the data stays in the file and the page cache)."""
+    if _DONTNEED is not None and end > start:
+        start -= start % mmap.PAGESIZE
+        mapped.madvise(_DONTNEED, start, end - start)
 
 
 def _warn(folder: str, error: OSError) -> None:
