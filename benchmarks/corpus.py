@@ -126,16 +126,15 @@ def main() -> None:
     args = parser.parse_args()
     traces = corpus(args.traces)
     rows = []
-    headers = ["trace"]
-    for name in COMMANDS:
-        headers += [name, "cached"]
-    columns: dict[str, list[float]] = {c: [] for c in [*headers[1:], "RSS"]}
+    # a first-run and a cached-run column per command (headed "cached")
+    keys = [key for name in COMMANDS for key in (name, f"{name} cached")]
+    columns: dict[str, list[float]] = {key: [] for key in [*keys, "RSS"]}
     with private_display() as env, tempfile.TemporaryDirectory(prefix="corpus-cache-") as caches:
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up as users have it: bytecode cached
         for trace in traces:
             ratios, ours_kib, ref_kib = run_trace(trace, args.repeat, env, Path(caches))
             cells = [ratio for pair in ratios.values() for ratio in pair]
-            for column, ratio in zip(headers[1:], cells, strict=True):
+            for column, ratio in zip(keys, cells, strict=True):
                 if ratio == ratio:
                     columns[column].append(ratio)
             columns["RSS"].append(ours_kib / ref_kib)
@@ -146,7 +145,8 @@ def main() -> None:
             print(tabulate(rows[-1:], tablefmt="plain"), file=sys.stderr, flush=True)
     medians = [statistics.median(v) if v else math.nan for v in columns.values()]
     rows.append(["median", *map(cell, medians[:-1]), "", "", cell(medians[-1])])
-    print(tabulate(rows, headers=[*headers, "MiB", "reference MiB", "RSS ratio"]))
+    headers = [key if key in COMMANDS else "cached" for key in keys]
+    print(tabulate(rows, headers=["trace", *headers, "MiB", "reference MiB", "RSS ratio"]))
 
 
 if __name__ == "__main__":
