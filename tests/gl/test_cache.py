@@ -1,4 +1,4 @@
-"""Replays and profiles are the same with the trace cache cold, warm, and with --no-cache.
+"""Replays and profiles are the same with the trace cache cold, warm, damaged, and off.
 
 The real CLI runs on a real sample trace and on a copy cut off mid-call; the samples are
 smaller than `cache.MIN_TRACE_SIZE`, so the CLI runs with that threshold lowered to 0
@@ -67,7 +67,12 @@ def test_the_same_cold_warm_and_without_cache(
     os.utime(scan, ns=(0, 0))
     warm = retrace(*command, trace)
     assert scan.stat().st_mtime_ns > 0  # read from the cache (which marks it used)
-    assert uncached == cold == warm
+    data = bytearray(scan.read_bytes())
+    data[len(data) // 2] ^= 0x40  # in a batch's records
+    scan.write_bytes(data)
+    damaged = retrace(*command, trace)
+    assert scan.read_bytes() != data  # not trusted: the trace was read and kept again
+    assert uncached == cold == warm == damaged
     status, out, err = warm
     if trace == TRACE:
         assert status == 0 and len(out.splitlines()) >= 5, err
