@@ -18,10 +18,12 @@ order alternating) so that the machine's drift hits both alike:
   --pcalls      --pcalls "opengl: CPU Duration, GPU Duration"
 
 and prints, per trace and as medians over the traces, retrace's median wall
-time as a ratio of the reference's (lower is better), the "cached run" ratio
-(n/a until retrace keeps compiled traces between runs), and peak RSS (the
-largest over the commands) of both and its ratio. A command that fails is
-shown as "fail" and left out of the medians. Run by hand; timing is not a test.
+time as a ratio of the reference's (lower is better), for a first run (a trace
+cache of its own, empty, for every run: the trace is hashed, read and its scan
+written) and a cached run (the trace's scan kept by an earlier run; traces under
+1 MiB are never cached), and peak RSS (the largest over the commands and both
+kinds of run) of both and its ratio. A command that fails is shown as "fail"
+and left out of the medians. Run by hand; timing is not a test.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,30 +73,45 @@ def corpus(given: list[Path]) -> list[Path]:
     return traces
 
 
-def run_trace(trace: Path, repeat: int, env: dict[str, str]) -> tuple[dict[str, float], int, int]:
-    """Ratio per command (NaN where either side failed), and the peak RSS of each side."""
+def run_trace(
+    trace: Path, repeat: int, env: dict[str, str], caches: Path
+) -> tuple[dict[str, tuple[float, float]], int, int]:
+    """Ratios per command, first run and cached run (NaN where a side failed), and the
+    peak RSS of retrace and of the reference."""
     ours = [sys.executable, "-m", "retrace"]
     ref = [reference_replayer(trace)]
-    times: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in COMMANDS}
-    failed: set[str] = set()
+    warm = {**env, "RETRACE_CACHE_DIR": str(caches / "warm")}
+
+    def cold() -> dict[str, str]:
+        """A first run's environment: an empty trace cache."""
+        shutil.rmtree(caches / "cold", ignore_errors=True)
+        return {**env, "RETRACE_CACHE_DIR": str(caches / "cold")}
+
+    # per command: wall times of the reference, of retrace's first runs, of its cached runs
+    times: dict[str, tuple[list[float], ...]] = {c: ([], [], []) for c in COMMANDS}
+    failed: set[tuple[str, int]] = set()
     peaks = [0, 0]
     for r in range(repeat + 1):  # the first round warms caches and is not counted
         for name, (retrace_args, ref_args) in COMMANDS.items():
-            sides = [[*ours, *retrace_args, str(trace)], [*ref, *ref_args, str(trace)]]
-            for side in (0, 1) if r % 2 else (1, 0):
-                result = measure(sides[side], env)
+            ours_argv = [*ours, *retrace_args, str(trace)]
+            # the reference, retrace's first run (env made afresh), its cached run
+            sides = [([*ref, *ref_args, str(trace)], env), (ours_argv, None), (ours_argv, warm)]
+            for side in (r % 3, (r + 1) % 3, (r + 2) % 3):
+                argv, side_env = sides[side]
+                result = measure(argv, side_env or cold())
                 if result is None:
-                    failed.add(name)
+                    failed.add((name, side))
                     continue
-                peaks[side] = max(peaks[side], result[1])
+                peaks[min(side, 1)] = max(peaks[min(side, 1)], result[1])
                 if r:
                     times[name][side].append(result[0])
-    ratios = {
-        name: math.nan
-        if name in failed
-        else statistics.median(times[name][0]) / statistics.median(times[name][1])
-        for name in COMMANDS
-    }
+    ratios = {}
+    for name in COMMANDS:
+        ref_time = statistics.median(times[name][0]) if (name, 0) not in failed else math.nan
+        ratios[name] = tuple(
+            math.nan if (name, side) in failed else statistics.median(times[name][side]) / ref_time
+            for side in (1, 2)
+        )
     return ratios, peaks[0], peaks[1]
 
 
@@ -107,24 +126,27 @@ def main() -> None:
     args = parser.parse_args()
     traces = corpus(args.traces)
     rows = []
-    columns: dict[str, list[float]] = {c: [] for c in [*COMMANDS, "RSS"]}
-    with private_display() as env:
+    # a first-run and a cached-run column per command (headed "cached")
+    keys = [key for name in COMMANDS for key in (name, f"{name} cached")]
+    columns: dict[str, list[float]] = {key: [] for key in [*keys, "RSS"]}
+    with private_display() as env, tempfile.TemporaryDirectory(prefix="corpus-cache-") as caches:
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up as users have it: bytecode cached
         for trace in traces:
-            ratios, ours_kib, ref_kib = run_trace(trace, args.repeat, env)
-            for name, ratio in ratios.items():
+            ratios, ours_kib, ref_kib = run_trace(trace, args.repeat, env, Path(caches))
+            cells = [ratio for pair in ratios.values() for ratio in pair]
+            for column, ratio in zip(keys, cells, strict=True):
                 if ratio == ratio:
-                    columns[name].append(ratio)
+                    columns[column].append(ratio)
             columns["RSS"].append(ours_kib / ref_kib)
             rows.append(
-                [trace.name, *map(cell, ratios.values()), "n/a"]
+                [trace.name, *map(cell, cells)]
                 + [ours_kib // 1024, ref_kib // 1024, f"{ours_kib / ref_kib:.2f}"]
             )
             print(tabulate(rows[-1:], tablefmt="plain"), file=sys.stderr, flush=True)
     medians = [statistics.median(v) if v else math.nan for v in columns.values()]
-    rows.append(["median", *map(cell, medians[:-1]), "n/a", "", "", cell(medians[-1])])
-    headers = ["trace", *COMMANDS, "cached run", "MiB", "reference MiB", "RSS ratio"]
-    print(tabulate(rows, headers=headers))
+    rows.append(["median", *map(cell, medians[:-1]), "", "", cell(medians[-1])])
+    headers = [key if key in COMMANDS else "cached" for key in keys]
+    print(tabulate(rows, headers=["trace", *headers, "MiB", "reference MiB", "RSS ratio"]))
 
 
 if __name__ == "__main__":

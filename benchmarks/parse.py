@@ -8,7 +8,8 @@ For each trace prints calls/s and MB/s (decompressed) for
   - `retrace dump` and `apitrace dump --color=never` as whole commands writing
     to /dev/null;
 and the ratios retrace-read / apitrace-dump and retrace-dump / apitrace-dump.
-Each figure is the best of --repeat runs. Run by hand; timing is not a test.
+Each figure is the best of --repeat runs, with the trace cache off (this measures
+reading itself). Run by hand; timing is not a test.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from retrace.errors import TraceError
+from retrace.trace import cache
 from retrace.trace.reader import TraceReader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +54,7 @@ def main() -> None:
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    cache.switch_off()
     traces = args.traces or sorted((ROOT / "traces").glob("*.trace"))
     apitrace = shutil.which("apitrace")
     if apitrace is None:
@@ -61,7 +64,7 @@ def main() -> None:
     for path in traces:
         read_s, calls, size = min(read_once(path) for _ in range(args.repeat))
         dump_s = min(
-            command_seconds([sys.executable, "-m", "retrace", "dump", str(path)])
+            command_seconds([sys.executable, "-m", "retrace", "dump", "--no-cache", str(path)])
             for _ in range(args.repeat)
         )
         ref_s = min(

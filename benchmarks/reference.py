@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from retrace.trace import cache
 from retrace.trace.reader import TraceReader
 
 
@@ -39,8 +40,9 @@ def private_display() -> Iterator[dict[str, str]]:
 
 def reference_replayer(trace: Path) -> str:
     """glretrace, or eglretrace for a trace of an EGL program."""
-    reader = TraceReader(str(trace))
-    for _ in reader.batches():
-        if any(sig.name.startswith("egl") for sig in reader.signatures.functions.values()):
-            return "eglretrace"
+    with cache.used(False):  # (a glance at the first batches: nothing worth keeping)
+        reader = TraceReader(str(trace))
+        for _ in reader.batches():
+            if any(sig.name.startswith("egl") for sig in reader.signatures.functions.values()):
+                return "eglretrace"
     return "glretrace"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+__version__ = "0.1.0"  # the one place (pyproject.toml reads it); cheap to read, unlike metadata
 _LAZY = {
     "open": ("retrace.api", "open_trace"),
     "Trace": ("retrace.api", "Trace"),

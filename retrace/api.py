@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -88,10 +88,12 @@ class ProfileResult:
 
 
 class Trace:
-    """An apitrace trace file, ready to replay or profile."""
+    """An apitrace trace file, ready to replay or profile. With `cache` (the default)
+    reading it goes through the trace cache, as the CLI's does unless `--no-cache`."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = os.fspath(path)
+        self.cache = cache
         if not os.path.isfile(self.path):
             raise RetraceError(f"{self.path}: no such trace file")
 
@@ -102,7 +104,8 @@ class Trace:
         """`retrace info`'s facts (calls, frames, functions...); raises on a damaged trace."""
         from retrace.trace.info import trace_info
 
-        facts, error = trace_info(self.path)
+        with self._reading():
+            facts, error = trace_info(self.path)
         if error is not None:
             raise error
         return facts
@@ -116,7 +119,8 @@ class Trace:
         with _child_errors() as errors, tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "replay.json")
             body = partial(_replay, self.path, snapshots, strict, out)
-            contain.check(contain.supervise(body, errors), self.path)
+            with self._reading():
+                contain.check(contain.supervise(body, errors), self.path)
             with builtins.open(out) as f:
                 done = json.load(f)
         _raise(done.pop("error"))
@@ -156,12 +160,19 @@ class Trace:
             stats=stats,
             strict=strict,
         )
-        return profile(self.path, options, store_dir)
+        with self._reading():
+            return profile(self.path, options, store_dir)
+
+    def _reading(self) -> AbstractContextManager[None]:
+        """Reads of the trace within use the trace cache only if this trace does."""
+        from retrace.trace import cache
+
+        return cache.used(self.cache)
 
 
-def open_trace(path: str | os.PathLike[str]) -> Trace:
-    """The trace at `path` (`retrace.open`)."""
-    return Trace(path)
+def open_trace(path: str | os.PathLike[str], cache: bool = True) -> Trace:
+    """The trace at `path` (`retrace.open`); `cache=False` reads it without the trace cache."""
+    return Trace(path, cache)
 
 
 def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -> ProfileResult:

@@ -65,6 +65,24 @@ class _Cli(click.Group):
             raise ReaderGone from e
 
 
+def _cache_option(command: Callable[..., None]) -> Callable[..., None]:
+    """--no-cache, for every command that reads a trace through the trace cache."""
+
+    def switch_off(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if value:
+            from retrace.trace import cache
+
+            cache.switch_off()
+
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        expose_value=False,
+        callback=switch_off,
+        help="Read the trace itself: neither use nor fill the trace cache (`retrace cache`).",
+    )(command)
+
+
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="retrace")
 def cli() -> None:
@@ -99,6 +117,7 @@ def cli() -> None:
     default="never",
     help="Accepted for apitrace compatibility; output is never coloured.",
 )
+@_cache_option
 def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
     """Print every call of TRACE as `apitrace dump --color=never` does."""
     from retrace.trace.callset import CallSet
@@ -123,6 +142,7 @@ def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
     show_default=True,
     help="How many of the most frequent functions to list.",
 )
+@_cache_option
 def info(trace: str, dump_frames: bool, top: int) -> None:
     """Print facts about TRACE as JSON: apitrace info's fields plus call and thread counts."""
     import json
@@ -208,6 +228,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
     "GL errors the program did not get).",
 )
+@_cache_option
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
     from retrace.replay.run import run_replay
@@ -318,6 +339,7 @@ def replay(trace: str, **options) -> None:
     help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
     "GL errors the program did not get).",
 )
+@_cache_option
 def profile(
     trace: str | None,
     pframes: str | None,
@@ -374,7 +396,7 @@ def profile(
         given = [
             f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
             for p in ctx.command.params
-            if p.name not in ("resume", "output", "keep_store", "quiet")
+            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache")
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
         ]
         if given:
@@ -439,6 +461,30 @@ def export(tables: str, perfetto: str) -> None:
     from retrace.profile.outputs import export_perfetto
 
     export_perfetto(tables, perfetto)
+
+
+@cli.group("cache")
+def cache_group() -> None:
+    """The trace cache: what reading each trace produced, kept so that the next run of the
+    same trace skips reading it ($RETRACE_CACHE_DIR, $RETRACE_CACHE_SIZE)."""
+
+
+@cache_group.command("info")
+def cache_info() -> None:
+    """Print where the cache is, how many traces and bytes it holds and may hold, as JSON."""
+    import json
+
+    from retrace.trace import cache
+
+    click.echo(json.dumps(cache.summary(), indent=2))
+
+
+@cache_group.command("clear")
+def cache_clear() -> None:
+    """Remove everything the cache holds."""
+    from retrace.trace import cache
+
+    click.echo(f"removed {cache.clear()} cached traces from {cache.directory()}")
 
 
 def _forward(name: str, entry: str, summary: str, module: str = "retrace.compare.command") -> None:

@@ -27,6 +27,7 @@ class TraceError(RetraceError):
         self.path = path
         self.offset = offset
         self.problem = problem
+        self.where = where
         at = "" if offset is None else f" at byte {offset}{where}"
         super().__init__(f"{path}{at}: {problem}")
 

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,15 @@ SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
 
 # a bug in retrace ends with its traceback, which the tests look for, not with one line
 os.environ["RETRACE_DEBUG"] = "1"
+
+# No test reads or fills the user's trace cache: the session has its own (retrace.trace.cache).
+TRACE_CACHE = tempfile.mkdtemp(prefix="retrace-test-cache-")
+os.environ["RETRACE_CACHE_DIR"] = TRACE_CACHE
+
+
+def pytest_unconfigure() -> None:
+    shutil.rmtree(TRACE_CACHE, ignore_errors=True)
+
 
 FOLDERS = ("unit", "gl", "reference")  # by what their tests need; the last two are markers
 

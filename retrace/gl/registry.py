@@ -43,6 +43,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, overload
 
+from retrace.cachedir import user_cache_dir
 from retrace.errors import RetraceError
 
 if TYPE_CHECKING:
@@ -310,10 +311,7 @@ def parse_registry(path: Path, api: str) -> Registry:
 
 
 def _cache_dir() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    # The XDG spec says to ignore relative paths.
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "retrace"
+    return Path(user_cache_dir())
 
 
 _MAGIC = b"retrace-registry\n"

@@ -65,7 +65,7 @@ class TraceIdentity(TraceFile):
 def trace_file(path: str | Path) -> TraceFile:
     """The trace at `path`, named by its content (one read of the file); raises OSError if it
     cannot be read. The one place a trace's identity is computed (`retrace batch` too)."""
-    from retrace.trace.info import file_digest
+    from retrace.trace.digest import file_digest
 
     path = os.path.abspath(path)
     size, sha256 = file_digest(path)

@@ -1011,7 +1011,8 @@ PyMODINIT_FUNC PyInit__scanner(void) {
                  PyModule_AddObjectRef(m, "CALL_FIELDS", call_fields) < 0 ||
                  PyModule_AddObjectRef(m, "NODE_FIELDS", node_fields) < 0 ||
                  PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
-                 PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0;
+                 PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0 ||
+                 PyModule_AddIntConstant(m, "RECORD_LAYOUT", RECORD_LAYOUT) < 0;
     Py_XDECREF(call_fields);
     Py_XDECREF(node_fields);
     if (failed) {

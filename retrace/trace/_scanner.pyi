@@ -21,6 +21,8 @@ CALL_SIZE: int
 """Bytes per call record (`CallRec` in records.h)."""
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
+RECORD_LAYOUT: int
+"""Version of the records and definitions the scanner emits (records.h)."""
 
 def calls_of(calls: Buffer, wanted: Buffer, /) -> list[int]:
     """Indices of the call records whose signature id has a non-zero byte in `wanted`."""

@@ -116,16 +116,3 @@ def _frame_end_mask(reader: TraceReader, sig_ids: np.ndarray) -> np.ndarray:
         table[sid] = bool(sig.flags & CallFlag.END_FRAME)
     mask: np.ndarray = table[sig_ids]
     return mask
-
-
-def file_digest(path: str) -> tuple[int, str]:
-    """(size in bytes, SHA-256 hex digest) of a trace file's content, read once: what
-    names a trace, whatever its path. Raises OSError if it cannot be read."""
-    import hashlib  # (here: replaying never needs a digest)
-
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 from retrace.trace import _scanner
 from retrace.trace.flags import CallFlag, call_flags
@@ -120,6 +120,15 @@ class EnumSig:
         self.id = id
         self._raw = raw  # (name, value) as the trace lists them
         self._by_value: dict[int, str] | None = None
+
+    def __eq__(self, other: object) -> bool:  # (what the trace defined: decoded or not yet)
+        return isinstance(other, EnumSig) and (self.id, self._raw) == (other.id, other._raw)
+
+    def __hash__(self) -> int:
+        return hash((self.id, self._raw))
+
+    def __repr__(self) -> str:
+        return f"EnumSig(id={self.id}, values={self.values!r})"
 
     @property
     def values(self) -> tuple[tuple[str, int], ...]:
@@ -295,6 +304,10 @@ class NodeLists:
         return None if tag == Tag.NULL else int(tag == Tag.TRUE)
 
 
+# the scanner's buffers: bytes it made, or a slice of a cache file it made before
+Buffer: TypeAlias = bytes | memoryview
+
+
 class CallBatch:
     """A run of consecutive calls in flat form (see the module docstring): the scanner's
     buffers as it wrote them. Replay reads them a call at a time (`call`, `arguments`);
@@ -303,7 +316,12 @@ class CallBatch:
     __slots__ = ("calls", "slots", "nodes", "pool", "backtraces")
 
     def __init__(
-        self, calls: bytes, slots: bytes, nodes: bytes, pool: bytes, backtraces: bytes
+        self,
+        calls: Buffer,
+        slots: Buffer,
+        nodes: Buffer,
+        pool: bytes,
+        backtraces: Buffer,
     ) -> None:
         self.calls = calls
         self.slots = slots  # int32

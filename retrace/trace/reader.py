@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 
 from retrace.errors import TraceError
+from retrace.trace import cache
 from retrace.trace._scanner import Scanner
 from retrace.trace.container import TraceStream
 from retrace.trace.model import CallBatch, Signatures
@@ -72,6 +73,14 @@ class TraceReader:
         self.signatures = Signatures()
         self.calls_read = 0
         self.stream_bytes = 0  # decompressed bytes read so far
+        self._entry = cache.entry_for(self.path, self.stream.file_size)
+        self._kept = self._entry.load() if self._entry is not None else None
+        self.from_cache = self._kept is not None  # read before: batches() reads no file
+        if self._kept is not None:  # the header's facts are kept too
+            self.version, self.semantic_version, self.properties, self.header_size = (
+                self._kept.header
+            )
+            return
         self._chunks = self._counted(iter(self.stream))
         self._rest = self._read_header()
 
@@ -102,7 +111,7 @@ class TraceReader:
                 f"(retrace reads versions 0 to {MAX_VERSION}); not an apitrace trace?",
             )
         self.semantic_version = self.version
-        self.properties: dict[str, str] = {}
+        self.properties = {}
         if self.version >= 6:
             self.semantic_version, pos = _uint(head, pos)
             while True:
@@ -129,14 +138,39 @@ class TraceReader:
         return "unknown"
 
     def batches(self) -> Iterator[CallBatch]:
-        """Yield every call of the trace, in delivery order, in batches."""
+        """Yield every call of the trace, in delivery order, in batches: from the cache
+        where this trace was read before, else from the file (keeping them for next time)."""
+        if self._kept is not None:
+            return self._kept_batches(self._kept)
+        return self._scanned_batches()
+
+    def _kept_batches(self, kept: cache.Kept) -> Iterator[CallBatch]:
+        for taken, self.stream_bytes in kept.batches():
+            batch = self._batch(taken)
+            if len(batch):
+                yield batch
+        self.stream_bytes = kept.stream_bytes
+        damage = kept.error(self.path)
+        if damage is not None:
+            raise damage
+
+    def _scanned_batches(self) -> Iterator[CallBatch]:
+        header = (self.version, self.semantic_version, self.properties, self.header_size)
+        keep = self._entry.writer(header) if self._entry is not None else None
+        try:
+            yield from self._scan(keep)
+        finally:
+            if keep is not None:
+                keep.abandon()  # (nothing left to drop once finished)
+
+    def _scan(self, keep: cache.Writer | None) -> Iterator[CallBatch]:
         scanner = Scanner(self.version, self.header_size)
         damage: TraceError | None = None
         data: bytes | None = self._rest
         self._rest = b""
         while True:
             if data and scanner.feed(data):
-                yield self._take(scanner)
+                yield self._take(scanner, keep)
             if scanner.error is not None:
                 offset, problem = scanner.error
                 damage = TraceError.in_stream(self.path, offset, problem)
@@ -153,14 +187,23 @@ class TraceReader:
                 self.path, scanner.offset, "trace cut off in the middle of a call"
             )
         scanner.finish()
-        final = self._take(scanner)
+        final = self._take(scanner, keep)
+        if keep is not None:
+            keep.finish(damage, self.stream_bytes)
         if len(final):
             yield final
         if damage is not None:
             raise damage
 
-    def _take(self, scanner: Scanner) -> CallBatch:
-        calls, slots, nodes, pool, backtraces, definitions = scanner.take()
+    def _take(self, scanner: Scanner, keep: cache.Writer | None) -> CallBatch:
+        taken = scanner.take()
+        if keep is not None:
+            keep.add(taken, self.stream_bytes)
+        return self._batch(taken)
+
+    def _batch(self, taken: cache.Taken) -> CallBatch:
+        """One batch as the scanner took it (now, or from the cache) as a `CallBatch`."""
+        calls, slots, nodes, pool, backtraces, definitions = taken
         self.signatures.add(definitions)
         batch = CallBatch(calls, slots, nodes, pool, backtraces)
         self.calls_read += len(batch)

@@ -13,6 +13,11 @@
 
 #include <stdint.h>
 
+/* The version of what the scanner emits: these records and the definitions take() reports.
+ * Raise it with any change to them: kept scans (retrace.trace.cache) of an older one are
+ * then rebuilt instead of misread. */
+#define RECORD_LAYOUT 1
+
 /* Value tags: the format's own type bytes. */
 enum {
     T_NULL = 0, T_FALSE, T_TRUE, T_SINT, T_UINT, T_FLOAT, T_DOUBLE, T_STRING,

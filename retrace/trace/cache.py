@@ -1,0 +1,385 @@
+"""The trace cache: what reading a trace produced, kept so that the next read skips it.
+
+Reading a trace -- decompressing its container, then scanning the event stream into
+flat call records (`_scanner.c`) -- costs every run about 7 ms per MB of trace
+(wz2100.trace, 12 MB: 86 ms, where its whole glretrace replay takes 238), and profiling
+the same trace again is the normal case: comparing builds, repeats, other selections.
+So a read keeps what the scanner's `take()` gave, batch by batch, in one file per trace,
+and the next read of the same trace maps that file (mmap) and hands its batches out as
+slices of it: no decompressing, no scanning, no copy but the pool of strings and blobs.
+
+Key. A trace is named by its content, the SHA-256 of its file, remembered by the file's
+device, inode, size, mtime and ctime (`digest.remembered_digest`), so that an unchanged
+multi-GB trace is not hashed again every run. Beside it: retrace's version, the
+scanner's `RECORD_LAYOUT`, this file's `FORMAT` and marshal's; a file made by any other
+build is never read.
+
+File. A prefix (magic, format, CRC-32, place and length of the index), then each batch's
+five buffers (calls, slots, nodes, pool, backtraces), 8-aligned, then the index (marshal):
+the key, what the header gave, per batch the place, length and CRC-32 of each buffer,
+the definitions it brought and the stream position it reached, and how reading ended (a
+damaged trace's `TraceError`: it replays to the same call with the same line). It is
+written beside a normal read into a temporary file, renamed into place once reading
+ends (a read stopped early keeps nothing). Loading checks every CRC before the first
+batch is handed out (6 ms for wz2100's 22 MB); a file wanting in any way is ignored, and
+the read that follows replaces it.
+
+Where and how much. $RETRACE_CACHE_DIR, else $XDG_CACHE_HOME/retrace, else
+~/.cache/retrace; at most $RETRACE_CACHE_SIZE bytes (a number, or with K, M, G; 0 turns
+the cache off), 2 GiB unless set, the least recently used files removed first. Traces
+smaller than `MIN_TRACE_SIZE` are read directly. A cache that cannot be written (a full
+disk, a read-only folder) costs one warning on stderr, never the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import mmap
+import os
+import re
+import struct
+import sys
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from retrace import __version__
+from retrace.cachedir import user_cache_dir
+from retrace.errors import RetraceError, TraceError
+from retrace.trace._scanner import RECORD_LAYOUT
+from retrace.trace.digest import remembered_digest
+
+if TYPE_CHECKING:
+    # What `Scanner.take()` returns: calls, slots, nodes, pool, backtraces, definitions
+    # (from the cache, the buffers are slices of its mapped file).
+    Taken = tuple[
+        bytes | memoryview,
+        bytes | memoryview,
+        bytes | memoryview,
+        bytes,
+        bytes | memoryview,
+        list[Any],
+    ]
+    Header = tuple[int, int, dict[str, str], int]  # version, semantic version, properties, size
+    # per batch: (place, length, CRC-32) of its five buffers, its definitions, stream position
+    Index = list[tuple[tuple[tuple[int, int, int], ...], list[Any], int]]
+
+FORMAT = 1  # of the cache file; raise it with any change to its layout
+DEFAULT_SIZE = 2 << 30
+# Below this, reading costs at most 4 ms and its scan saves 0.1 to 1.3 ms (measured on 11
+# traces of 62 to 359 KB: the definitions are decoded either way) for 1.5 to 10 ms of
+# hashing and writing the first time; from 2.7 MB on it saves 15 to 80 ms.
+MIN_TRACE_SIZE = 1 << 20
+_MAGIC = b"RTRSCAN\n"
+_PREFIX = struct.Struct("<8sIIQQ")  # magic, format, index CRC-32, index offset, index length
+_ALIGN = 8
+_SUFFIX = ".scan"
+_DIGESTS = "digests"  # folder of remembered trace digests
+_KEEP_DIGESTS = 1000  # remembered digests beyond this are forgotten, oldest first
+_STALE = 24 * 3600  # seconds after which a temporary file is a killed writer's leftover
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)  # (Linux and the BSDs)
+
+_switched_off = False  # --no-cache
+
+
+def switch_off() -> None:
+    """No trace read from now on (in this process and the replay child it forks) uses the
+    cache: --no-cache."""
+    global _switched_off
+    _switched_off = True
+
+
+@contextlib.contextmanager
+def used(on: bool) -> Iterator[None]:
+    """Within the block, reads use the cache only if `on` (the API's `cache=` argument)."""
+    global _switched_off
+    before = _switched_off
+    _switched_off = before or not on
+    try:
+        yield
+    finally:
+        _switched_off = before
+
+
+def directory() -> str:
+    """Where the cache lives: $RETRACE_CACHE_DIR, else the user's cache folder's retrace/."""
+    return os.environ.get("RETRACE_CACHE_DIR") or user_cache_dir()
+
+
+def size_limit() -> int:
+    """The most bytes the cache may hold: $RETRACE_CACHE_SIZE, else `DEFAULT_SIZE`."""
+    raw = os.environ.get("RETRACE_CACHE_SIZE", "").strip()
+    if not raw:
+        return DEFAULT_SIZE
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", raw, re.IGNORECASE)
+    if match is None:
+        raise RetraceError(
+            f"RETRACE_CACHE_SIZE={raw!r} is not a size: give bytes, or a number with K, M or G"
+        )
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def entry_for(path: str, file_size: int) -> Entry | None:
+    """The cache entry of the trace at `path`, or None where the cache is off, the trace
+    too small for it to pay, or the trace's digest cannot be had."""
+    if _switched_off:
+        return None
+    limit = size_limit()  # (a bad $RETRACE_CACHE_SIZE is an error whatever the trace)
+    if limit <= 0 or file_size < MIN_TRACE_SIZE:
+        return None
+    folder = directory()
+    try:
+        digest = remembered_digest(path, os.path.join(folder, _DIGESTS))
+    except OSError:
+        return None  # the reader will say what is wrong with the trace
+    return Entry(folder, digest, limit)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A trace's scan, loaded from the cache with every checksum verified."""
+
+    header: Header
+    index: Index
+    end: tuple[int | None, str, str] | None  # a damaged trace's TraceError: offset, problem, where
+    stream_bytes: int  # decompressed bytes the read went through
+    mapped: mmap.mmap  # the whole file
+
+    def batches(self) -> Iterator[tuple[Taken, int]]:
+        """Each batch as `Scanner.take()` gave it, and the stream position it reached.
+
+        Once the next batch is asked for, the pages of the one before leave the process's
+        resident set (they stay in the page cache, and come back if touched again): peak
+        RSS is then what reading the trace costs, not the whole file's size.
+        """
+        view = memoryview(self.mapped)
+        for sections, definitions, stream_bytes in self.index:
+            calls, slots, nodes, pool, backtraces = (view[at : at + n] for at, n, _crc in sections)
+            # the pool is copied: NodeLists hands out slices of it as bytes
+            yield (calls, slots, nodes, bytes(pool), backtraces, definitions), stream_bytes
+            (start, _, _), (at, n, _) = sections[0], sections[-1]
+            _release(self.mapped, start, at + n)
+
+    def error(self, path: str) -> TraceError | None:
+        """The damage the read ended at, as it was raised then."""
+        if self.end is None:
+            return None
+        offset, problem, where = self.end
+        return TraceError(path, offset, problem, where)
+
+
+class Entry:
+    """One trace's place in the cache: loaded when valid, else written by the read."""
+
+    def __init__(self, folder: str, digest: str, limit: int) -> None:
+        self.folder = folder
+        self.limit = limit
+        self.key = (digest, __version__, RECORD_LAYOUT, FORMAT, marshal.version)
+        build = zlib.crc32(repr(self.key[1:]).encode())
+        self.path = os.path.join(folder, f"{digest}-{build:08x}{_SUFFIX}")
+
+    def load(self) -> Kept | None:
+        """The kept scan, or None if there is none or it is wanting in any way."""
+        try:
+            with open(self.path, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            kept = _verified(mapped, self.key)
+        except (OSError, ValueError, EOFError, TypeError, IndexError, KeyError, struct.error):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(self.path)  # recently used: evicted last
+        return kept
+
+    def writer(self, header: Header) -> Writer | None:
+        """A writer of this trace's scan, or None (and a warning) where none can be made."""
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            temporary = os.path.join(self.folder, f".{os.getpid()}-{time.monotonic_ns()}.part")
+            return Writer(self, header, temporary, open(temporary, "xb"))
+        except OSError as e:
+            _warn(self.folder, e)
+            return None
+
+
+class Writer:
+    """Writes a scan while the trace is read: buffers as they are taken, the index at the
+    end. Any failure drops the file; the read goes on."""
+
+    def __init__(self, entry: Entry, header: Header, temporary: str, file: BinaryIO) -> None:
+        self.entry = entry
+        self.header = header
+        self.temporary = temporary
+        self.file: BinaryIO | None = file
+        self.at = _PREFIX.size
+        self.index: Index = []
+        file.write(bytes(_PREFIX.size))
+
+    def add(self, taken: Taken, stream_bytes: int) -> None:
+        """Keep one batch as `Scanner.take()` gave it."""
+        if self.file is None:
+            return
+        try:
+            sections = tuple(self._section(memoryview(part)) for part in taken[:5])
+        except OSError as e:
+            self.abandon(e)
+            return
+        self.index.append((sections, taken[5], stream_bytes))
+        if self.at > self.entry.limit:
+            self.abandon()  # bigger than the whole cache may be: not kept
+
+    def _section(self, data: memoryview) -> tuple[int, int, int]:
+        assert self.file is not None
+        at, n = self.at, data.nbytes
+        self.file.write(data)
+        padding = -n % _ALIGN
+        self.file.write(bytes(padding))
+        self.at += n + padding
+        return at, n, zlib.crc32(data)
+
+    def finish(self, damage: TraceError | None, stream_bytes: int) -> None:
+        """Reading ended (at `damage`, if any): write the index and put the file in place."""
+        if self.file is None:
+            return
+        end = None if damage is None else (damage.offset, damage.problem, damage.where)
+        index = marshal.dumps(
+            {
+                "key": self.entry.key,
+                "header": self.header,
+                "batches": self.index,
+                "end": end,
+                "stream_bytes": stream_bytes,
+            }
+        )
+        try:
+            self.file.write(index)
+            self.file.seek(0)
+            self.file.write(_PREFIX.pack(_MAGIC, FORMAT, zlib.crc32(index), self.at, len(index)))
+            self.file.close()
+            self.file = None
+            os.replace(self.temporary, self.entry.path)
+        except OSError as e:
+            self.abandon(e)
+            return
+        evict(self.entry.folder, self.entry.limit)
+
+    def abandon(self, error: OSError | None = None) -> None:
+        """Drop the file (a read stopped early, a write failed: `error`, warned about)."""
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            self.file = None
+        with contextlib.suppress(OSError):
+            os.unlink(self.temporary)
+        if error is not None:
+            _warn(self.entry.folder, error)
+
+
+def _verified(mapped: mmap.mmap, key: tuple[Any, ...]) -> Kept:
+    """The scan in `mapped`; ValueError (or the like) if any part of it fails its check."""
+    view = memoryview(mapped)
+    magic, version, crc, at, n = _PREFIX.unpack_from(view)
+    if magic != _MAGIC or version != FORMAT:
+        raise ValueError("not a trace cache file of this format")
+    index = view[at : at + n]
+    if len(index) != n or zlib.crc32(index) != crc:
+        raise ValueError("index damaged")
+    facts = marshal.loads(index)
+    if facts["key"] != key:
+        raise ValueError("another trace's or another build's")
+    for sections, _definitions, _stream_bytes in facts["batches"]:
+        for at, n, crc in sections:
+            part = view[at : at + n]
+            if len(part) != n or zlib.crc32(part) != crc:
+                raise ValueError("batch damaged")
+        _release(mapped, sections[0][0], at + n)  # checked: out of RSS until used
+    return Kept(facts["header"], facts["batches"], facts["end"], facts["stream_bytes"], mapped)
+
+
+def _release(mapped: mmap.mmap, start: int, end: int) -> None:
+    """Take bytes `start` to `end` of a read-only file mapping out of the resident set (whole
+    pages; the data stays in the file and the page cache)."""
+    if _DONTNEED is not None and end > start:
+        start -= start % mmap.PAGESIZE
+        mapped.madvise(_DONTNEED, start, end - start)
+
+
+def _warn(folder: str, error: OSError) -> None:
+    reason = error.strerror or str(error)
+    print(
+        f"retrace: warning: the trace cache in {folder} cannot be written ({reason}); "
+        "reading goes on without it (--no-cache, RETRACE_CACHE_DIR)",
+        file=sys.stderr,
+    )
+
+
+def _files(folder: str) -> list[tuple[int, int, str]]:
+    """(mtime, size, path) of every scan in the cache, oldest use first."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for e in entries:
+            if e.name.endswith(_SUFFIX):
+                with contextlib.suppress(OSError):
+                    st = e.stat()
+                    found.append((st.st_mtime_ns, st.st_size, e.path))
+    return sorted(found)
+
+
+def evict(folder: str, limit: int) -> None:
+    """Remove the least recently used scans until the cache holds at most `limit` bytes,
+    the leftovers of killed writers, and the oldest remembered digests beyond
+    `_KEEP_DIGESTS`."""
+    scans = _files(folder)
+    total = sum(size for _mtime, size, _path in scans)
+    for _mtime, size, path in scans:
+        if total <= limit:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            total -= size
+    now = time.time()
+    for sub in (folder, os.path.join(folder, _DIGESTS)):
+        with contextlib.suppress(OSError), os.scandir(sub) as entries:
+            for e in entries:
+                if e.name.startswith(".") and now - e.stat().st_mtime > _STALE:
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
+    digests = os.path.join(folder, _DIGESTS)
+    with contextlib.suppress(OSError):
+        names = os.listdir(digests)
+        if len(names) > _KEEP_DIGESTS:
+            paths = sorted((os.path.join(digests, name) for name in names), key=os.path.getmtime)
+            for path in paths[: len(paths) - _KEEP_DIGESTS]:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+
+
+def summary() -> dict[str, Any]:
+    """`retrace cache info`: where the cache is, what it holds, what it may hold."""
+    folder = directory()
+    scans = _files(folder)
+    return {
+        "directory": folder,
+        "traces": len(scans),
+        "bytes": sum(size for _mtime, size, _path in scans),
+        "limit": size_limit(),
+    }
+
+
+def clear() -> int:
+    """`retrace cache clear`: remove every scan and remembered digest; the scans removed."""
+    folder = directory()
+    scans = _files(folder)
+    for _mtime, _size, path in scans:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    digests = os.path.join(folder, _DIGESTS)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(digests):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(digests, name))
+    return len(scans)
