@@ -146,12 +146,24 @@ def test_a_crashing_replay_fails_its_job_only(tmp_path):
     assert "2 jobs: 1 already done, ran 1 (1 failed)" in again.stdout
 
 
+def wait_for_a_job(pid: int, timeout: float = 120) -> None:
+    """Wait until the batch `pid` runs a profile: a child process of any of its threads."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread that has just ended
+                if (task / "children").read_text().split():
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"the batch ran no job in {timeout} s")
+
+
 def test_sigterm_keeps_the_finished_jobs_and_the_same_command_resumes(tmp_path):
     m = samples(tmp_path, "runs = 3\n")  # 9 jobs of about a second
     db = tmp_path / "b.duckdb"
     command = [sys.executable, "-m", "retrace", "batch", str(m), "--db", str(db)]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    wait_for_a_job(child.pid)  # (the batch's handlers are in place once it runs jobs)
     child.send_signal(signal.SIGTERM)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 143 and "Traceback" not in err
