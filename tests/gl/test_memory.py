@@ -36,14 +36,13 @@ def uploads_trace(path: Path, frames: int) -> str:
         ("target", "size", "data", "usage"),
         {0: w.int(GL_ARRAY_BUFFER), 1: w.int(UPLOAD), 2: w.null, 3: w.int(GL_STREAM_DRAW)},
     )
-    texture_args = ("target", "level", "internalformat", "width", "height", "border")
-    texture_args += ("format", "type", "pixels")
+    texture_args = "target level internalformat width height border format type pixels".split()
     for frame in range(frames):
         pixels = bytes((frame + k) & 0xFF for k in range(256)) * (UPLOAD // 256)
         fixed = (GL_TEXTURE_2D, 0, GL_RGBA, SIDE, SIDE, 0, GL_RGBA, GL_UNSIGNED_BYTE)
         w.call(
             "glTexImage2D",
-            texture_args,
+            tuple(texture_args),
             {**{i: w.int(v) for i, v in enumerate(fixed)}, 8: w.blob(pixels)},
         )
         w.call(
