@@ -36,13 +36,22 @@ def uploads_trace(path: Path, frames: int) -> str:
         ("target", "size", "data", "usage"),
         {0: w.int(GL_ARRAY_BUFFER), 1: w.int(UPLOAD), 2: w.null, 3: w.int(GL_STREAM_DRAW)},
     )
-    texture_args = "target level internalformat width height border format type pixels".split()
+    texture_args: tuple[str, ...] = (
+        "target",
+        "level",
+        "internalformat",
+        "width",
+        "height",
+        "border",
+        "format",
+    )
+    texture_args += ("type", "pixels")
     for frame in range(frames):
         pixels = bytes((frame + k) & 0xFF for k in range(256)) * (UPLOAD // 256)
         fixed = (GL_TEXTURE_2D, 0, GL_RGBA, SIDE, SIDE, 0, GL_RGBA, GL_UNSIGNED_BYTE)
         w.call(
             "glTexImage2D",
-            tuple(texture_args),
+            texture_args,
             {**{i: w.int(v) for i, v in enumerate(fixed)}, 8: w.blob(pixels)},
         )
         w.call(
