@@ -4,6 +4,7 @@ data in a file whose pages leave the process once run: `retrace/replay/program.p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,31 @@ def test_peak_rss_is_flat_in_the_traces_length(traces, command):
     # the long trace holds 90 MiB more data than the short one (180 frames of 512 KiB)
     short, long = (peak_kib(*command, trace) for trace in traces)
     assert long - short < 16 * MIB, (short // MIB, long // MIB)
+
+
+def test_a_full_disk_under_the_data_replays_what_fitted_then_says_so(traces, tiny_tmpfs, tmp_path):
+    """No room left for the compiled trace's data ($TMPDIR a 1 MiB file system, the trace
+    30 MiB of uploads): the frames compiled before run and are measured, then one line
+    names the data file and the reason, exit status 1."""
+    short, _ = traces
+    env = {**os.environ, "TMPDIR": str(tiny_tmpfs)}
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", "replay", "-b", short],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    error = f"retrace: error: {tiny_tmpfs} (the compiled trace's data): No space left on device"
+    assert done.returncode == 1 and done.stderr == error + "\n", done.stderr
+    rendered = int(done.stdout.split()[1])  # "Rendered N frames in ..."
+    assert 0 < rendered < FRAMES
+    out = tmp_path / "frames.tsv"
+    selection = ("--pframes=opengl: GPU Duration", "--quiet", f"--store-dir={tmp_path}")
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", *selection, "-o", str(out), short],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr == error + "\n", done.stderr
+    lines = out.read_text().splitlines()
+    frames = [line.split("\t") for line in lines if line.startswith("frame\t")]
+    # a row per frame the replay rendered and one for the calls after its last swap, as a
+    # whole trace has
+    assert len(frames) == rendered + 1 and all(cells[1].isdigit() for cells in frames)
