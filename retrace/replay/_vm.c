@@ -244,8 +244,8 @@ typedef struct {
  *
  * Blobs (texture and buffer uploads), strings and arrays are most of a trace's bytes, and
  * a multi-pass profile runs them again, so the compiled trace must keep them; kept in the
- * heap, they made the replayer's RSS grow with the trace (a 256 KiB upload per frame: 123
- * MiB at 100 frames, 198 at 400).  They are kept in a file instead: an unlinked temporary
+ * heap, they made the replayer's RSS grow with the trace (a 256 KiB texture upload per
+ * frame: a peak of 136 MiB at 100 frames, 212 at 400; now 113 at both).  They are kept in a file instead: an unlinked temporary
  * file (`Code(file, where)`), appended to with pwrite() and mapped shared and read-only, in
  * chunks that never move (the driver may keep a pointer it was given, glVertexPointer on
  * client memory, and read it at a later draw).  A chunk's pages become resident when the
