@@ -203,7 +203,8 @@ class Replayer:
             self.stop_error = e
             self.program.run(done)
         except OSError as e:  # a full disk under the data pool (`program.py`), a read error
-            self.stop_error = RetraceError(f"{e.filename}: {e.strerror or e}")
+            where = f"{e.filename}: " if e.filename else ""
+            self.stop_error = RetraceError(f"{where}{e.strerror or e}")
             self.program.run(done)
         self._compiled = True
 
