@@ -1,4 +1,4 @@
-"""Make the two large traces the benchmark figures in the issue notes were taken on.
+"""Make the large traces the benchmark figures in the issue notes were taken on.
 
     python benchmarks/make_traces.py [OUT_DIR]      (default: /tmp/retrace-bench)
 
@@ -10,6 +10,10 @@
   whose time goes to rendering. Needs `apitrace`, `glxgears` and `Xvfb`; the
   program is killed at the end, so the trace ends mid-call, as real crash
   traces do.
+- `uploads-100.trace`, `uploads-400.trace`: frames that each upload a 256 KiB
+  texture and write 256 KiB through a mapped buffer (the tests' generator): the
+  same frames, four times as many, for peak RSS in the trace's length
+  (`python benchmarks/corpus.py OUT_DIR/uploads-*.trace`).
 
 Then: `python benchmarks/replay.py OUT_DIR/*.trace` and the other scripts.
 """
@@ -24,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from gl.test_profile import big_trace  # noqa: E402 - the tests' generator of this trace
+from gl.test_memory import uploads_trace  # noqa: E402 - the tests' generators of these traces
+from gl.test_profile import big_trace  # noqa: E402
 from reference import private_display  # noqa: E402
 
 
@@ -47,6 +52,8 @@ def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/retrace-bench")
     out.mkdir(parents=True, exist_ok=True)
     big_trace(out / "million.trace", 1_000_000)
+    for frames in (100, 400):
+        uploads_trace(out / f"uploads-{frames}.trace", frames)
     record_glxgears(out / "glxgears_12s.trace")
     for path in sorted(out.glob("*.trace")):
         print(f"{path} {path.stat().st_size / 1e6:.1f} MB")

@@ -118,6 +118,24 @@ def long_trace(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB file system, for what a full disk does."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(mount_point)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=False, timeout=30)
+
+
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The profiles `retrace diff` and `compare` are tested on (compare_runs.py), made once."""

@@ -34,9 +34,13 @@
  *
  * Input pointers are direct too when the trace holds what they point to as
  * data: a blob, a string, or an array of numbers, which the compiler converts
- * to the element type once and keeps in a data pool; or an offset into a
+ * to the element type once and keeps in the data pool; or an offset into a
  * bound buffer object (an opaque value below 2^40; above, it is an address in
  * the traced process and Python refuses the call).
+ *
+ * The data pool is a file, not the heap (see "the data pool" below): the
+ * loop's memory stays flat however long the trace, while every pass after the
+ * first still runs the ops compiled once.
  *
  * Per op the program also keeps the trace call number, the function name id,
  * the profiling row kind and whether glGetError may follow it, in flat arrays
@@ -50,11 +54,13 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,12 +241,52 @@ typedef struct {
     PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
 } Events;
 
+/* --- the data pool: what input pointers point to ------------------------------------------
+ *
+ * Blobs (texture and buffer uploads), strings and arrays are most of a trace's bytes, and
+ * a multi-pass profile runs them again, so the compiled trace must keep them; kept in the
+ * heap, they made the replayer's RSS grow with the trace (a 256 KiB texture upload per
+ * frame: a peak of 136 MiB at 100 frames, 212 at 400; now 113 at both).  They are kept in a file instead: an unlinked temporary
+ * file (`Code(file, where)`), appended to with pwrite() and mapped shared and read-only, in
+ * chunks that never move (the driver may keep a pointer it was given, glVertexPointer on
+ * client memory, and read it at a later draw).  A chunk's pages become resident when the
+ * driver reads them; once the loop has run the last op that points into a chunk, run()
+ * drops them from the process (madvise MADV_DONTNEED).  The page cache keeps them, so a
+ * later pass, or the driver reading a kept pointer, faults them back in from memory; on a
+ * disk the kernel may write them back and reclaim them under pressure (on a tmpfs the page
+ * cache is memory, swappable but not counted in this RSS).  Resident data is then at most
+ * about a chunk and the staging buffer, as glretrace holds one call at a time.
+ *
+ * Why this rather than re-reading the trace in every pass, as glretrace does: parsing and
+ * compiling again would cost a multi-pass profile that time once per pass.  Why pwrite()
+ * rather than stores through a writable mapping: each first store to a page of a shared
+ * file mapping faults, and a full disk would be a SIGBUS there; measured on ext4, 400 MB of
+ * 256 KiB pieces took 0.43 s through the mapping, 0.12 s with pwrite, 0.28 s into fresh heap
+ * memory.  Space is reserved with posix_fallocate, so a full disk is an OSError when a
+ * chunk is made.  Small data is staged in the heap and written a chunk at a time (and
+ * before every run), so that a glUniform4fv costs no system call.
+ */
+typedef struct {
+    const char *map; /* the chunk's mapping of the data file */
+    size_t size;     /* bytes mapped */
+    size_t last_op;  /* the last op whose data is in it */
+} Chunk;
+
+typedef struct {
+    int fd;                /* the data file (the pool's own descriptor) */
+    PyObject *where;       /* what to call it in messages */
+    Vec chunks;            /* Chunk, in file order */
+    off_t end;             /* the file's size: the last chunk ends here */
+    size_t used, written;  /* bytes of the last chunk given out, and already in the file */
+    char *stage;           /* DATA_CHUNK bytes: the last chunk's bytes [written, used) */
+    Vec scratch;           /* an array of numbers, converted before it is put */
+} Data;
+
 typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
     Vec ops, args;
-    Vec chunks;                               /* what input pointers point to (char *) */
-    size_t chunk_used, chunk_size;            /* of the last chunk; chunks never move */
+    Data data;                                /* what input pointers point to */
     Vec call_nos, name_ids, rows, checkable; /* per op */
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
@@ -267,6 +313,7 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
         ACTION((c)->before);                                                                  \
         ACTION((c)->after);                                                                   \
         ACTION((c)->ev.on_full);                                                              \
+        ACTION((c)->data.where);                                                              \
         for (size_t i_ = 0; i_ < (c)->protos.len; i_++)                                       \
             for (int k_ = 0; k_ < MAX_ARGS; k_++)                                             \
                 ACTION(AT((c)->protos, Proto)[i_].table[k_]);                                 \
@@ -285,23 +332,46 @@ static int Code_clear(Code *c) {
 static void Code_dealloc(Code *c) {
     PyObject_GC_UnTrack(c);
     Code_clear(c);
-    for (size_t i = 0; i < c->chunks.len; i++)
-        free(AT(c->chunks, char *)[i]);
-    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->chunks,
-                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->ev.done[EV_CALL],
-                   &c->ev.done[EV_DRAW], &c->ev.done[EV_FRAME], &c->ev.timestamps,
-                   &c->ev.samples, &c->ev.every};
+    for (size_t i = 0; i < c->data.chunks.len; i++) {
+        Chunk *k = &AT(c->data.chunks, Chunk)[i];
+        munmap((void *)k->map, k->size);
+    }
+    free(c->data.stage);
+    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->data.chunks,
+                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->data.scratch,
+                   &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW], &c->ev.done[EV_FRAME],
+                   &c->ev.timestamps, &c->ev.samples, &c->ev.every};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
     if (c->ev.statm >= 0)
         close(c->ev.statm);
+    if (c->data.fd >= 0)
+        close(c->data.fd);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
+/* Code(file, where): `file` (a descriptor, or an object with fileno()) is the data pool's
+   file, open for reading and writing and empty, which the code keeps a descriptor of its
+   own to; `where` names it in messages. */
 static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    Code *c = (Code *)PyType_GenericNew(type, args, kwargs);
-    if (c)
-        c->ev.statm = -1;
+    static char *names[] = {"file", "where", NULL};
+    PyObject *file, *where;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OU:Code", names, &file, &where))
+        return NULL;
+    int fd = PyObject_AsFileDescriptor(file);
+    if (fd < 0)
+        return NULL;
+    Code *c = (Code *)PyType_GenericNew(type, NULL, NULL);
+    if (!c)
+        return NULL;
+    c->ev.statm = -1;
+    c->data.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    c->data.where = Py_NewRef(where);
+    if (c->data.fd < 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, where);
+        Py_DECREF(c);
+        return NULL;
+    }
     return (PyObject *)c;
 }
 
@@ -389,28 +459,113 @@ static uint64_t narrow(uint64_t u, uint8_t type) {
 
 static int convert(const Node *n, uint8_t type, uint64_t *out);
 
-/*
- * `len` bytes of the data pool, 8-aligned, that stay where they are for the
- * life of the program: the driver may keep a pointer it was given
- * (glVertexPointer on client memory) and read it at a later draw.
- */
-static char *data_alloc(Code *c, size_t len) {
-    size_t padded = ((len ? len : 1) + 7) & ~(size_t)7;
-    if (c->chunks.len == 0 || c->chunk_used + padded > c->chunk_size) {
-        size_t size = padded > DATA_CHUNK ? padded : DATA_CHUNK;
-        char *chunk = malloc(size);
-        if (!chunk || vec_grow(&c->chunks, sizeof(char *), 1)) {
-            free(chunk);
-            PyErr_NoMemory();
-            return NULL;
-        }
-        AT(c->chunks, char *)[c->chunks.len++] = chunk;
-        c->chunk_used = 0;
-        c->chunk_size = size;
+static int data_error(const Data *d) {
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, d->where);
+    return -1;
+}
+
+/* Write `len` bytes at `offset` of the data file. */
+static int data_write(const Data *d, const char *src, size_t len, off_t offset) {
+    while (len) {
+        ssize_t n = pwrite(d->fd, src, len, offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return data_error(d);
+        src += n, len -= (size_t)n, offset += n;
     }
-    char *at = AT(c->chunks, char *)[c->chunks.len - 1] + c->chunk_used;
-    c->chunk_used += padded;
+    return 0;
+}
+
+/* Write what is staged of the last chunk to the file, before any op may read it. */
+static int data_flush(Data *d) {
+    if (d->used <= d->written)
+        return 0;
+    const Chunk *last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
+    off_t start = d->end - (off_t)last->size;
+    if (data_write(d, d->stage + d->written, d->used - d->written, start + (off_t)d->written))
+        return -1;
+    d->written = d->used;
+    return 0;
+}
+
+/* A new last chunk of `size` bytes (a multiple of the page size) at the end of the file. */
+static int data_chunk(Data *d, size_t size) {
+    if (data_flush(d) || vec_grow(&d->chunks, sizeof(Chunk), 1))
+        return -1;
+    if (!d->stage && !(d->stage = malloc(DATA_CHUNK))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int failed = posix_fallocate(d->fd, d->end, (off_t)size);
+    if (failed) {
+        errno = failed;
+        return data_error(d);
+    }
+    /* where the last chunk ends, if free: the kernel then merges the two mappings */
+    void *after = NULL;
+    if (d->chunks.len) {
+        const Chunk *last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
+        after = (void *)(last->map + last->size);
+    }
+    void *map = mmap(after, size, PROT_READ, MAP_SHARED, d->fd, d->end);
+    if (map == MAP_FAILED)
+        return data_error(d);
+    AT(d->chunks, Chunk)[d->chunks.len++] = (Chunk){map, size, 0};
+    d->end += (off_t)size;
+    d->used = d->written = 0;
+    return 0;
+}
+
+/*
+ * Put `len` bytes and a NUL (a string's terminator) into the data pool, for op `op` and
+ * those after it; returns where they stay for the life of the code, NULL on error.
+ */
+static const char *data_put(Data *d, const char *src, size_t len, size_t op) {
+    size_t padded = (len + 1 + 7) & ~(size_t)7;
+    Chunk *last = d->chunks.len ? &AT(d->chunks, Chunk)[d->chunks.len - 1] : NULL;
+    const char *at;
+    if (padded > DATA_CHUNK) { /* a chunk of its own, written at once; the file reads 0 after */
+        long page = sysconf(_SC_PAGESIZE);
+        if (data_chunk(d, (padded + (size_t)page - 1) / (size_t)page * (size_t)page))
+            return NULL;
+        last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
+        if (data_write(d, src, len, d->end - (off_t)last->size))
+            return NULL;
+        d->used = d->written = last->size;
+        at = last->map;
+    } else {
+        if (!last || d->used + padded > last->size) {
+            if (data_chunk(d, DATA_CHUNK))
+                return NULL;
+            last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
+        }
+        memcpy(d->stage + d->used, src, len);
+        memset(d->stage + d->used + len, 0, padded - len);
+        at = last->map + d->used;
+        d->used += padded;
+    }
+    last->last_op = op;
     return at;
+}
+
+/* Drop the pages of chunk k from the process: the file keeps them. */
+static void data_drop(const Data *d, size_t k) {
+    const Chunk *chunk = &AT(d->chunks, Chunk)[k];
+    madvise((void *)chunk->map, chunk->size, MADV_DONTNEED);
+}
+
+/* The first chunk that ops from `op` on may point into (chunks are in op order). */
+static size_t data_first(const Data *d, size_t op) {
+    size_t lo = 0, hi = d->chunks.len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (AT(d->chunks, Chunk)[mid].last_op < op)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static int number_tag(uint8_t tag) {
@@ -436,12 +591,10 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
     case T_STRING: {
         if ((Py_ssize_t)(n->v.u + n->aux) > pool_len)
             return 0;
-        char *dst = data_alloc(c, (size_t)n->aux + 1);
-        if (!dst)
+        const char *at = data_put(&c->data, pool + n->v.u, n->aux, c->ops.len);
+        if (!at)
             return -1;
-        memcpy(dst, pool + n->v.u, n->aux);
-        dst[n->aux] = 0; /* a string's terminating NUL */
-        *out = (uint64_t)(uintptr_t)dst;
+        *out = (uint64_t)(uintptr_t)at;
         return 1;
     }
     case T_ARRAY: {
@@ -452,15 +605,20 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
         for (size_t k = 0; k < count; k++)
             if (!number_tag(n[1 + k].tag))
                 return 0;
-        char *dst = data_alloc(c, count * size);
-        if (!dst)
+        Vec *scratch = &c->data.scratch;
+        scratch->len = 0;
+        if (vec_grow(scratch, 1, count * size + 1))
             return -1;
+        char *dst = scratch->data;
         for (size_t k = 0; k < count; k++) {
             uint64_t v;
             convert(&n[1 + k], elem, &v);
             memcpy(dst + k * size, &v, size); /* little-endian: the low bytes */
         }
-        *out = (uint64_t)(uintptr_t)dst;
+        const char *at = data_put(&c->data, dst, count * size, c->ops.len);
+        if (!at)
+            return -1;
+        *out = (uint64_t)(uintptr_t)at;
         return 1;
     }
     default:
@@ -561,7 +719,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             failed = 1;
             break;
         }
-        size_t chunks = c->chunks.len, used = c->chunk_used;
+        size_t chunks = c->data.chunks.len, used = c->data.used;
         int ok = 1;
         for (uint32_t k = 0; ok == 1 && k < r->nargs; k++) {
             int32_t at = slot[r->slot_start + k];
@@ -575,8 +733,8 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
                 ok = convert(n, p->type[k], a);
         }
         if (ok != 1) {
-            if (c->chunks.len == chunks) /* give back data kept for earlier arguments */
-                c->chunk_used = used;
+            if (c->data.chunks.len == chunks) /* give back data kept for earlier arguments */
+                c->data.used = used;
             failed = ok < 0;
             break;
         }
@@ -601,6 +759,18 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         return NULL;
     }
     return PyLong_FromSsize_t(i);
+}
+
+/* keep(data) -> address: bytes a Python entry passes to the driver or copies (a fake
+   memcpy's), kept in the data pool for the op added next, NUL-terminated; valid for the
+   life of the code. */
+static PyObject *Code_keep(Code *c, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *at = data_put(&c->data, view.buf, (size_t)view.len, c->ops.len);
+    PyBuffer_Release(&view);
+    return at ? PyLong_FromVoidPtr((void *)at) : NULL;
 }
 
 static PyObject *Code_add_py(Code *c, PyObject *args) {
@@ -1112,7 +1282,9 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
  * run(start, end, entries) -> end
  *
  * Runs ops [start, end) with the current brackets; an exception from a
- * callback or an entry stops the loop and propagates.
+ * callback or an entry stops the loop and propagates.  Once the loop has run
+ * the last op that points into a chunk of the data pool, the chunk's pages
+ * leave the process.
  */
 static PyObject *Code_run(Code *c, PyObject *args) {
     Py_ssize_t start, end;
@@ -1123,6 +1295,11 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
+    Data *data = &c->data;
+    if (data_flush(data))
+        return NULL;
+    size_t chunk = data_first(data, (size_t)start); /* the next chunk to drop */
+    size_t drop_after = chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
     Py_INCREF(entries);
     PyObject *result = NULL;
     progress[PROGRESS_RUNNING] = 1;
@@ -1149,6 +1326,13 @@ static PyObject *Code_run(Code *c, PyObject *args) {
             goto done;
         if (mark && call_mark(c->after, i, mark))
             goto done;
+        if ((size_t)i >= drop_after) {
+            for (; chunk < data->chunks.len && AT(data->chunks, Chunk)[chunk].last_op <= (size_t)i;
+                 chunk++)
+                data_drop(data, chunk);
+            drop_after =
+                chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
+        }
         if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0 && PyErr_CheckSignals())
             goto done;
     }
@@ -1239,6 +1423,8 @@ static PyMethodDef Code_methods[] = {
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
      "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> "
      "stop index"},
+    {"keep", (PyCFunction)Code_keep, METH_O,
+     "keep(data) -> address of a NUL-terminated copy in the data pool, for the next op"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
      "add_py(entry_index, call_no, name_id, row, checkable): an op calling a Python entry"},
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
@@ -1275,7 +1461,8 @@ static PyTypeObject CodeType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)Code_traverse,
     .tp_clear = (inquiry)Code_clear,
-    .tp_doc = "A compiled trace: ops, their argument pool and per-op metadata.",
+    .tp_doc = "Code(file, where): a compiled trace: ops, their arguments, the data pool they "
+              "point into (in `file`) and per-op metadata.",
     .tp_methods = Code_methods,
     .tp_getset = Code_getset,
     .tp_as_sequence = &Code_as_sequence,

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias, final, overload
 
 import numpy as np
+from _typeshed import FileDescriptorLike
 from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 # Anything with the buffer protocol; numpy's stubs give ndarray __buffer__ from Python 3.12 only.
@@ -84,8 +85,11 @@ def publish(buffer: Buffer, /) -> None:
 
 @final
 class Code:
-    """A compiled trace: ops, their argument pool and per-op metadata."""
+    """A compiled trace: ops, their arguments, the data pool they point into and per-op
+    metadata."""
 
+    def __new__(cls, file: FileDescriptorLike, where: str) -> Code:
+        """`file` (read-write, empty) holds the data pool; `where` names it in messages."""
     @property
     def position(self) -> int:
         """The op running now."""
@@ -108,6 +112,8 @@ class Code:
         /,
     ) -> int:
         """Compile calls from `start` on to direct ops; the index of the first left to Python."""
+    def keep(self, data: Buffer, /) -> int:
+        """The address of a NUL-terminated copy of `data` in the data pool, for the next op."""
     def add_py(
         self, entry_index: int, call_no: int, name_id: int, row: int, checkable: bool, /
     ) -> None:

@@ -6,11 +6,11 @@ held in the trace compile in C straight from the reader's flat records into
 direct calls of the driver's function (`_vm.c` says how). Every other
 call becomes a Python entry ``(function, args)`` that its op calls as
 ``function(*args)``: a ctypes function typed from the registry with its
-arguments already converted (arrays as ctypes arrays, blobs and strings as
-bytes). What cannot be fixed at compile time -- the driver's names for the
-trace's objects, uniform locations, where a mapped buffer lives -- is looked
-up when the entry runs, through tables in `ReplayState` that every pass
-refills.
+arguments already converted (arrays as ctypes arrays; blobs and strings, as
+C's own, kept in the program's data pool: `program.py`). What cannot be fixed
+at compile time -- the driver's names for the trace's objects, uniform
+locations, where a mapped buffer lives -- is looked up when the entry runs,
+through tables in `ReplayState` that every pass refills.
 
 Window-system calls go to `ws.reader.WsCompiler`. Calls without side effects
 (glGet*, glIs*, glGetError, the program's own query readbacks) compile to
@@ -797,7 +797,7 @@ class Compiler:
         if isinstance(value, bytes):
             if param.output:
                 return ctypes.create_string_buffer(max(len(value), 1))
-            return value
+            return self.program.keep(value)  # in the data pool, not the heap
         if not isinstance(value, list):
             raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
         if cls is not None:
@@ -1031,7 +1031,8 @@ class Compiler:
         dest, data = args[0], args[1]
         if not isinstance(dest, int) or not isinstance(data, bytes):
             raise BadValue("memcpy without a destination address and data")
-        return (self.state.mapped.write, (int(dest), bytes(data)))
+        # the bytes go to the data pool, which keeps memory flat in the trace's length
+        return (self.state.mapped.write, (int(dest), self.program.keep(data), len(data)))
 
 
 def _why_not_issued(name: str, command: Command | None, fn: Any, nargs: int) -> str | None:

@@ -65,15 +65,16 @@ class MappedMemory:
                 del self._starts[i], self._regions[i]
                 return
 
-    def write(self, traced: int, data: bytes) -> bool:
-        """Copy data to where a traced address lives now; False (and a miss counted) if no
-        live mapping holds all of it."""
+    def write(self, traced: int, data: int | bytes, size: int) -> bool:
+        """Copy `size` bytes of data (at an address, as the compiled trace keeps them in its
+        data pool, or bytes) to where a traced address lives now; False (and a miss
+        counted) if no live mapping holds all of it."""
         i = bisect.bisect_right(self._starts, traced) - 1
         if i >= 0:
             region = self._regions[i]
             offset = traced - region.traced
-            if offset + len(data) <= region.size:
-                ctypes.memmove(region.real + offset, data, len(data))
+            if offset + size <= region.size:
+                ctypes.memmove(region.real + offset, data, size)
                 return True
         self.misses += 1
         if self.first_miss is None:

@@ -1,7 +1,14 @@
 """The replay loop: compile a trace once, then run it pass after pass.
 
 The first pass parses, compiles and runs the trace batch by batch; later
-passes run the compiled ops only. The loop itself is C (`_vm.c`): everything
+passes run the compiled ops only. Memory stays flat in the trace's length all
+the same: a batch is released before the next is read, and the data the ops
+pass to the driver (uploads, strings, arrays) lives in the program's data pool,
+a file whose pages leave the process once the loop has run past them
+(`program.py`). glretrace instead reads and parses the trace again in every
+pass; compiling once saves a multi-pass profile that work in every pass after
+the first, at the cost of the data pool's disk space (as much as the trace's
+uncompressed data). The loop itself is C (`_vm.c`): everything
 per call was decided when the op was compiled, and Python runs only for ops
 that are Python entries and for the callbacks a pass brackets ops with
 (`Program.bracket`: -v's error checks, per-call metrics the loop cannot
@@ -113,7 +120,9 @@ class Replayer:
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws), self.reader.path)
         if snapshots is not None:
             self.compiler.hook(snapshots, self._snapshot)
-        self.trace_error: TraceError | None = None  # damage found while reading; replay stops there
+        # why compiling stopped before the trace's end (damage, no room left for the program's
+        # data): the replay stops there, then the replay or profile ends with this error
+        self.stop_error: RetraceError | None = None
         self._compiled = False
         self.on_snapshot: Callable[[int, Image], None] | None = None
         self.frame = 0  # frames ended in this pass (the replayer's count is the only one)
@@ -204,9 +213,12 @@ class Replayer:
                     done = self._run_compiled(done)
                     running = done >= 0
         except TraceError as e:
-            self.trace_error = e
-            if running:
-                self.program.run(done)
+            self.stop_error = e
+        except OSError as e:  # a full disk under the data pool (`program.py`), a read error
+            where = f"{e.filename}: " if e.filename else ""
+            self.stop_error = RetraceError(f"{where}{e.strerror or e}")
+        if self.stop_error is not None and running:  # what was compiled before it still runs
+            self.program.run(done)
         self._compiled = True
         if not running:
             raise StopReplay
@@ -288,8 +300,8 @@ class Replayer:
 
     def finish(self, strict: bool = False, fidelity: Fidelity | None = None) -> None:
         """After the output: say how the replay departed from the trace (`fidelity`, or
-        the last pass's), then raise the trace's damage if any, or with `strict` the
-        departure."""
+        the last pass's), then raise what stopped compiling (damage, a full disk) if
+        anything did, or with `strict` the departure."""
         lines, error = self.ending(strict, fidelity)
         for line in lines:
             print(line, file=sys.stderr)
@@ -305,8 +317,8 @@ class Replayer:
         if not fidelity.faithful:
             advice = "" if strict else " (--strict makes this an error)"
             lines.append(f"retrace: warning: {fidelity.summary()}{advice}")
-        if self.trace_error is not None:
-            return lines, self.trace_error
+        if self.stop_error is not None:
+            return lines, self.stop_error
         if strict and not fidelity.faithful:
             return lines, FidelityError(fidelity.summary())
         return lines, None

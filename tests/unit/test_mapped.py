@@ -22,9 +22,9 @@ def test_many_mappings_live_at_once_and_unmap_by_their_own_pointer():
     mem.map(0x9000, 64, address(b))
     mem.map(0x5000, 64, address(c))
     mem.unmap(address(c))  # another buffer ends its mapping: the persistent ones stay
-    assert mem.write(0x1000 + 8, b"AAAA") and mem.write(0x9000, b"BB")
+    assert mem.write(0x1000 + 8, b"AAAA", 4) and mem.write(0x9000, b"BB", 2)
     assert a.raw[8:12] == b"AAAA" and b.raw[:2] == b"BB"
-    assert not mem.write(0x5000, b"C") and c.raw[:1] == b"\0"
+    assert not mem.write(0x5000, b"C", 1) and c.raw[:1] == b"\0"
     assert len(mem) == 2 and mem.misses == 1 and mem.first_miss == 0x5000
 
 
@@ -32,9 +32,9 @@ def test_a_write_must_fit_its_mapping():
     (a,) = buffers(16)
     mem = MappedMemory()
     mem.map(0x2000, 16, address(a))
-    assert mem.write(0x2000, b"x" * 16)
-    assert not mem.write(0x2008, b"y" * 9)  # one byte past the end
-    assert not mem.write(0x1FFF, b"z")  # one byte before the start
+    assert mem.write(0x2000, b"x" * 16, 16)
+    assert not mem.write(0x2008, b"y" * 9, 9)  # one byte past the end
+    assert not mem.write(0x1FFF, b"z", 1)  # one byte before the start
     assert a.raw == b"x" * 16 and mem.misses == 2 and mem.first_miss == 0x2008
 
 
@@ -46,10 +46,10 @@ def test_a_new_mapping_replaces_the_ones_it_overlaps():
     mem.map(0x3000, 16, address(other))
     mem.map(0x1010, 64, address(new))  # the program freed both and reused their addresses
     assert len(mem) == 2
-    assert mem.write(0x1010, b"N" * 64) and new.raw == b"N" * 64
+    assert mem.write(0x1010, b"N" * 64, 64) and new.raw == b"N" * 64
     assert old1.raw == b"\0" * 32 and old2.raw == b"\0" * 32
-    assert not mem.write(0x1000, b"o")  # the old range below the new one is gone too
-    assert mem.write(0x3000, b"k") and other.raw[:1] == b"k"
+    assert not mem.write(0x1000, b"o", 1)  # the old range below the new one is gone too
+    assert mem.write(0x3000, b"k", 1) and other.raw[:1] == b"k"
 
 
 def test_failed_maps_record_nothing_and_clear_starts_a_pass():
@@ -57,6 +57,6 @@ def test_failed_maps_record_nothing_and_clear_starts_a_pass():
     mem = MappedMemory()
     mem.map(0x1000, 8, 0)  # the driver's map failed
     mem.map(0, 8, address(a))  # the traced map failed
-    assert len(mem) == 0 and not mem.write(0x1000, b"a")
+    assert len(mem) == 0 and not mem.write(0x1000, b"a", 1)
     mem.clear()
     assert mem.misses == 0 and mem.first_miss is None

@@ -216,23 +216,6 @@ def test_rss_bounded_for_20_million_rows(tmp_path: Path) -> None:
     assert after - before < 16 * 1024, f"VmRSS grew by {after - before} KiB"
 
 
-@pytest.fixture
-def tiny_tmpfs(tmp_path: Path):
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(mount_point)],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False, timeout=30)
-
-
 def test_disk_full_is_one_line_retrace_error(tiny_tmpfs: Path) -> None:
     with Store(str(tiny_tmpfs)) as store:
         col = store.column("calls/cpu", np.int64)

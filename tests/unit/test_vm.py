@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
+import tempfile
 
 import pytest
 from tracegen import TraceWriter
@@ -53,6 +55,27 @@ class Recorder:
         )
         self.address = ctypes.cast(self.fn, ctypes.c_void_p).value
         self.types = bytes(types)
+
+
+def new_code(file=None) -> _vm.Code:
+    """A code object whose data pool is `file`, else an unlinked temporary file."""
+    if file is not None:
+        return _vm.Code(file, str(file.name))
+    with tempfile.TemporaryFile() as file:
+        return _vm.Code(file, "test data")
+
+
+def resident_kib(file) -> int:
+    """KiB of `file`'s pages mapped into this process and resident (from /proc/self/smaps)."""
+    inode, total, ours = os.fstat(file.fileno()).st_ino, 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+                ours = fields[4] == str(inode)
+            elif ours and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
 
 
 def batches_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
@@ -98,7 +121,7 @@ def test_every_parameter_type_reaches_the_function_as_declared(tmp_path):
         w.double(-0.0),
     )
     batch, sigs = batch_of(tmp_path, [("f", values, 0)])
-    code = _vm.Code()
+    code = new_code()
     proto = code.add_proto(f.address, f.types, (None,) * len(types))
     assert proto >= 0
     code.set_sig(sigs["f"], proto, 0, 1)
@@ -122,7 +145,7 @@ def test_arguments_past_the_registers_go_on_the_stack(tmp_path):
         for t, v in zip(types, ints, strict=True)
     )
     batch, sigs = batch_of(tmp_path, [("f", values, 0)])
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,) * len(types)), 0, 1)
     assert compile_all(code, batch) == 1 and code.is_direct(0)
     code.run(0, 1, [])
@@ -130,7 +153,7 @@ def test_arguments_past_the_registers_go_on_the_stack(tmp_path):
 
 
 def test_longest_prototypes_called_directly():
-    code = _vm.Code()
+    code = new_code()
     address = Recorder([I32]).address
     assert code.add_proto(address, bytes([I32] * 8 + [F32] * 8), (None,) * 16) >= 0
     assert code.add_proto(address, bytes([I32] * 17), (None,) * 17) == -1
@@ -143,7 +166,7 @@ def test_object_names_are_remapped_through_the_live_table(tmp_path):
     f = Recorder([U32, U32])
     batch, sigs = batch_of(tmp_path, [("bind", (TraceWriter.int(7), TraceWriter.int(3)), 0)])
     table: dict[int, int] = {3: 1003}
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["bind"], code.add_proto(f.address, f.types, (None, table)), 0, 1)
     compile_all(code, batch)
     code.run(0, 1, [])
@@ -166,7 +189,7 @@ def test_input_pointers_pass_offsets_and_data_that_stays_put(tmp_path):
     ]
     batch, sigs = batch_of(tmp_path, calls)
     f, floats, shorts = Recorder([PTR]), Recorder([PTR_OF + F32]), Recorder([PTR_OF + U16])
-    code = _vm.Code()
+    code = new_code()
     for name, r in (("f", f), ("floats", floats), ("shorts", shorts)):
         code.set_sig(sigs[name], code.add_proto(r.address, r.types, (None,)), 0, 1)
     assert compile_all(code, batch) == len(calls)
@@ -188,6 +211,45 @@ def test_input_pointers_pass_offsets_and_data_that_stays_put(tmp_path):
     assert f.calls[0][0] == blob and ctypes.string_at(blob, 3) == b"\x01\x02\x03"
 
 
+def test_data_leaves_memory_once_run_and_is_read_again_by_the_next_pass(tmp_path):
+    """The data pool is a file: a chunk's pages leave the process once the loop has run
+    the last op pointing into it, and the next pass (or a kept pointer) reads the same
+    bytes back. Pieces of 300 KiB span several chunks; one of 3 MiB gets its own."""
+    w = TraceWriter
+    pieces = [bytes([k]) * (300 << 10) for k in range(1, 13)] + [b"\x63" * (3 << 20)]
+    batches, sigs = batches_of(tmp_path, [("f", (w.blob(p), w.int(len(p))), 0) for p in pieces])
+    seen: list[bytes] = []
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)(
+        lambda at, n: seen.append(ctypes.string_at(at, n))
+    )
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        address = ctypes.cast(f, ctypes.c_void_p).value
+        code.set_sig(sigs["f"], code.add_proto(address, bytes([PTR, I32]), (None, None)), 0, 1)
+        for batch in batches:
+            assert compile_all(code, batch) == len(batch)
+        kept = code.keep(b"from Python")
+        code.add_py(0, 99, 0, 0, False)
+        entries = [(lambda: seen.append(ctypes.string_at(kept)), ())]
+        for _ in range(2):
+            seen.clear()
+            code.run(0, len(code), entries)
+            assert seen == [*pieces, b"from Python"]
+            assert resident_kib(file) == 0
+        assert os.fstat(file.fileno()).st_size >= sum(map(len, pieces))
+
+
+def test_a_data_file_that_cannot_take_the_data_is_an_error_naming_it(tmp_path):
+    batch, sigs = batch_of(tmp_path, [("f", (TraceWriter.blob(b"x" * 100),), 0)])
+    with open("/dev/full", "r+b") as full:
+        code = new_code(full)
+        f = Recorder([PTR])
+        code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+        with pytest.raises(OSError) as error:
+            compile_all(code, batch)
+        assert error.value.filename == "/dev/full"
+
+
 def test_pointers_python_must_pass(tmp_path):
     w = TraceWriter
     batch, sigs = batch_of(
@@ -200,7 +262,7 @@ def test_pointers_python_must_pass(tmp_path):
         ],
     )
     f, floats = Recorder([PTR]), Recorder([PTR_OF + F32])
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
     code.set_sig(sigs["floats"], code.add_proto(floats.address, floats.types, (None,)), 0, 1)
     assert [compile_all(code, batch, start=i) for i in range(4)] == [0, 1, 2, 3]
@@ -216,7 +278,7 @@ def test_lookup_functions_remap_through_replay_state(tmp_path):
         seen.append(traced)
         return traced + 100 if traced >= 0 else traced
 
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["uniform"], code.add_proto(f.address, f.types, (location,)), 0, 1)
     compile_all(code, batch)
     code.run(0, 1, [])
@@ -225,7 +287,7 @@ def test_lookup_functions_remap_through_replay_state(tmp_path):
     def broken(traced: int) -> int:
         raise LookupError("no program")
 
-    code2 = _vm.Code()
+    code2 = new_code()
     code2.set_sig(sigs["uniform"], code2.add_proto(f.address, f.types, (broken,)), 0, 1)
     compile_all(code2, batch)
     with pytest.raises(LookupError):
@@ -246,7 +308,7 @@ def test_compilation_stops_where_python_must_take_over(tmp_path):
         ],
     )
     f = Recorder([I32])
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
     code.set_sig(sigs["skipped"], _vm.SIG_SKIP, 0, 1)
     code.set_sig(sigs["slow"], _vm.SIG_SLOW, 0, 1)
@@ -262,7 +324,7 @@ def test_compilation_stops_where_python_must_take_over(tmp_path):
 def test_rows_inside_display_lists_and_begin_blocks(tmp_path):
     batch, sigs = batch_of(tmp_path, [("f", (TraceWriter.int(1),), 0)])
     f = Recorder([I32])
-    code = _vm.Code()
+    code = new_code()
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 9, 2)
     compile_all(code, batch)
     compile_all(code, batch, in_list=True)
@@ -273,7 +335,7 @@ def test_rows_inside_display_lists_and_begin_blocks(tmp_path):
 
 
 def test_python_entries_brackets_and_errors():
-    code = _vm.Code()
+    code = new_code()
     seen: list[object] = []
     entries = [(seen.append, ("a",)), (seen.append, ("b",)), (seen.append, ("c",))]
     code.add_py(0, 10, 0, 1, True)
