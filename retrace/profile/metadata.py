@@ -63,13 +63,13 @@ class TraceIdentity(TraceFile):
 
 
 def trace_file(path: str | Path) -> TraceFile:
-    """The trace at `path`, named by its content (one read of the file); raises OSError if it
-    cannot be read. The one place a trace's identity is computed (`retrace batch` too)."""
-    from retrace.trace.digest import file_digest
+    """The trace at `path`, named by its content (`cache.content_digest`: hashed once per
+    version of the file); raises OSError if it cannot be read. The one place a trace's
+    identity is computed (`retrace batch` too)."""
+    from retrace.trace.cache import content_digest
 
     path = os.path.abspath(path)
-    size, sha256 = file_digest(path)
-    return TraceFile(path, size, sha256)
+    return TraceFile(path, os.stat(path).st_size, content_digest(path))
 
 
 def trace_identity(path: str) -> TraceIdentity:

@@ -50,7 +50,7 @@ from retrace import __version__
 from retrace.cachedir import user_cache_dir
 from retrace.errors import RetraceError, TraceError
 from retrace.trace._scanner import RECORD_LAYOUT
-from retrace.trace.digest import remembered_digest
+from retrace.trace.digest import file_digest, remembered_digest
 
 if TYPE_CHECKING:
     # What `Scanner.take()` returns: calls, slots, nodes, pool, backtraces, definitions
@@ -138,6 +138,15 @@ def entry_for(path: str, file_size: int) -> Entry | None:
     except OSError:
         return None  # the reader will say what is wrong with the trace
     return Entry(folder, digest, limit)
+
+
+def content_digest(path: str) -> str:
+    """The SHA-256 of the trace at `path`, as the cache knows it: remembered per version of
+    the file in the cache's folder (`digest.remembered_digest`), hashed anew where the
+    cache is off. Raises OSError if the trace cannot be read."""
+    if _switched_off or size_limit() <= 0:
+        return file_digest(path)[1]
+    return remembered_digest(path, os.path.join(directory(), _DIGESTS))
 
 
 @dataclass(frozen=True)
