@@ -298,20 +298,21 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t item) {
 static PyObject *format_calls(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *calls_obj, *slots_obj, *nodes_obj, *backtraces_obj, *chosen_obj, *flags_obj;
-    PyObject *pool, *shapes, *enums, *bitmasks, *structs, *frames;
+    PyObject *pool_obj, *shapes, *enums, *bitmasks, *structs, *frames;
     unsigned int fake, incomplete, end_frame; /* the CallFlag bits the text shows */
-    if (!PyArg_ParseTuple(args, "OOOSOOO(III)O!O!O!O!O!", &calls_obj, &slots_obj, &nodes_obj,
-                          &pool, &backtraces_obj, &chosen_obj, &flags_obj, &fake, &incomplete,
+    if (!PyArg_ParseTuple(args, "OOOOOOO(III)O!O!O!O!O!", &calls_obj, &slots_obj, &nodes_obj,
+                          &pool_obj, &backtraces_obj, &chosen_obj, &flags_obj, &fake, &incomplete,
                           &end_frame, &PyDict_Type, &shapes, &PyDict_Type, &enums, &PyDict_Type,
                           &bitmasks, &PyDict_Type, &structs, &PyDict_Type, &frames))
         return NULL;
-    Py_buffer views[6];
-    PyObject *objs[6] = {calls_obj, slots_obj, nodes_obj, backtraces_obj, chosen_obj, flags_obj};
-    Py_ssize_t items[6] = {sizeof(CallRec), 4, sizeof(Node), 4, 1, 4};
+    Py_buffer views[7];
+    PyObject *objs[7] = {calls_obj, slots_obj, nodes_obj, backtraces_obj, chosen_obj, flags_obj,
+                         pool_obj};
+    Py_ssize_t items[7] = {sizeof(CallRec), 4, sizeof(Node), 4, 1, 4, 1};
     int held = 0;
     PyObject *result = NULL, *ends = NULL;
     Out out = {0};
-    for (; held < 6; held++)
+    for (; held < 7; held++)
         if (get_buffer(objs[held], &views[held], items[held]) < 0)
             goto done;
     const CallRec *calls = views[0].buf;
@@ -324,8 +325,8 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "format_calls: one choice and one flag per call");
         goto done;
     }
-    Batch b = {views[2].buf, views[2].len / (Py_ssize_t)sizeof(Node), PyBytes_AS_STRING(pool),
-               PyBytes_GET_SIZE(pool), enums, bitmasks, structs, &out};
+    Batch b = {views[2].buf, views[2].len / (Py_ssize_t)sizeof(Node), views[6].buf, views[6].len,
+               enums, bitmasks, structs, &out};
     ends = PyList_New(0);
     if (!ends)
         goto done;

@@ -6,7 +6,7 @@ def format_calls(
     calls: Any,
     slots: Any,
     nodes: Any,
-    pool: bytes,
+    pool: Any,
     backtraces: Any,
     chosen: Any,
     flags: Any,

@@ -6,7 +6,7 @@ flat call records (`_scanner.c`) -- costs every run about 7 ms per MB of trace
 the same trace again is the normal case: comparing builds, repeats, other selections.
 So a read keeps what the scanner's `take()` gave, batch by batch, in one file per trace,
 and the next read of the same trace maps that file (mmap) and hands its batches out as
-slices of it: no decompressing, no scanning, no copy but the pool of strings and blobs.
+slices of it: no decompressing, no scanning, no copy.
 
 Key. A trace is named by its content, the SHA-256 of its file, remembered by the file's
 device, inode, size, mtime and ctime (`digest.remembered_digest`), so that an unchanged
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         bytes | memoryview,
         bytes | memoryview,
         bytes | memoryview,
-        bytes,
+        bytes | memoryview,
         bytes | memoryview,
         list[Any],
     ]
@@ -169,8 +169,7 @@ class Kept:
         view = memoryview(self.mapped)
         for sections, definitions, stream_bytes in self.index:
             calls, slots, nodes, pool, backtraces = (view[at : at + n] for at, n, _crc in sections)
-            # the pool is copied: NodeLists hands out slices of it as bytes
-            yield (calls, slots, nodes, bytes(pool), backtraces, definitions), stream_bytes
+            yield (calls, slots, nodes, pool, backtraces, definitions), stream_bytes
             (start, _, _), (at, n, _) = sections[0], sections[-1]
             _release(self.mapped, start, at + n)
 

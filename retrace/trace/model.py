@@ -208,6 +208,10 @@ _NUMBER_TAGS = (
 )
 
 
+# the scanner's buffers: bytes it made, or a slice of a cache file it made before
+Buffer: TypeAlias = bytes | memoryview
+
+
 class NodeLists:
     """A batch's value nodes as Python lists, for code that visits values one by one.
 
@@ -233,7 +237,7 @@ class NodeLists:
         )
         return values
 
-    def _load(self, nodes: bytes | memoryview, pool: bytes) -> None:
+    def _load(self, nodes: Buffer, pool: Buffer) -> None:
         self._nodes = nodes
         self.tags: list[int] = NODES.column(nodes, "tag").tolist()
         self.aux: list[int] = NODES.column(nodes, "aux").tolist()
@@ -262,9 +266,10 @@ class NodeLists:
             child += 1
 
     def bytes(self, i: int) -> bytes:
-        """The pool bytes of a string or blob node."""
+        """The pool bytes of a string or blob node (a copy, whether the pool is bytes or a
+        slice of a cache file)."""
         start = self.u[i]
-        return self.pool[start : start + self.aux[i]]
+        return bytes(self.pool[start : start + self.aux[i]])
 
     def wide(self, i: int) -> list[int]:
         """The code points of a wide-string node."""
@@ -304,10 +309,6 @@ class NodeLists:
         return None if tag == Tag.NULL else int(tag == Tag.TRUE)
 
 
-# the scanner's buffers: bytes it made, or a slice of a cache file it made before
-Buffer: TypeAlias = bytes | memoryview
-
-
 class CallBatch:
     """A run of consecutive calls in flat form (see the module docstring): the scanner's
     buffers as it wrote them. Replay reads them a call at a time (`call`, `arguments`);
@@ -320,7 +321,7 @@ class CallBatch:
         calls: Buffer,
         slots: Buffer,
         nodes: Buffer,
-        pool: bytes,
+        pool: Buffer,
         backtraces: Buffer,
     ) -> None:
         self.calls = calls
