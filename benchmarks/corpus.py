@@ -102,7 +102,8 @@ def run_trace(
                 if result is None:
                     failed.add((name, side))
                     continue
-                peaks[min(side, 1)] = max(peaks[min(side, 1)], result[1])
+                who = 0 if side else 1  # peaks: retrace's (either run), the reference's
+                peaks[who] = max(peaks[who], result[1])
                 if r:
                     times[name][side].append(result[0])
     ratios = {}
