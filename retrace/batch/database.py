@@ -214,10 +214,12 @@ def _insert_values(
         call_nos = np.frombuffer(table.call_nos, dtype=np.int64)
         programs = np.frombuffer(table.programs, dtype=np.int64)
         names = np.array(table.names, dtype=object)
-        if job.calls is not None:
+        if job.calls is not None:  # by number and by the kind a name says (*/draw), as --calls
+            from retrace.profile.window import selected
             from retrace.trace.callset import CallSet
 
-            keep &= CallSet.parse(job.calls).contains_many(call_nos, np.zeros(rows, np.uint64))
+            functions, ids = np.unique(names.astype(str), return_inverse=True)
+            keep &= selected(CallSet.parse(job.calls), call_nos, ids, functions.tolist())
     index = np.flatnonzero(keep)
     n = len(index)
     for metric in table.metrics:

@@ -116,6 +116,18 @@ def test_a_batch_of_real_traces_is_stored_and_resumes(tmp_path):
     assert "3 jobs: 0 already done, ran 3 (3 ok)" in changed.stdout
 
 
+def test_a_manifests_call_set_keeps_the_calls_it_names_by_kind(tmp_path):
+    m = manifest(tmp_path, DETERMINISTIC.replace("pframes", "pcalls"),
+                 f'path = "{TRACES / SAMPLES[0]}"\ncalls = "*/draw"')  # fmt: skip
+    db = tmp_path / "b.duckdb"
+    assert batch(m, "--db", db).returncode == 0
+    kept = query(db, "SELECT DISTINCT call_no, name FROM measurements ORDER BY 1")
+    alone = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", str(TRACES / SAMPLES[0]))
+    draws = [line.split("\t") for line in alone.stdout.decode().splitlines()]
+    expected = [(int(d[1]), d[3]) for d in draws if d[0] == "call"]
+    assert kept == expected and len(expected) > 10  # draws only, every one of them
+
+
 def test_a_crashing_replay_fails_its_job_only(tmp_path):
     crash = tmp_path / "crash.trace"
     call = crashing_trace(crash)
