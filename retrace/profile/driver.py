@@ -270,10 +270,16 @@ class Profiler(ReplayListener):
         replayer.last_frame = None
         self._looping = True
         began = time.perf_counter()
+        meter, per_loop = self.meter, self.profile.frames_per_loop
         try:
-            for _ in range(self.options.warmup):
+            # the loops are measured from the frame end before the first of them, the last
+            # unmeasured loop's (one runs without --warmup): the pass's last frame end may be
+            # followed by other calls (the trace's clean-up, or this first run's checkpoint)
+            unmeasured = max(self.options.warmup, 1)
+            for i in range(unmeasured):
+                if i == unmeasured - 1:
+                    meter.loops_from(meter.counts[Boundary.FRAME] + per_loop - 1)
                 program.run(start, stop)
-            self.meter.measure_loops()
             for _ in range(loops):
                 program.run(start, stop)
         finally:

@@ -114,6 +114,7 @@ class Replayer:
         self.ws.gl_errors = self.gl_errors
         self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end
+        self.ws.after_frame_end = self._stop_after_last
         self.ws.before_switch = self._before_switch
         self.ws.after_switch = self._after_switch
         self.state.on_program_change = self._program_change
@@ -153,6 +154,10 @@ class Replayer:
         self.frame += 1
         for listener in self.listeners:
             listener.frame_end(self.frame)
+
+    def _stop_after_last(self) -> None:
+        """After a frame's end is done (a swap's included, which a --loop's first frame
+        holds as every other frame does): stop once `last_frame` has ended."""
         if self.last_frame is not None and self.frame > self.last_frame:
             raise StopReplay
 
