@@ -65,7 +65,7 @@ def _list_metrics(trace: str, as_json: bool) -> None:
                             "reason": why,
                         }
                     )
-                for metric in backend.metrics():
+                for metric in sorted(backend.metrics(), key=lambda m: (m.group, m.id)):
                     usable, reason = backend.available(metric) if ok else (False, why)
                     rows.append(
                         {
