@@ -330,7 +330,8 @@ class Profiler(ReplayListener):
         calls = self.replayer.reader.calls_read
         lines += past_the_end(self.options, self.profile.frames + 1, calls)
         if error is None and self.profile.measured_nothing():
-            error = RetraceError(f"nothing measured: {nothing_selected(self.options)}")
+            why = nothing_selected(self.options, self.replayer.program, EVENT_ROWS[Boundary.CALL])
+            error = RetraceError(f"nothing measured: {why}")
         return lines, error
 
     def _report(self, seconds: float) -> None:

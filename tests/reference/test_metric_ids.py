@@ -15,13 +15,17 @@ import pytest
 from conftest import TRACES, reference_tool, run_retrace
 
 
-def glretrace_ids(tool: str, trace: str, display: str) -> dict[str, tuple[int, int]]:
-    """The opengl backend's metrics in `tool --list-metrics`: name -> (group, id)."""
+def reference(tool: str, args: list[str], trace: str, display: str) -> str:
     env = dict(os.environ, DISPLAY=display)
-    out = subprocess.run(
-        [reference_tool(tool), "--list-metrics", str(TRACES / trace)],
+    return subprocess.run(
+        [reference_tool(tool), *args, str(TRACES / trace)],
         capture_output=True, env=env, timeout=300, check=True, text=True,
     ).stdout  # fmt: skip
+
+
+def glretrace_ids(tool: str, trace: str, display: str) -> dict[str, tuple[int, int]]:
+    """The opengl backend's metrics in `tool --list-metrics`: name -> (group, id)."""
+    out = reference(tool, ["--list-metrics"], trace, display)
     ids: dict[str, tuple[int, int]] = {}
     backend, group = None, -1
     for line in out.splitlines():
@@ -64,11 +68,9 @@ def test_a_selection_by_id_measures_glretraces_metric(x_display):
     """`opengl: [1, 2]` is Pixels Drawn, as in glretrace: the same column, the same values
     (but frame 0's, where glretrace stops counting at glmark2's first context switch)."""
     from gl.test_profile import retrace, tables
-    from reference.test_profile import glretrace
 
-    args = ["--pframes=opengl: [1, 2]"]
-    trace = TRACES / "glmark2-desktop-fbo.trace"
-    theirs = list(tables(glretrace(args, trace, x_display)).values())[0]
-    ours = list(tables(retrace(args, trace)).values())[0]
+    args, trace = ["--pframes=opengl: [1, 2]"], "glmark2-desktop-fbo.trace"
+    theirs = list(tables(reference("glretrace", args, trace, x_display)).values())[0]
+    ours = list(tables(retrace(args, TRACES / trace)).values())[0]
     assert ours.metrics == theirs.metrics == ["Pixels Drawn"]
     assert list(ours.column("Pixels Drawn"))[1:] == list(theirs.column("Pixels Drawn"))[1:]
