@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -24,16 +25,24 @@ MAX_TOP = 10_000  # info --top
 
 
 def loop_option(help: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
-    """glretrace's --loop[=N]: bare, it loops forever (-1)."""
+    """glretrace's --loop[=N] (N < 0: forever); `loop_forms` reads a bare --loop as
+    --loop=-1 first."""
     return click.option(
-        "--loop",
-        type=click.IntRange(max=MAX_LOOPS),
-        is_flag=False,
-        flag_value=-1,
-        default=None,
-        metavar="N",
-        help=help,
+        "--loop", type=click.IntRange(max=MAX_LOOPS), default=None, metavar="[=N]", help=help
     )
+
+
+def loop_forms(args: list[str]) -> list[str]:
+    """glretrace's forms of --loop, which click cannot take as they are: a bare --loop
+    loops forever (click would take the trace after it as N), and --loop=-1 is N, not an
+    option; `--loop N` with a number is N, as before."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        number = i + 1 < len(args) and re.fullmatch(r"[+-]?\d+", args[i + 1])
+        out.append("--loop=-1" if arg == "--loop" and not number else arg)
+    return out
 
 
 class _Cli(click.Group):
@@ -48,7 +57,7 @@ class _Cli(click.Group):
         known = first in self.commands or first in self._LAZY
         if args and not known and not passthrough & set(args[:1]):
             args = ["profile", *args]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, loop_forms(args))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._LAZY})
@@ -191,7 +200,10 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     metavar="A-B",
     help="Replay up to the end of frame B; snapshots and -b count frames A to B (0-based).",
 )
-@loop_option("Then replay the last frame N more times (forever without N).")
+@loop_option(
+    "Then replay the calls since the last frame end N more times, as glretrace (--loop or "
+    "N < 0: until interrupted); -b counts the trace's frames and the loops'."
+)
 @click.option(
     "--sb", "single_buffer", is_flag=True, help="Single-buffered: glFlush/glFinish end frames."
 )

@@ -19,6 +19,7 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 from __future__ import annotations
 
 import contextlib
+import bisect
 import sys
 import time
 from collections import Counter
@@ -254,11 +255,22 @@ class Replayer:
             )
         return (ends[first - 1] + 1 if first else 0), ends[last] + 1
 
+    def last_calls(self) -> tuple[int, int]:
+        """Ops [start, end) of the calls since the last frame end the pass replayed, which
+        glretrace's --loop repeats: frame `last_frame` where the pass stopped after it, else
+        the calls after the trace's last frame end (its program's clean-up, often) or, where
+        it ends with a frame end, its last frame (the whole trace if it has none)."""
+        ends = self.program.frame_ends
+        stopped = self.last_frame is not None and self.frame > self.last_frame
+        end = ends[self.last_frame] + 1 if stopped else len(self.program)
+        before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
+        return (ends[before - 1] + 1 if before else 0), end
+
     def loop_last_frame(self, times: int) -> PassResult:
-        """Replay the last frame replayed (`last_frame` when set: --frames A-B stops there)
-        again `times` times (forever if negative), as glretrace --loop does; state the
-        frame expects from its own start may differ, as there."""
-        first, end = self.frame_ops(last=self.last_frame)
+        """Replay the calls since the last frame end (`last_calls`) again `times` times
+        (forever if negative), as glretrace --loop does; state those calls expect from
+        their own start may differ, as there. Returns the frames the loops ended."""
+        first, end = self.last_calls()
         start, count = time.perf_counter(), 0
         self.frame = 0
         last_frame, self.last_frame = self.last_frame, None  # (it ends passes, not loops)

@@ -82,15 +82,17 @@ def _replay(
         if verbose:
             replayer.check_errors()
         result = replayer.run_pass()
-        if loop is not None:
+        frames, seconds = max(result.frames - first_frame, 0), result.seconds
+        if loop:  # (glretrace's --loop=0 does not loop)
             print(
-                f"warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
+                f"warning: --loop replays the calls since the last frame end again; "
+                f"{LOOP_CAVEAT}",
                 file=sys.stderr,
             )
             if verbose:  # (a pass's brackets end with it)
                 replayer.check_errors()
-            result = replayer.loop_last_frame(loop)
+            looped = replayer.loop_last_frame(loop)  # glretrace counts both
+            frames, seconds = frames + looped.frames, seconds + looped.seconds
         if benchmark:
-            frames = max(result.frames - first_frame, 0) if loop is None else result.frames
-            click.echo(rendered(frames, result.seconds))
+            click.echo(rendered(frames, seconds))
         replayer.finish(strict)

@@ -61,7 +61,8 @@ def is_egl(trace: Path) -> bool:
     return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
 
 
-def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
+def reference_replay(trace: Path, args: list[str], display: str) -> str:
+    """What glretrace (eglretrace for an EGL trace) writes on stdout."""
     env = dict(os.environ)
     if is_egl(trace):
         exe = reference_tool("eglretrace")
@@ -69,13 +70,37 @@ def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
     else:
         exe = reference_tool("glretrace")
         env["DISPLAY"] = display
-    out = subprocess.run(
-        [exe, "-s", "-", "--snapshot-format=MD5", "-S", callset, str(trace)],
-        capture_output=True,
-        env=env,
-        timeout=300,
-    ).stdout
-    return out.decode().split()
+    return subprocess.run(
+        [exe, *args, str(trace)], capture_output=True, env=env, timeout=300
+    ).stdout.decode()
+
+
+def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
+    return reference_replay(
+        trace, ["-s", "-", "--snapshot-format=MD5", "-S", callset], display
+    ).split()
+
+
+def rendered_frames(stdout: str) -> int:
+    line = stdout.strip().splitlines()[-1]
+    assert line.startswith("Rendered "), line
+    return int(line.split()[1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["glxgears.trace", "es2gears.trace", "glmark2-es2-pulsar.trace", "egl-two-threads.trace"],
+)
+@pytest.mark.parametrize("loop", ["--loop=3", "--loop=0", "--loop=1"])
+def test_loop_renders_as_many_frames_as_glretrace(name, loop, x_display):
+    """glretrace's --loop repeats the calls since the last frame end: the trace's last frame
+    (glxgears, es2gears: 5 frames and 3 more), or the calls after it where the program
+    cleans up after its last swap (pulsar, egl-two-threads: no frame more)."""
+    trace = TRACES / name
+    theirs = rendered_frames(reference_replay(trace, ["-b", loop], x_display))
+    done = run_retrace("replay", "-b", loop, str(trace))
+    assert done.returncode == 0, done.stderr
+    assert rendered_frames(done.stdout.decode()) == theirs
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
