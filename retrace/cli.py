@@ -15,7 +15,7 @@ from functools import partial
 
 import click
 
-from retrace.exits import ReaderGone, run_reporting
+from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
@@ -36,7 +36,7 @@ def loop_forms(args: list[str]) -> list[str]:
     """glretrace's forms of --loop, which click cannot take as they are: a bare --loop
     loops forever (click would take the trace after it as N), and --loop=-1 is N, not an
     option; `--loop N` with a number is N, as before."""
-    out = []
+    out: list[str] = []
     for i, arg in enumerate(args):
         if arg == "--":
             return out + args[i:]
@@ -538,4 +538,5 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
+    outlive_stderr()
     run_reporting(run or partial(cli.main, standalone_mode=False))

@@ -57,6 +57,21 @@ class Profile:
             return False
         return first >= self.frame_events or (last is not None and last < first)
 
+    def loops_measured(self, store: Store) -> int:
+        """--loop: how many loops every event of which a column holds (all of `loops` but
+        where the profile was interrupted in them, or loops forever)."""
+        first, last = self.window
+        counts = []
+        for (_, boundary), column in self.columns.items():
+            if boundary == Boundary.FRAME:
+                per_loop = self.frames_per_loop
+            else:  # the rows stored once, of the frames looped
+                frames = store.column(meta_key(boundary, "frame"), np.int64).view()
+                per_loop = int(np.count_nonzero((frames >= first) & (frames <= (last or 0))))
+            if per_loop:
+                counts.append(len(column) // per_loop)
+        return min(max(counts, default=0), self.loops) if self.loops > 0 else max(counts, default=0)
+
     @property
     def frames_per_loop(self) -> int:
         first, last = self.window

@@ -18,8 +18,8 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 
 from __future__ import annotations
 
-import contextlib
 import bisect
+import contextlib
 import sys
 import time
 from collections import Counter
@@ -260,9 +260,8 @@ class Replayer:
         glretrace's --loop repeats: frame `last_frame` where the pass stopped after it, else
         the calls after the trace's last frame end (its program's clean-up, often) or, where
         it ends with a frame end, its last frame (the whole trace if it has none)."""
-        ends = self.program.frame_ends
-        stopped = self.last_frame is not None and self.frame > self.last_frame
-        end = ends[self.last_frame] + 1 if stopped else len(self.program)
+        ends, last = self.program.frame_ends, self.last_frame
+        end = ends[last] + 1 if last is not None and self.frame > last else len(self.program)
         before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
         return (ends[before - 1] + 1 if before else 0), end
 

@@ -84,11 +84,8 @@ def _replay(
         result = replayer.run_pass()
         frames, seconds = max(result.frames - first_frame, 0), result.seconds
         if loop:  # (glretrace's --loop=0 does not loop)
-            print(
-                f"warning: --loop replays the calls since the last frame end again; "
-                f"{LOOP_CAVEAT}",
-                file=sys.stderr,
-            )
+            again = "--loop replays the calls since the last frame end again"
+            print(f"warning: {again}; {LOOP_CAVEAT}", file=sys.stderr)
             if verbose:  # (a pass's brackets end with it)
                 replayer.check_errors()
             looped = replayer.loop_last_frame(loop)  # glretrace counts both
