@@ -6,8 +6,10 @@ of the project's own types become one line on stderr and a non-zero exit.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -21,6 +23,11 @@ from retrace.exits import ReaderGone, run_reporting
 MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass
 MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loops forever)
 MAX_TOP = 10_000  # info --top
+
+
+# A trace named on the command line: missing or a directory is a usage error (exit 2), as a
+# mistyped option is; a file that is no trace fails the work (exit 1).
+TRACE = click.Path(exists=True, dir_okay=False)
 
 
 def loop_option(help: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
@@ -47,6 +54,7 @@ class _Cli(click.Group):
         passthrough = {"-h", "--help", "--version"}
         known = first in self.commands or first in self._LAZY
         if args and not known and not passthrough & set(args[:1]):
+            _refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = ["profile", *args]
         return super().parse_args(ctx, args)
 
@@ -63,6 +71,21 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as e:
             raise ReaderGone from e
+
+
+def _refuse_misspelt_command(word: str, commands: list[str]) -> None:
+    """A first argument that reads as a command's name and is no file is a misspelt command,
+    not a trace to profile (which would fail on an option the command has, or on nothing
+    to profile)."""
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
+        return
+    close = difflib.get_close_matches(word, commands, n=1)
+    hint = (
+        f"did you mean '{close[0]}'?"
+        if close
+        else f"nor a file of that name (the commands: {', '.join(commands)})"
+    )
+    raise click.UsageError(f"no such command '{word}'; {hint}")
 
 
 def _cache_option(command: Callable[..., None]) -> Callable[..., None]:
@@ -97,7 +120,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=TRACE)
 @click.option(
     "--calls",
     "calls_spec",
@@ -133,7 +156,7 @@ def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=TRACE)
 @click.option("--dump-frames", is_flag=True, help="Add per-frame call ranges and sizes.")
 @click.option(
     "--top",
@@ -156,13 +179,13 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=TRACE)
 @click.option("-b", "--benchmark", is_flag=True, help="Print the frame rate, as glretrace -b.")
 @click.option(
     "-s",
     "--snapshot-prefix",
     metavar="PREFIX",
-    help="Write snapshots to PREFIX<call>.png ('-' for stdout).",
+    help="Write snapshots to PREFIX<call>.png ('-': to stdout, see --snapshot-format).",
 )
 @click.option(
     "-S",
@@ -175,9 +198,10 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 @click.option(
     "--snapshot-format",
-    type=click.Choice(["PNG", "MD5"], case_sensitive=False),
-    default="PNG",
+    type=click.Choice(["PNM", "RGB", "MD5"], case_sensitive=False),
+    default="PNM",
     show_default=True,
+    help="With -s -: a PPM stream (call number as comment), raw pixels, or one MD5 per line.",
 )
 @click.option(
     "--calls",
@@ -237,7 +261,7 @@ def replay(trace: str, **options) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False), required=False)
+@click.argument("trace", type=TRACE, required=False)
 @click.option(
     "--pframes", metavar="SPEC", help='Metrics per frame: "backend: metric, [group, id]; ..."'
 )

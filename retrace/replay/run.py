@@ -73,8 +73,8 @@ def _replay(
                 raise StopReplay  # the user closed the window
             if snapshot_prefix is None:
                 return
-            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
-                click.echo(image.md5())
+            if snapshot_prefix == "-":  # --snapshot-format says how, as in glretrace
+                sys.stdout.buffer.write(image.on_stdout(snapshot_format, call_no))
             else:
                 image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
 
