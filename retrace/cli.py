@@ -13,10 +13,13 @@ import re
 import sys
 from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
 import click
 
 from retrace.exits import ReaderGone, run_reporting
+
+F = TypeVar("F", bound=Callable[..., object])
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
@@ -55,8 +58,19 @@ class _Cli(click.Group):
         known = first in self.commands or first in self._LAZY
         if args and not known and not passthrough & set(args[:1]):
             _refuse_misspelt_command(args[0], self.list_commands(ctx))
-            args = ["profile", *args]
+            args = [self._glretrace_command(args), *args]
         return super().parse_args(ctx, args)
+
+    def _glretrace_command(self, args: list[str]) -> str:
+        """`replay` where every option given is replay's and none is profile's alone
+        (`retrace -b TRACE`, as `glretrace -b TRACE`), else `profile`."""
+        given = {a.split("=", 1)[0] for a in args if a.startswith("-") and a not in ("-", "--")}
+        replay, profile = (
+            {o for p in self.commands[name].params for o in (*p.opts, *p.secondary_opts)}
+            for name in ("replay", "profile")
+        )
+        only_replay = given and given <= replay and not given & (profile - replay)
+        return "replay" if only_replay else "profile"
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._LAZY})
@@ -73,6 +87,30 @@ class _Cli(click.Group):
             raise ReaderGone from e
 
 
+def _no_effect(*decls: str, why: str, metavar: str | None = None) -> Callable[[F], F]:
+    """A glretrace option that means nothing to retrace: accepted, with one line saying why,
+    so that a glretrace command line runs as it is."""
+
+    def say_why(ctx: click.Context, param: click.Parameter, value: object) -> None:
+        if value not in (None, False):
+            click.echo(f"retrace: warning: {param.opts[0]} has no effect: {why}", err=True)
+
+    return click.option(
+        *decls,
+        is_flag=metavar is None,
+        metavar=metavar,
+        expose_value=False,
+        callback=say_why,
+        help=f"Accepted for glretrace: {why}.",
+    )
+
+
+HEADLESS = _no_effect("--headless", why="retrace always replays headless (EGL)")
+BENCHMARK_IN_PROFILE = _no_effect(
+    "-b", "--benchmark", why="a profile ends with the Rendered line and checks no errors anyway"
+)
+
+
 def _refuse_misspelt_command(word: str, commands: list[str]) -> None:
     """A first argument that reads as a command's name and is no file is a misspelt command,
     not a trace to profile (which would fail on an option the command has, or on nothing
@@ -86,6 +124,14 @@ def _refuse_misspelt_command(word: str, commands: list[str]) -> None:
         else f"nor a file of that name (the commands: {', '.join(commands)})"
     )
     raise click.UsageError(f"no such command '{word}'; {hint}")
+
+
+def _refuse_idle(*cases: tuple[bool, str]) -> None:
+    """An option that would do nothing where it is given is a usage error, not ignored: the
+    user meant something by it."""
+    for idle, why in cases:
+        if idle:
+            raise click.UsageError(why)
 
 
 def _cache_option(command: Callable[..., None]) -> Callable[..., None]:
@@ -204,6 +250,13 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     help="With -s -: a PPM stream (call number as comment), raw pixels, or one MD5 per line.",
 )
 @click.option(
+    "--snapshot-interval",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="Snapshot only in every Nth frame (frames 0, N, 2N...; 0: every frame).",
+)
+@click.option(
     "--calls",
     "calls_spec",
     metavar="CALLSET",
@@ -223,13 +276,23 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 @click.option(
     "--core", is_flag=True, help="Create desktop contexts as core profile (3.2 at least)."
 )
-@click.option("--samples", type=int, help="Multisample the stand-in framebuffers with N samples.")
-@click.option("-v", "--verbose", is_flag=True, help="Report GL errors after every call.")
 @click.option(
-    "--headless",
-    is_flag=True,
-    help="Accepted for glretrace compatibility: replay is always headless.",
+    "--samples",
+    type=click.IntRange(0, 256),
+    metavar="N",
+    help="Multisample the stand-in framebuffers with N samples.",
 )
+@click.option("-v", "--verbose", is_flag=True, help="Report GL errors after every call.")
+@HEADLESS
+@_no_effect(
+    "--driver",
+    metavar="DRIVER",
+    why="retrace replays on the EGL device Mesa picks; choose the driver with Mesa's "
+    "environment (LIBGL_ALWAYS_SOFTWARE=1, GALLIUM_DRIVER, MESA_LOADER_DRIVER_OVERRIDE)",
+)
+@_no_effect("--fullscreen", why="retrace shows no window of the trace's (see --window)")
+@_no_effect("-w", "--wait", why="retrace shows no window of the trace's to wait on")
+@_no_effect("--singlethread", why="retrace replays every thread's calls on one thread already")
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
 @click.option(
     "--query-handling",
@@ -255,6 +318,8 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 @_cache_option
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
+    if options["single_buffer"] and options["double_buffer"]:
+        raise click.UsageError("--sb and --db contradict each other: give one")
     from retrace.replay.run import run_replay
 
     run_replay(trace, **options)
@@ -351,7 +416,7 @@ def replay(trace: str, **options) -> None:
 )
 @click.option(
     "--min-cpu-time",
-    type=int,
+    type=click.IntRange(0),
     default=1000,
     show_default=True,
     metavar="NS",
@@ -363,6 +428,8 @@ def replay(trace: str, **options) -> None:
     help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
     "GL errors the program did not get).",
 )
+@HEADLESS
+@BENCHMARK_IN_PROFILE
 @_cache_option
 def profile(
     trace: str | None,
@@ -431,6 +498,10 @@ def profile(
         return
     if trace is None:
         raise click.UsageError("missing argument 'TRACE'")
+    _refuse_idle(
+        (as_json and not list_metrics, "--json is for --list-metrics (tables: --format json)"),
+        (verbose and not gen_passes, "-v is for --gen-passes (it shows each pass's metrics)"),
+    )
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:
@@ -550,4 +621,4 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
-    run_reporting(run or partial(cli.main, standalone_mode=False))
+    run_reporting(run or partial(cli.main, prog_name="retrace", standalone_mode=False))

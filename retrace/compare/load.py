@@ -321,9 +321,9 @@ def _check_metadata(base: list[Run], new: list[Run], force: bool) -> list[str]:
             )
             if not force:
                 raise UsageError(message)
-            warning = f"WARNING: {message}; compared anyway (--force): rows may not match"
+            warning = f"{message}; compared anyway (--force): rows may not match"
             print(f"retrace: warning: {warning}", file=sys.stderr)
-            notes.append(warning)
+            notes.append(f"WARNING: {warning}")
             break
     for field_name in ("renderer", "driver"):
         sides = [sorted({r.metadata.get(field_name, "?") for r in side}) for side in (base, new)]

@@ -65,7 +65,7 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
                 try:
                     backend.enable(metric, boundary)
                 except MetricError as e:
-                    print(f"warning: {e}; its cells will read '-'", file=sys.stderr)
+                    print(f"retrace: warning: {e}; its cells will read '-'", file=sys.stderr)
                 chosen.append(metric)
     result = Plan()
     for boundary, per_backend in wanted.items():

@@ -28,6 +28,7 @@ def _replay(
     snapshot_prefix: str | None,
     snapshot_spec: str,
     snapshot_format: str,
+    snapshot_interval: int,
     calls_spec: str | None,
     frames_spec: str | None,
     loop: int | None,
@@ -36,7 +37,6 @@ def _replay(
     core: bool,
     samples: int | None,
     verbose: bool,
-    headless: bool,
     window: bool,
     strict: bool,
     query_handling: str,
@@ -67,7 +67,9 @@ def _replay(
             viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 
         def on_snapshot(call_no: int, image: Image) -> None:
-            if replayer.frame < first_frame:
+            if replayer.frame < first_frame or (
+                snapshot_interval and replayer.frame % snapshot_interval
+            ):
                 return
             if viewer is not None and not viewer.show(image):
                 raise StopReplay  # the user closed the window
@@ -84,7 +86,7 @@ def _replay(
         result = replayer.run_pass()
         if loop is not None:
             print(
-                f"warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
+                f"retrace: warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
                 file=sys.stderr,
             )
             if verbose:  # (a pass's brackets end with it)

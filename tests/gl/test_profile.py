@@ -77,7 +77,7 @@ def test_pixels_drawn_inside_the_programs_own_occlusion_queries():
             recorded[query] = int(call.split("params = &")[1].rstrip(")"))
     r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", "--strict", str(trace))
     assert r.returncode == 0, r.stderr
-    assert r.stderr.decode().startswith("note: left out the program's own queries (")
+    assert r.stderr.decode().startswith("retrace: warning: left out the program's own queries (")
     (draws,) = tables(r.stdout.decode()).values()
     pixels = dict(zip(draws.call_nos, draws.column("Pixels Drawn"), strict=True))
     assert len(inside) >= 10 and len(set(recorded.values())) >= 3
