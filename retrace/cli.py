@@ -338,7 +338,10 @@ def replay(trace: str, **options) -> None:
 @click.option("--gen-passes", is_flag=True, help="Print how many passes the selection takes.")
 @click.option("--json", "as_json", is_flag=True, help="--list-metrics as JSON.")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the tables here."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+    help="Write the tables here ('-': standard output, the default).",
 )
 @click.option(
     "--format",
@@ -465,8 +468,11 @@ def profile(
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
+    from retrace.profile.checks import check_profile, check_writable
     from retrace.profile.options import ProfileOptions
 
+    if output == "-":  # as everywhere: '-' is standard output
+        output = None
     options = ProfileOptions.select(
         pframes,
         pcalls,
@@ -514,6 +520,7 @@ def profile(
                 "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto, --frames, "
                 "--calls or --loop"
             )
+        check_writable(output)
         commands.run_legacy_profile(
             trace,
             output,
@@ -539,6 +546,9 @@ def profile(
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
         chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
+        check_writable(output, metadata, perfetto)
+        for line in check_profile(trace, options):
+            print(line, file=sys.stderr)
         commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
 
 

@@ -81,3 +81,49 @@ def test_a_file_that_is_no_trace_exits_1(tmp_path, command):
     junk.write_bytes(b"\x00" * 64)
     done = run_retrace(*command, str(junk))
     assert done.returncode == 1 and "junk.trace" in one_error(done)
+
+
+def batch(tmp_path, manifest: str):
+    path = tmp_path / "m.toml"
+    path.write_text(f'[defaults]\npframes = "opengl: GPU Duration"\n{manifest}')
+    done = run_retrace("batch", str(path), "--db", str(tmp_path / "r.duckdb"))
+    assert not (tmp_path / "r.duckdb").exists()  # refused before anything ran
+    return done, str(path)
+
+
+GEARS_ENTRY = f'[[trace]]\npath = "{GEARS}"\n'
+
+
+@pytest.mark.parametrize(
+    ("manifest", "where", "message"),
+    [
+        ('repeat = "three"\n' + GEARS_ENTRY, "[defaults]", "repeat must be a whole number"),
+        (GEARS_ENTRY + 'repeat = "three"\n', "[[trace]] #1", "repeat must be a whole number"),
+        (GEARS_ENTRY + 'pcalls = "opengl: CPU Durration"\n', "[[trace]] #1",
+         'pcalls: backend "opengl" has no metric "CPU Durration" (did you mean: CPU Duration'),
+        (GEARS_ENTRY + 'pcalls = "opengll: CPU Duration"\n', "[[trace]] #1",
+         'pcalls: no backend "opengll"'),
+        (GEARS_ENTRY + GEARS_ENTRY.replace("[[trace]]", '[[trace]]\nname = "again"')
+         + 'frames = "50-60"\n', "[[trace]] #2", "frames 50-60: the trace has 5 frames (0-4)"),
+        ('calls = "5000-"\n' + GEARS_ENTRY, "[defaults]",
+         "calls 5000-: the trace has 1459 calls (0-1458)"),
+    ],
+)  # fmt: skip
+def test_a_manifest_is_checked_against_its_traces_before_any_job(
+    tmp_path, manifest, where, message
+):
+    done, path = batch(tmp_path, manifest)
+    assert done.returncode == 2
+    assert one_error(done).startswith(f"{path}: {where}: {message}")
+
+
+def test_early_checks_come_before_the_replay(tmp_path):
+    """Mistakes a whole replay used to find: refused at once, and told where."""
+    for args, message in [
+        (["--frames", "50-60"], "--frames 50-60: the trace has 5 frames (0-4)"),
+        (["--calls", ""], "--calls is empty"),
+        (["--calls", "5000-6000"], "--calls 5000-6000: the trace has 1459 calls (0-1458)"),
+        (["-o", str(tmp_path / "nodir" / "out.tsv")], "out.tsv: no such folder"),
+    ]:
+        done = run_retrace(*SELECTION, *args, GEARS)
+        assert done.returncode == 2 and message in one_error(done)
