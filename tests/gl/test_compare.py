@@ -193,7 +193,8 @@ def test_frames_only_runs_are_told_apart_by_metadata(runs, tmp_path):
     Path(f"{new}.json").write_text(json.dumps({"trace": {"sha256": "b" * 64}}))
     done = retrace("diff", base, new)
     assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
-    assert "come from different traces (their metadata name aaaa" in done.stderr
+    assert "profile different traces (SHA-256 aaaaaaaaaaaa... and bbbbbbbbbbbb...); " in done.stderr
+    assert done.stderr.rstrip().endswith("compare them anyway with --force")
     Path(f"{new}.json").write_text(json.dumps({"trace_sha256": "a" * 64, "renderer": "two"}))
     code, report = diff_json(base, new)
     assert "the sides ran on different renderers: base one; new two" in report["notes"]
