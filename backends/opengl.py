@@ -274,6 +274,7 @@ class OpenGLBackend(MetricBackend):
                 values -= events[start]
                 missing |= events[start] == NOT_MEASURED
             column = self._columns[metric, boundary]
+            values = values.astype(column.dtype, copy=False)  # a run's column holds floats
             values[missing] = column.missing
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)

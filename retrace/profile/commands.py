@@ -364,5 +364,6 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
         tables = f"the tables to {job.output or 'standard output'}"
         what = e.filename if e.filename and e.filename != job.output else tables  # the metadata?
         raise RetraceError(
-            f"cannot write {what}: {e.strerror or e}; the measurements are kept in {store.path}"
+            f"cannot write {what}: {e.strerror or e}; the measurements are kept: write the "
+            f"tables with retrace profile --resume {store.path} -o FILE"
         ) from None

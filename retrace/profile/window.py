@@ -1,5 +1,5 @@
 """The part of a trace a profile measures: `--frames A-B`, `--calls CALLSET`, and what the
-user is told when they reach past the trace's end.
+user is told when they select nothing.
 
 `--frames A-B` measures frames A..B; the replay before and after them runs
 bare. `--calls CALLSET` keeps the call and draw-call rows of the calls the set
@@ -63,26 +63,6 @@ def calls_span(
     if not len(in_frame):
         return None
     return int(in_frame[0]), int(in_frame[-1])
-
-
-def past_the_end(options: ProfileOptions, frame_count: int, call_count: int) -> list[str]:
-    """Warnings for a `--frames` or `--calls` that reaches past the trace's end (`frame_count`
-    frames, the partial last one included; `call_count` calls)."""
-    lines = []
-    first, last = options.frames
-    if (last if last is not None else first) >= frame_count:
-        spec = f"{first}-{last}" if last is not None else f"{first}-"
-        lines.append(
-            f"retrace: warning: --frames {spec} reaches past the trace's end: it has "
-            f"{frame_count} frames (0-{frame_count - 1})"
-        )
-    calls = options.calls
-    if calls is not None and max(calls.first, last_call(calls) or 0) >= call_count:
-        lines.append(
-            f"retrace: warning: --calls {options.call_range} reaches past the trace's end: it "
-            f"has {call_count} calls (0-{call_count - 1})"
-        )
-    return lines
 
 
 def nothing_selected(

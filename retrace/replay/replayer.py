@@ -18,8 +18,8 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 
 from __future__ import annotations
 
-import contextlib
 import bisect
+import contextlib
 import sys
 import time
 from collections import Counter

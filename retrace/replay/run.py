@@ -28,6 +28,7 @@ def _replay(
     snapshot_prefix: str | None,
     snapshot_spec: str,
     snapshot_format: str,
+    snapshot_interval: int,
     calls_spec: str | None,
     frames_spec: str | None,
     loop: int | None,
@@ -36,7 +37,6 @@ def _replay(
     core: bool,
     samples: int | None,
     verbose: bool,
-    headless: bool,
     window: bool,
     strict: bool,
     query_handling: str,
@@ -67,14 +67,16 @@ def _replay(
             viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 
         def on_snapshot(call_no: int, image: Image) -> None:
-            if replayer.frame < first_frame:
+            if replayer.frame < first_frame or (
+                snapshot_interval and replayer.frame % snapshot_interval
+            ):
                 return
             if viewer is not None and not viewer.show(image):
                 raise StopReplay  # the user closed the window
             if snapshot_prefix is None:
                 return
-            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
-                click.echo(image.md5())
+            if snapshot_prefix == "-":  # --snapshot-format says how, as in glretrace
+                sys.stdout.buffer.write(image.on_stdout(snapshot_format, call_no))
             else:
                 image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
 
@@ -85,7 +87,7 @@ def _replay(
         frames, seconds = max(result.frames - first_frame, 0), result.seconds
         if loop:  # (glretrace's --loop=0 does not loop)
             print(
-                f"warning: --loop replays the calls since the last frame end again; "
+                "retrace: warning: --loop replays the calls since the last frame end again; "
                 f"{LOOP_CAVEAT}",
                 file=sys.stderr,
             )
