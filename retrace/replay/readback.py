@@ -8,7 +8,9 @@ state (so push/pop of client attributes and per-context state need no tracking o
 own), the texture level's size, the compressed image's size. The scratch ends where a
 guard of inaccessible address space begins (`_guard.c`), so a size that was still wrong
 faults at once and is blamed on retrace, never overwrites memory. Where a variant takes
-the destination's size (bufSize), it gets the size of the scratch, never more.
+the destination's size (bufSize), it gets the program's, never more than the scratch's;
+the scratch has the whole size all the same, as a driver may not check bufSize (Mesa
+22.3's glGetnTexImage does nothing at all, its ARB twin checks).
 
 Readbacks into the program's memory change no GL state, and glretrace runs only those
 into a pack buffer; retrace runs both, so a profile times what the program did.
@@ -117,9 +119,9 @@ class Readback:
             return
         values = list(args)
         size = min(self.size(args), MOST_OUTPUT_BYTES)
-        if self.buf_size is not None:
-            size = values[self.buf_size] = max(min(size, values[self.buf_size]), 0)
         values[self.pointer] = _guard.scratch(size)
+        if self.buf_size is not None:  # what the program allowed, and never more than that
+            values[self.buf_size] = max(min(size, values[self.buf_size]), 0)
         self.fn(*values)
 
 
