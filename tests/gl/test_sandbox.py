@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_TRACES, TRACES
 
+from gl.test_window import display, x_server  # noqa: F401 - fixtures
 from retrace.replay.sandbox import PROBE, landlock, seccomp
 
 CORPUS_TRACES = sorted((TRACES / "corpus").glob("*.trace"))
@@ -22,8 +23,9 @@ GEARS = str(TRACES / "glxgears.trace")
 
 @pytest.fixture(autouse=True, scope="module")
 def kernel_sandbox() -> None:
-    if seccomp.available() is not None:
-        pytest.skip(seccomp.available())
+    missing = seccomp.available()
+    if missing is not None:
+        pytest.skip(missing)
     try:
         landlock.abi()
     except OSError as e:
@@ -61,6 +63,16 @@ def test_the_confined_child_writes_its_outputs_and_nothing_else(tmp_path):
     }
     assert not outside.exists()
     assert len(list(shots.glob("frame*.png"))) == 5  # what it may write, it wrote
+
+
+@pytest.mark.usefixtures("display")
+def test_a_window_on_an_x_server_is_shown_confined(tmp_path):
+    """--window needs AF_UNIX sockets (the X server's); still nothing else."""
+    outside = tmp_path / "outside.txt"
+    done = retrace("replay", "--window", "--sandbox", "-b", GEARS, env={PROBE: str(outside)})
+    assert done.returncode == 0 and done.stdout.startswith("Rendered 5 frames"), done.stderr
+    assert set(probed(done.stderr).values()) == {"refused (EACCES)", "refused (EPERM)"}
+    assert len(probed(done.stderr)) == 3 and not outside.exists()
 
 
 def test_without_sandbox_the_probe_does_not_run(tmp_path):

@@ -25,7 +25,9 @@ the fork (the registry, parsed once per user, from glad2's XML) stays its own.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -133,6 +135,9 @@ def _enter(writes: tuple[str, ...], display: bool, scratch: str, caches: str) ->
     for variable, name in _CACHE_VARIABLES.items():
         os.environ[variable] = os.path.join(caches, name)
     tempfile.tempdir = None  # it remembers the $TMPDIR it saw first
+    if display:  # importing pyGLFW runs a Python to ask its library's version: now, then
+        with contextlib.suppress(ImportError):  # (the viewer reports it missing)
+            importlib.import_module("glfw")
     try:
         if use_landlock:
             devices = [path for pattern in _DEVICES for path in glob.glob(pattern)]
