@@ -22,8 +22,8 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import retrace.replay.sandbox.landlock as landlock
 from retrace.libc import no_new_privs, syscall
-from retrace.replay.sandbox import landlock
 
 # <linux/filter.h>, <linux/bpf_common.h>: the instructions the program uses
 _LD_W_ABS = 0x20  # A = 32-bit word of seccomp_data at k
