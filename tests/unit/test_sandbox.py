@@ -95,38 +95,40 @@ def test_a_rule_on_many_values_jumps_right():
         seccomp.build([Rule("ioctl", arg=6, values=(1,))], arch)
 
 
-def confined(code: str) -> subprocess.CompletedProcess[str]:
-    """`code` run by a fresh Python (what it prints), after the lines that confine it."""
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
-    )
+ATTEMPT = """
+def attempt(what, f):
+    try:
+        f()
+        print(what, "done")
+    except OSError as e:
+        print(what, e.errno)
+"""
+
+
+def confined(confine: str, attempts: str) -> dict[str, str]:
+    """Run by a fresh Python: `confine`, then `attempts` (`attempt(WHAT, FUNCTION)`); how
+    each attempt ended, "done" or the errno."""
+    code = "import os, socket\n" + confine + ATTEMPT + textwrap.dedent(attempts)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split() for line in done.stdout.splitlines())
 
 
 def test_the_kernel_runs_the_program():
     missing = seccomp.available()
     if missing is not None:
         pytest.skip(missing)
-    done = confined(
+    results = confined(
+        "from retrace.replay import sandbox\nfrom retrace.replay.sandbox import seccomp\n"
+        "seccomp.install(sandbox._seccomp_rules(display=False))\n",
         """
-        import os, socket
-        from retrace.replay import sandbox
-        from retrace.replay.sandbox import seccomp
-        seccomp.install(sandbox._seccomp_rules(display=False))
-        def attempt(what, f):
-            try:
-                f()
-                print(what, "done")
-            except OSError as e:
-                print(what, e.errno)
         attempt("inet", lambda: socket.socket(socket.AF_INET).close())
         attempt("unix", lambda: socket.socket(socket.AF_UNIX).close())
         attempt("pair", lambda: [s.close() for s in socket.socketpair()])
         attempt("file", lambda: open(os.devnull, "w").close())
         attempt("exec", lambda: os.execv("/bin/true", ["true"]))
-        """
+        """,
     )
-    assert done.returncode == 0, done.stderr
-    results = dict(line.split() for line in done.stdout.splitlines())
     eperm = str(errno.EPERM)
     assert results == {"inet": eperm, "unix": eperm, "pair": "done", "file": "done", "exec": eperm}
 
@@ -138,26 +140,17 @@ def test_landlock_confines_writes_and_execution(tmp_path):
         pytest.skip(f"no Landlock here: {e.strerror}")
     (tmp_path / "out").mkdir()
     (tmp_path / "other.txt").write_text("kept")
-    done = confined(
+    results = confined(
+        "from retrace.replay.sandbox import landlock\n"
+        f'landlock.restrict([("/", landlock.READ), ({str(tmp_path / "out")!r}, landlock.WRITE)])\n',
         f"""
-        import os
-        from retrace.replay.sandbox import landlock
-        landlock.restrict([("/", landlock.READ), ({str(tmp_path / "out")!r}, landlock.WRITE)])
-        def attempt(what, f):
-            try:
-                f()
-                print(what, "done")
-            except OSError as e:
-                print(what, e.errno)
         attempt("out", lambda: open({str(tmp_path / "out" / "new.txt")!r}, "w").write("x"))
         attempt("other", lambda: open({str(tmp_path / "other.txt")!r}, "w").close())
         attempt("new", lambda: open({str(tmp_path / "new.txt")!r}, "w").close())
         attempt("read", lambda: open({str(tmp_path / "other.txt")!r}).read())
         attempt("exec", lambda: os.execv("/bin/true", ["true"]))
-        """
+        """,
     )
-    assert done.returncode == 0, done.stderr
-    results = dict(line.split() for line in done.stdout.splitlines())
     eacces = str(errno.EACCES)
     want = {"out": "done", "other": eacces, "new": eacces, "read": "done", "exec": eacces}
     assert results == want
