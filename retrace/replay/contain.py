@@ -71,8 +71,8 @@ def supervise(
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
     or in the file `errors_to`); wait for it. `graceful`: see the module's docstring.
-    `writes` (the paths the body writes) and `display` (it shows a window) bound the
-    child under --sandbox."""
+    Under --sandbox, the child may write only beneath `writes` (folders, or files: made
+    empty now where missing), and talk to a display server if `display`."""
     from retrace.replay import _vm, sandbox
 
     # anonymous and MAP_SHARED: the same page after fork

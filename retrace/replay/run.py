@@ -22,7 +22,8 @@ def run_replay(trace: str, **options) -> None:
 
     prefix = options["snapshot_prefix"]
     pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
-    writes = [os.path.abspath(os.path.dirname(prefix))] if pngs else []
+    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
+    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
     display = options["window"]
     contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 

@@ -70,10 +70,6 @@ def request(mode: str) -> None:
     _requested[:] = [("Landlock" not in missing, "seccomp" not in missing)]
 
 
-def requested() -> bool:
-    return bool(_requested)
-
-
 def _lacking() -> dict[str, str | None]:
     """Why each mechanism cannot be used here, or None where it can."""
     from retrace.replay.sandbox import landlock, seccomp
@@ -86,7 +82,7 @@ def _lacking() -> dict[str, str | None]:
     return {"Landlock": no_landlock, "seccomp": seccomp.available()}
 
 
-def folder() -> str:
+def _folder() -> str:
     """Where the sandboxed children's caches live: ``sandbox/`` in the trace cache's folder."""
     from retrace.trace import cache
 
@@ -107,7 +103,7 @@ def prepared(writes: Sequence[str], display: bool) -> Iterator[Callable[[], None
     from retrace.gl.registry import load_registry
 
     load_registry("gl")  # the child inherits it parsed, and could not fill the registry cache
-    caches = folder()
+    caches = _folder()
     try:
         os.makedirs(caches, exist_ok=True)
         for path in writes:  # a file the child will write: made now, for a rule to name it
