@@ -54,6 +54,40 @@ def loop_forms(args: list[str]) -> list[str]:
     return out
 
 
+def _sandbox_option(command: Callable[..., None]) -> Callable[..., None]:
+    """--sandbox[=best-effort], for the commands that replay (`retrace.replay.sandbox`)."""
+    from retrace.replay.sandbox import MODES
+
+    def request(ctx: click.Context, param: click.Parameter, mode: str | None) -> None:
+        if mode is not None:
+            from retrace.replay import sandbox
+
+            sandbox.request(mode)
+
+    return click.option(
+        "--sandbox",
+        type=click.Choice(MODES),
+        is_flag=False,
+        flag_value=MODES[0],
+        expose_value=False,
+        callback=request,
+        help="Replay confined (Landlock, seccomp): write only the outputs, no network, no "
+        "programs run; refused where the kernel lacks them, unless =best-effort.",
+    )(command)
+
+
+def _bare_sandbox(args: list[str]) -> list[str]:
+    """A bare --sandbox is --sandbox=on: click would take the argument after it (the trace)
+    for its value."""
+    from retrace.replay.sandbox import MODES
+
+    values = [[mode] for mode in MODES]
+    return [
+        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
+        for i, a in enumerate(args)
+    ]
+
+
 class _Cli(click.Group):
     """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`;
     imports the command groups of `_LAZY` only when they are used."""
@@ -67,7 +101,7 @@ class _Cli(click.Group):
         if args and not known and not passthrough & set(args[:1]):
             _refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = [self._glretrace_command(args), *args]
-        return super().parse_args(ctx, loop_forms(args))
+        return super().parse_args(ctx, _bare_sandbox(loop_forms(args)))
 
     def _glretrace_command(self, args: list[str]) -> str:
         """`replay` where every option given is replay's and none is profile's alone
@@ -383,6 +417,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     "GL errors the program did not get).",
 )
 @_cache_option
+@_sandbox_option
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
     if options["single_buffer"] and options["double_buffer"]:
@@ -436,7 +471,7 @@ def replay(trace: str, **options) -> None:
     metavar="STORE",
     type=click.Path(file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
-    "from there; -o, --keep-store and --quiet may be given).",
+    "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )
 @click.option(
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
@@ -501,6 +536,7 @@ def replay(trace: str, **options) -> None:
 @HEADLESS
 @BENCHMARK_IN_PROFILE
 @_cache_option
+@_sandbox_option
 def profile(
     trace: str | None,
     pframes: str | None,
@@ -560,7 +596,7 @@ def profile(
         given = [
             f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
             for p in ctx.command.params
-            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache")
+            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache", "sandbox")
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
         ]
         if given:

@@ -16,9 +16,16 @@ if TYPE_CHECKING:
 
 def run_replay(trace: str, **options) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
+    import os
+
     import retrace.replay.contain as contain
 
-    contain.contained(trace, lambda: _replay(trace, **options))
+    prefix = options["snapshot_prefix"]
+    pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
+    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
+    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
+    display = options["window"]
+    contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 
 
 def _replay(
