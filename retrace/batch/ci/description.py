@@ -235,7 +235,7 @@ class _Reader:
             if not isinstance(listed, list):
                 raise self.error(trace.lc.key("expectations"), "expectations must be a list")
             for j, node in enumerate(listed):
-                at = listed.lc.item(j)
+                at = _item_place(listed, j)
                 e = self.mapping(node, at, f"{path}: expectation {j + 1}")
                 self.known(e, _LIST_EXPECTATION, f"traces[{i}].expectations[{j}].")
                 device = self.string(e.get("device"), at, "device")
@@ -269,3 +269,8 @@ class _Reader:
 def _shown(node: Any) -> str:
     text = repr(node if not isinstance(node, (dict, list)) else type(node).__name__)
     return text if len(text) < 60 else text[:57] + "..."
+
+
+def _item_place(sequence: Any, i: int) -> Any:
+    """(line, column) of item `i` of a sequence ruamel.yaml read."""
+    return sequence.lc.item(i)
