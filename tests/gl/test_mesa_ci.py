@@ -204,3 +204,26 @@ def test_options_of_a_description_file_are_refused_for_a_toml_manifest(tmp_path)
         f"retrace: error: --device is for a traces description file (.yml), not "
         f"{TRACES / 'batch.toml'}\n"
     )
+
+
+def test_performance_runs_of_two_builds_get_a_verdict_per_trace(tmp_path, db):
+    """Two performance runs into one database, llvmpipe and softpipe (10 to 20 times slower,
+    hence the one timing assertion: a regression at a 50% threshold), then `retrace diff`."""
+    path = description(tmp_path, ES2GEARS)
+    database = tmp_path / "perf.duckdb"
+    for build, driver in (("llvmpipe", "llvmpipe"), ("softpipe", "softpipe")):
+        done = batch(path, "--device", DEVICE, "--db-path", db, "--loop", 5, "--runs", 4,
+                     "--build", build, "--env", f"GALLIUM_DRIVER={driver}", "-o", tmp_path / build,
+                     "--db", database)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    diff = subprocess.run(
+        [sys.executable, "-m", "retrace", "diff", f"{database}:llvmpipe", f"{database}:softpipe",
+         "--threshold", "0.5", "--format", "json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert diff.returncode == 1, diff.stderr
+    report = json.loads(diff.stdout)
+    verdicts = {t["trace"]: t["verdict"] for t in report["traces"]}
+    assert verdicts == {"demo/es2gears.trace": "regression"}
+    es2gears = report["traces"][0]["diff"]
+    assert es2gears["test"] == "mann-whitney"  # 4 runs per side: the calibrated test
