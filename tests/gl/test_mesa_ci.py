@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import TRACES
 
+from gl.test_crash_resume import crashing_trace
+
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("ruamel.yaml")
 
@@ -227,3 +229,21 @@ def test_performance_runs_of_two_builds_get_a_verdict_per_trace(tmp_path, db):
     assert verdicts == {"demo/es2gears.trace": "regression"}
     es2gears = report["traces"][0]["diff"]
     assert es2gears["test"] == "mann-whitney"  # 4 runs per side: the calibrated test
+
+
+def test_a_driver_crash_fails_its_trace_alone_naming_the_call(tmp_path, db):
+    call = crashing_trace(db / "demo" / "crash.trace")
+    path = tmp_path / "traces.yml"
+    path.write_text(
+        f"traces:\n  demo/crash.trace:\n    {DEVICE}:\n      checksum: {ES2GEARS}\n"
+        f"  demo/es2gears.trace:\n    {DEVICE}:\n      checksum: {ES2GEARS}\n"
+    )
+    out = tmp_path / "o"
+    done = batch(path, "--device", DEVICE, "--db-path", db, "-o", out, "--db", tmp_path / "db")
+    assert done.returncode == 1
+    tests = results(out)
+    crashed = tests[f"trace@{DEVICE}@demo@crash.trace"]
+    assert crashed["result"] == "crash"
+    assert f"driver crashed (SIGSEGV) at call {call} glDrawArrays" in crashed["err"]
+    assert crashed["images"][0]["checksum_render"] == "error"  # as piglit marks a crash
+    assert tests[f"trace@{DEVICE}@demo@es2gears.trace"]["result"] == "pass"
