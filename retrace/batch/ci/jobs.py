@@ -82,6 +82,7 @@ def _jobs(description: Description, planned: Planned, o: Options) -> list[Job]:
             warmup=o.warmup,
             timeout=o.timeout,
             env=o.env,
+            retries=0,  # as piglit: a crash is the result, not a reason to try again
             resources=(("GPU", 1.0),),
             expect=Expect(checksum=expected or ""),
             loop=o.loop,
