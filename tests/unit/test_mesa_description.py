@@ -229,3 +229,22 @@ def test_piglit_extra_args(capsys):
         "retrace: warning: PIGLIT_REPLAY_EXTRA_ARGS: ignored: --jwt-file /secret\n"
     )
     assert _extra_args("--db-path=/x") == {"db_path": "/x"}
+
+
+def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
+    """No trace of the file is for the device: nothing replays (no GL needed), every trace is
+    a skipped job, and the unknown field is named once."""
+    pytest.importorskip("duckdb")
+    path = write(tmp_path, MAPPING)
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", "batch", str(path), "--device", "gl-nothing",
+         "--db", str(tmp_path / "r.duckdb"), "-o", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("retrace: warning")]
+    assert warnings == [
+        f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
+        "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)"
+    ]
+    assert done.stdout.startswith("6 jobs: 0 already done, ran 6 (6 skip)")
