@@ -269,11 +269,17 @@ class TraceWriter:
     # -- copies of calls read by the scanner
 
     def copy_call(
-        self, batch: CallBatch, values: NodeLists, index: builtins.int, sigs: Signatures
+        self,
+        batch: CallBatch,
+        values: NodeLists,
+        index: builtins.int,
+        sigs: Signatures,
+        blank: builtins.int | None = None,
     ) -> builtins.int:
         """Write call `index` of `batch` (its values in `values`, converted from the whole
         batch) as one enter event holding every argument and a leave holding the result;
         returns its number here. Signatures keep their definitions, under ids of this trace.
+        Argument `blank`, where given, is written as null (an upload without its data).
         Backtraces are left out."""
         _, _, sid, thread, flags, node_start, _, slot_start, nargs, ret, _, _ = batch.call(index)
         sig = sigs.functions[sid]
@@ -283,7 +289,9 @@ class TraceWriter:
         )
         out = self._out
         for arg, node in enumerate(batch.arguments(slot_start, nargs)):
-            if node >= 0:
+            if arg == blank:
+                out += b"\x01" + uint(arg) + self.null
+            elif node >= 0:
                 out += b"\x01" + uint(arg)
                 self._copy_value(values, node_start + node, sigs)
         if flags & 1:  # the scanner's FAKE

@@ -21,7 +21,8 @@ import click
 from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.trace.callset import CallSet, frame_range
-from retrace.trim.keep import LEVELS
+from retrace.trim.data import unseen_uploads
+from retrace.trim.keep import CUT_LEVELS, LEVELS
 from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, differs, snapshots
 from retrace.trim.write import Written, write_trim
@@ -45,6 +46,7 @@ def run_trim(
     first, last = frame_range(frames_spec)
     calls = CallSet.parse(calls_spec) if calls_spec else None
     part = outline(trace, first, last, calls)
+    cuts = unseen_uploads(trace, part)
     facts: dict[str, Any] = {
         "retrace": __version__,
         "trace": os.path.abspath(trace),
@@ -55,7 +57,7 @@ def run_trim(
         "levels": [],
     }
     if not verify:
-        written = write_trim(trace, part, 0, output)
+        written = write_trim(trace, part, 0, output, cuts)
         _record(facts, part, written, 0, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
@@ -63,7 +65,7 @@ def run_trim(
         want = [no for _, no in part.checks]
         original = snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0)
         for level in range(len(LEVELS)):
-            written = write_trim(trace, part, level, output)
+            written = write_trim(trace, part, level, output, cuts if level < CUT_LEVELS else {})
             try:
                 got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
             except RetraceError as e:

@@ -2,7 +2,8 @@
 
 The frames of the part need the state and objects the calls before them made,
 not the images those calls drew. So, at the first level, every call before the
-part is kept except what can only draw or read pixels: draws, clears and blits
+part is kept (but for uploads the part cannot see: `data.py`) except what can
+only draw or read pixels: draws, clears and blits
 (apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
 glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
 rule, `replay/effects.py`) and the frame ends but the last one (so the part
@@ -12,8 +13,8 @@ kept whole: their calls are the list's content.
 Whether a frame needed more is for the self-check to find (`verify.py`); each
 level keeps more (`LEVELS`): draws that can leave something behind for later
 frames (into a framebuffer object, with transform feedback active, compute),
-then the last frames before the part whole (frames drawn over the previous
-image), then every call.
+then every upload, then the last frames before the part whole (frames drawn
+over the previous image), then every call.
 """
 
 from __future__ import annotations
@@ -28,17 +29,20 @@ from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
 
 # what each level keeps before the part, in the order they are tried
 LEVELS = (
-    "state: objects, state and data; no draws",
-    "state and offscreen work: draws into framebuffer objects, transform feedback, compute",
-    "the two frames before the part whole",
+    "state, objects and the data the part can see; no draws",
+    "the same, and offscreen work: draws into framebuffer objects, transform feedback, compute",
+    "state, objects and all their data, and offscreen work",
+    "the same, and the two frames before the part whole",
     "every call before the part",
 )
-WHOLE_FRAMES = 2  # frames before the part kept whole at level 2
+CUT_LEVELS = 2  # the levels that leave out the uploads the part cannot see (`data.py`)
+OFFSCREEN = 1  # the first level that keeps offscreen work
+WHOLE_FRAMES = 2  # frames before the part kept whole, from the level after it
 
 KEEP, DROP, DRAW, BEGIN, END, FRAME_END = range(6)
 NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(6, 13)
 
-_MAKE_CURRENT = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSetCurrentContext$")
+MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSetCurrentContext$")
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
 _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
@@ -47,7 +51,7 @@ _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or
 def kind_of(sig: FunctionSig, gl: Registry) -> int:
     """What a function is to the filter; decided once per signature."""
     name = sig.name
-    if _MAKE_CURRENT.match(name):
+    if MAKE_CURRENT_CALL.match(name):
         return MAKE_CURRENT
     if sig.flags & CallFlag.END_FRAME:
         return FRAME_END
@@ -86,7 +90,7 @@ class SetupFilter:
         before = [p for p in frame_ends if p < start]
         self._last_end = before[-1] if before else -1  # the frame end kept
         whole = before[-WHOLE_FRAMES - 1] + 1 if len(before) > WHOLE_FRAMES else 0
-        self._whole_from = {0: start, 1: start, 2: whole, 3: 0}[level]
+        self._whole_from = (start, start, start, whole, 0)[level]
         self._kinds: dict[int, int] = {}
         self._gl = load_registry()
         self._context: dict[int, object] = {}  # per thread: the context current
@@ -143,13 +147,13 @@ class SetupFilter:
         if kind == FRAME_END:
             return position == self._last_end
         if kind == PRODUCER:
-            return self.level >= 1
+            return self.level >= OFFSCREEN
         if kind == DRAW:
             return self._offscreen(context)
         return False  # DROP
 
     def _offscreen(self, context: object) -> bool:
         """Whether a draw now may leave something for later frames other than its image."""
-        if self.level < 1:
+        if self.level < OFFSCREEN:
             return False
         return bool(self._framebuffer.get(context) or self._feedback.get(context))

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from retrace.trace.model import NodeLists
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
+from retrace.trim.data import Cut
 from retrace.trim.keep import SetupFilter
 from retrace.trim.outline import Part
 
@@ -29,8 +30,9 @@ class Written(NamedTuple):
     stream_bytes: dict[str, int]  # decompressed bytes: "setup", "part", and per function
 
 
-def write_trim(path: str, part: Part, level: int, out: str) -> Written:
-    """Write `out`: the calls before `part` that `level` keeps, then the part whole."""
+def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]) -> Written:
+    """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
+    drop, or to keep with null data), then the part whole."""
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
     keep = SetupFilter(level, part.start, part.frame_ends)
@@ -49,9 +51,14 @@ def write_trim(path: str, part: Part, level: int, out: str) -> Written:
             for i in range(len(batch)):
                 if position > part.end:
                     break
-                if position >= part.start or keep.keep(batch, values, i, position, sigs):
+                cut = cuts.get(position)
+                if position >= part.start or (
+                    keep.keep(batch, values, i, position, sigs)
+                    and (cut is None or cut.blank is not None)
+                ):
                     before = writer.tell()
-                    number = writer.copy_call(batch, values, i, sigs)
+                    blank = None if cut is None else cut.blank
+                    number = writer.copy_call(batch, values, i, sigs, blank)
                     size = writer.tell() - before
                     per_function[sigs.functions[batch.call(i)[2]].name] += size
                     if position < part.start:
