@@ -81,7 +81,7 @@ def run_trim(
     if tried["equal"] != len(part.checks):
         differing = tried.get("first_differing") or "a replay of the trim failed"
         raise TrimFailed(
-            f"trim: {part.label}: {differing} after keeping {LEVELS[-1]} "
+            f"trim: {part.label}: {differing} even with every call before it kept "
             f"({counted}); the trim is kept in {output}"
         )
 
