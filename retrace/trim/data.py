@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from typing import NamedTuple
 
 from retrace.gl.registry import Registry, load_registry
@@ -60,10 +61,48 @@ class Cut(NamedTuple):
 
 (OTHER, BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO) = range(7)
 (FULL, PART, NAMED_FULL, NAMED_PART, DELETE, CURRENT, DRAW) = range(7, 14)
+(SETTING, USE_PROGRAM, BARRIER, NEW_LIST, END_LIST) = range(14, 19)
+
+# Settings that only draws and clears read: a later call with the same key replaces one
+# (keys: what the value belongs to, per context for global state, see `_setting`)
+_GLOBAL_SETTINGS = {
+    name: group
+    for group, names in (
+        ("blend func", "glBlendFunc glBlendFuncSeparate"),
+        ("blend equation", "glBlendEquation glBlendEquationSeparate"),
+        ("blend color", "glBlendColor"),
+        ("depth func", "glDepthFunc"),
+        ("depth mask", "glDepthMask"),
+        ("color mask", "glColorMask"),
+        ("viewport", "glViewport"),
+        ("scissor", "glScissor"),
+        ("clear color", "glClearColor"),
+        ("clear depth", "glClearDepth glClearDepthf"),
+        ("clear stencil", "glClearStencil"),
+        ("cull face", "glCullFace"),
+        ("front face", "glFrontFace"),
+        ("polygon offset", "glPolygonOffset"),
+        ("line width", "glLineWidth"),
+        ("depth range", "glDepthRange glDepthRangef"),
+        ("stencil mask", "glStencilMask"),
+        ("stencil func", "glStencilFunc"),
+        ("stencil op", "glStencilOp"),
+    )
+    for name in names.split()
+}
+_UNIFORM = re.compile(
+    r"gl(Program)?Uniform(Matrix)?[1-4](x[2-4])?(fv|iv|uiv|dv|f|i|ui|d|i64v|ui64v)(ARB|EXT)?$"
+)
+_TEX_PARAMETER = re.compile(r"glTexParameter(I?[if]v?|Iu?iv)(EXT)?$")
+_NAMED_PARAMETER = re.compile(r"gl(Texture|Sampler)Parameter(I?[if]v?|Iu?iv)(EXT)?$")
+_BARRIERS = re.compile(
+    r"glP(ush|op)(Client)?Attrib|glCallLists?$|glExecuteCommands|gl(Begin|End)TransformFeedback"
+)
 
 
 class _Plan(NamedTuple):
     name: str
+    args: tuple[str, ...]
     kind: int
     refs: tuple[tuple[int, str], ...]  # (argument, object class) of names it passes
     data: int | None  # the argument holding an upload's data
@@ -94,6 +133,16 @@ def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
         kind = BIND_FBO
     elif re.match(r"glDelete(Textures|Buffers)(ARB|EXT)?$", name):
         kind = DELETE
+    elif _is_setting(name):
+        kind = SETTING
+    elif re.match(r"glUseProgram(ObjectARB)?$", name):
+        kind = USE_PROGRAM
+    elif _BARRIERS.match(name):
+        kind = BARRIER
+    elif name == "glNewList":
+        kind = NEW_LIST
+    elif name == "glEndList":
+        kind = END_LIST
     elif _FULL.match(name):
         kind = FULL
     elif _PART.match(name):
@@ -104,7 +153,7 @@ def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
         kind = NAMED_PART
     elif sig.flags & CallFlag.RENDER or name.startswith(("glDispatchCompute", "glBegin")):
         kind = DRAW
-    return _Plan(name, kind, refs, data)
+    return _Plan(name, arg_names, kind, refs, data)
 
 
 def _int(value: object) -> int:
@@ -122,6 +171,12 @@ def _names(value: object) -> list[int]:
     if isinstance(value, list):
         return [v for v in value if isinstance(v, int) and v]
     return [value] if isinstance(value, int) and value else []
+
+
+def _is_setting(name: str) -> bool:
+    if name in _GLOBAL_SETTINGS or name in ("glEnable", "glDisable"):
+        return True
+    return any(p.match(name) for p in (_UNIFORM, _TEX_PARAMETER, _NAMED_PARAMETER))
 
 
 class _Object:
@@ -154,6 +209,10 @@ class _Analysis:
         self.used: set[tuple[str, int]] = set()  # named in the part
         self.blank: dict[int, int | None] = {}  # full specifications: their data argument
         self.spans: dict[int, tuple[int, int]] = {}  # buffer uploads: the bytes they write
+        self.settings: dict[tuple[object, ...], int] = {}  # setting -> the call that made it
+        self.program: dict[object, int] = {}  # per context: the program in use
+        self.listing: set[int] = set()  # threads compiling a display list
+        self.feedback: dict[object, bool] = {}  # per context: transform feedback active
 
     def run(self, path: str) -> dict[int, Cut]:
         reader = TraceReader(path)
@@ -205,6 +264,22 @@ class _Analysis:
         if position >= self.part.start:
             self.used.update(names)
             return
+        if kind in (NEW_LIST, END_LIST):
+            self.listing.symmetric_difference_update({thread})
+            return
+        if thread in self.listing:  # a display list's content: kept, never run here
+            return
+        if kind == SETTING:
+            self._setting(plan, arg, ctx, position)
+            return
+        if kind == USE_PROGRAM:
+            self.program[ctx] = _int(arg(0))
+            return
+        if kind == BARRIER:
+            if "TransformFeedback" in plan.name:  # draws while it is active are kept
+                self.feedback[ctx] = plan.name.startswith("glBegin")
+            self.settings.clear()
+            return
         bound = self.bound[ctx]
         target = arg(0)
         if kind == ACTIVE_TEXTURE:
@@ -235,11 +310,39 @@ class _Analysis:
             for c, n in names:
                 self._add(c, n, 0, position, kind == NAMED_FULL, plan, span)
         elif kind == DRAW:
-            if bound.get(("framebuffer", 0, -1)) or plan.name.startswith("glDispatch"):
+            offscreen = bound.get(("framebuffer", 0, -1)) or self.feedback.get(ctx)
+            if offscreen or plan.name.startswith("glDispatch"):
+                self.settings.clear()  # it is kept at a level that cuts: it reads them
                 for (what, _, _), n in list(bound.items()):  # what it may read
                     self._seen(what, n)
         else:
             self._other(bound, ctx, plan, names)
+
+    def _setting(
+        self, plan: _Plan, arg: Callable[[int], object], ctx: object, position: int
+    ) -> None:
+        """A setting replaces the one with the same key before it (nothing read it)."""
+        name = plan.name
+        key: tuple[object, ...]
+        if name in ("glEnable", "glDisable"):
+            key = ("enable", ctx, arg(0))
+        elif name in _GLOBAL_SETTINGS:
+            key = (_GLOBAL_SETTINGS[name], ctx)
+        elif _TEX_PARAMETER.match(name):
+            target = _int(arg(0))
+            texture = self.bound[ctx].get(("texture", target, self.unit.get(ctx, 0)), 0)
+            key = ("texture parameter", texture, arg(1))
+        elif _NAMED_PARAMETER.match(name):
+            key = (name[2:9], arg(0), arg(1))
+        else:  # a uniform: of the program in use or named, at a location, so many values
+            where = dict(zip(plan.args, range(len(plan.args)), strict=True))
+            program = arg(where["program"]) if "program" in where else self.program.get(ctx)
+            count = arg(where["count"]) if "count" in where else 1
+            key = ("uniform", program, arg(where.get("location", 0)), count)
+        before = self.settings.get(key)
+        if before is not None:
+            self.cuts[before] = Cut(None)
+        self.settings[key] = position
 
     def _upload(
         self,
