@@ -671,6 +671,55 @@ def export(tables: str, perfetto: str) -> None:
     export_perfetto(tables, perfetto)
 
 
+@cli.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--frames", "frames_spec", metavar="A-B", help="The frames to keep (0-based; A- to the end)."
+)
+@click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Instead of --frames: the calls from the set's lowest number to its highest.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The trimmed trace to write (and OUT.json beside it).",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Replay the trim and the original, compare their frames, keep more setup until equal.",
+)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(0, 255),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Frames are equal when no channel of any pixel differs by more than N (0: by MD5).",
+)
+def trim(
+    trace: str,
+    frames_spec: str | None,
+    calls_spec: str | None,
+    output: str,
+    verify: bool,
+    tolerance: int,
+) -> None:
+    """Write frames A-B of TRACE, with the setup they need, as a trace of their own; replay
+    both and check the frames are equal (exit 1 if they never are)."""
+    from retrace.trim.command import run_trim
+
+    if (frames_spec is None) == (calls_spec is None):
+        raise click.UsageError("give --frames A-B or --calls CALLSET")
+    run_trim(trace, frames_spec, calls_spec, output, verify, tolerance)
+
+
 @cli.group("cache")
 def cache_group() -> None:
     """The trace cache: what reading each trace produced, kept so that the next run of the
