@@ -9,10 +9,10 @@ scans (`_scanner.c`), and the replay loop while it runs direct calls (`_vm.c`,
 the replay's live state, and on another thread it would contend for the GIL with the
 loop's own Python work at every call that needs it.
 
-One batch is read ahead, not more: peak memory grows by one batch at most. On a machine
-(or an affinity mask) of one core reading ahead only adds thread switches, so there it is
-off; `RETRACE_READ_AHEAD=0` turns it off anywhere (replays are identical either way:
-the same batches in the same order).
+One batch is read ahead, not more: peak memory grows by a batch or two. On a machine (or
+an affinity mask) of one core reading ahead only adds thread switches, so there it is off.
+`RETRACE_READ_AHEAD=0` turns it off anywhere, `=1` on anywhere; replays are identical
+either way (the same batches, compiled and run in the same order).
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ _END = object()  # after the source's last item
 
 
 def wanted() -> bool:
-    """Whether reading ahead can pay here: more than one core, and not switched off."""
-    if os.environ.get("RETRACE_READ_AHEAD", "").strip() == "0":
-        return False
+    """Whether to read ahead: `RETRACE_READ_AHEAD` 0 or 1 says, else where it can pay (more
+    than one core to run on)."""
+    switch = os.environ.get("RETRACE_READ_AHEAD", "").strip()
+    if switch in ("0", "1"):
+        return switch == "1"
     try:
         return len(os.sched_getaffinity(0)) > 1
     except AttributeError:  # (no affinity masks on this platform)

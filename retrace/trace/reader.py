@@ -22,6 +22,10 @@ from retrace.trace.container import TraceStream
 from retrace.trace.model import CallBatch, Signatures
 
 MAX_VERSION = 6
+# The scanner is fed a quarter of a container chunk at a time, and what each feed completes
+# is a batch: small batches start the replay sooner where the trace is read ahead
+# (`ahead.py`: the first batch is read before anything runs), and cost little each.
+_FEED = 256 << 10
 
 _API_BY_PREFIX = (("glX", "GL"), ("wgl", "GL"), ("CGL", "GL"), ("egl", "EGL"))
 
@@ -187,8 +191,12 @@ class TraceReader:
         data: bytes | None = self._rest
         self._rest = b""
         while True:
-            if data and scanner.feed(data):
-                yield self._take(scanner, keep)
+            view = memoryview(data or b"")
+            for at in range(0, len(view), _FEED):
+                if scanner.feed(view[at : at + _FEED]):
+                    yield self._take(scanner, keep)
+                if scanner.error is not None:
+                    break
             if scanner.error is not None:
                 offset, problem = scanner.error
                 damage = TraceError.in_stream(self.path, offset, problem)
