@@ -178,7 +178,9 @@ class TraceReader:
 
     def _scanned_batches(self) -> Generator[cache.Taken, None, None]:
         header = (self.version, self.semantic_version, self.properties, self.header_size)
-        keep = self._entry.writer(header) if self._entry is not None else None
+        keep = None
+        if self._entry is not None:
+            keep = self._entry.writer(header, self.path, self.stream.file_size)
         try:
             yield from self._scan(keep)
         finally:
@@ -224,7 +226,7 @@ class TraceReader:
     def _take(self, scanner: Scanner, keep: cache.Writer | None) -> cache.Taken:
         taken = scanner.take()
         if keep is not None:
-            keep.add(taken, self.stream_bytes)
+            keep.add(taken, self.stream_bytes, self.stream.compressed_offset)
         return taken
 
     def _batch(self, taken: cache.Taken) -> CallBatch:
