@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import TRACES
 
 TRACE = str(TRACES / "es2tri.trace")
@@ -39,8 +40,14 @@ def numpy_modules(modules: set[str]) -> set[str]:
     return {m for m in modules if m.split(".")[0] == "numpy"}
 
 
-def test_a_replay_imports_no_numpy():
-    modules = imported("replay", "-b", TRACE)
+@pytest.mark.parametrize(
+    "options",
+    [["-b"], ["--calls", "0-20,*/draw"], ["--snapshot-format", "md5", "-s", "-", "-S", "*/draw"]],
+    ids=["benchmark", "calls", "snapshots"],
+)
+def test_a_replay_imports_no_numpy(options):
+    """Call sets (--calls, the calls to snapshot) are asked of every call in C."""
+    modules = imported("replay", *options, TRACE)
     assert "retrace.replay.compiler" in modules  # the replaying child's imports are seen
     assert not numpy_modules(modules)
 
