@@ -285,8 +285,8 @@ class CallSet:
         import numpy as np
 
         asked = bytearray(len(call_nos))
-        nos = np.ascontiguousarray(call_nos, np.uint64)
-        self.mark(asked, nos, np.ascontiguousarray(flags, np.uint64))
+        nos, bits = (np.ascontiguousarray(a, np.uint64).data for a in (call_nos, flags))
+        self.mark(asked, nos, bits)
         return np.frombuffer(asked, bool)
 
     @property
