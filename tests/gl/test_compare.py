@@ -236,6 +236,8 @@ def test_compare_shows_progress_on_a_terminal():
         (["--min-runs", "5", "--max-runs", "4"], "--max-runs must be at least --min-runs"),
         (["--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
          "new run: cannot start /nonexistent/wrapper"),
+        (["--no-warm", "--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
+         "new run: cannot start /nonexistent/wrapper"),
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
     ],
 )  # fmt: skip
