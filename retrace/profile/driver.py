@@ -24,8 +24,6 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-import numpy as np
-
 import retrace.replay.contain as contain
 from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
@@ -45,7 +43,7 @@ from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, Metric
-from retrace.writer.store import Column, Store
+from retrace.writer.store import FLOAT64, INT64, Column, Store
 from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
@@ -194,7 +192,7 @@ class Profiler(ReplayListener):
         ]
 
     def _column(self, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
-        dtype = np.float64 if metric.num_type.is_float or suffix else np.int64
+        dtype = FLOAT64 if metric.num_type.is_float or suffix else INT64
         return self.store.column(column_key(metric, boundary, suffix), dtype)
 
     def _start_pass(self) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from retrace.trace.callset import UNBOUNDED, CallSet
 from retrace.trace.flags import call_flags
 
 if TYPE_CHECKING:  # (the parent, which writes the tables, imports none of the replay)
+    import numpy as np
+
     from retrace.profile.options import ProfileOptions
     from retrace.replay.program import Program
 
@@ -34,6 +34,8 @@ def selected(
     calls: CallSet, call_nos: np.ndarray, name_ids: np.ndarray, names: Sequence[str]
 ) -> np.ndarray:
     """Which of these events (call numbers, indexes into `names`) `calls` selects."""
+    import numpy as np
+
     flags = np.fromiter((int(call_flags(n)) for n in names), np.uint64, len(names))
     ids = np.asarray(name_ids, np.int64)
     return calls.contains_many(
@@ -52,11 +54,12 @@ def calls_span(
     """The frames (first, last) from the first that holds an event `calls` selects to the
     last, within `frames`; None when no event in `frames` is selected. `rows`: the ops that
     are call events."""
-    kinds = program.column("rows")
+    import numpy as np
+
+    kinds = np.asarray(program.column("rows"))
     ops = np.flatnonzero(np.isin(kinds, rows))
-    chosen = selected(
-        calls, program.column("call_nos")[ops], program.column("name_ids")[ops], program.names
-    )
+    call_nos, name_ids = (np.asarray(program.column(c))[ops] for c in ("call_nos", "name_ids"))
+    chosen = selected(calls, call_nos, name_ids, program.names)
     in_frame = np.searchsorted(np.asarray(program.frame_ends, np.int64), ops[chosen], "left")
     first, last = frames
     in_frame = in_frame[(in_frame >= first) & ((in_frame <= last) if last is not None else True)]
