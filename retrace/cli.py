@@ -45,7 +45,7 @@ def loop_forms(args: list[str]) -> list[str]:
     """glretrace's forms of --loop, which click cannot take as they are: a bare --loop
     loops forever (click would take the trace after it as N), and --loop=-1 is N, not an
     option; `--loop N` with a number is N, as before."""
-    out = []
+    out: list[str] = []
     for i, arg in enumerate(args):
         if arg == "--":
             return out + args[i:]

@@ -116,7 +116,9 @@ def unmeasured_calls(
     current). `rows_measured`: the ops that are call events."""
     from retrace.replay.program import OpKind  # (the parent imports none of the replay)
 
-    call_nos, name_ids, rows = (program.column(c) for c in ("call_nos", "name_ids", "rows"))
+    call_nos, name_ids, rows = (
+        np.asarray(program.column(c)) for c in ("call_nos", "name_ids", "rows")
+    )
     order = np.arange(len(rows))
     new_list = np.isin(name_ids, [i for i, n in enumerate(program.names) if n == "glNewList"])
     begin, end = rows == OpKind.BEGIN, rows == OpKind.END

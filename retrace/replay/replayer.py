@@ -269,8 +269,8 @@ class Replayer:
         the calls after the trace's last frame end (its program's clean-up, often) or, where
         it ends with a frame end, its last frame (the whole trace if it has none)."""
         ends = self.program.frame_ends
-        stopped = self.last_frame is not None and self.frame > self.last_frame
-        end = ends[self.last_frame] + 1 if stopped else len(self.program)
+        last = self.last_frame
+        end = ends[last] + 1 if last is not None and self.frame > last else len(self.program)
         before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
         return (ends[before - 1] + 1 if before else 0), end
 
