@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from retrace.backends.base import MetricBackend, nesting_plan
-from retrace.replay.program import GL_SAMPLES_PASSED, NOT_MEASURED
+from retrace.replay.program import GL_SAMPLES_PASSED, EventRecords
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NativeEvents, NumType
 
 if TYPE_CHECKING:
@@ -148,7 +146,7 @@ METRICS = (
 )
 GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
 MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
-# where a metric's value is in the loop's event record (`event_dtype()`): a field, or for a
+# where a metric's value is in the loop's event record (`EventRecords`): a field, or for a
 # change during the event, the field at its end and the field at its start
 FIELDS: dict[Metric, tuple[str, str | None]] = {
     CPU_START: ("cpu_start", None),
@@ -265,16 +263,9 @@ class OpenGLBackend(MetricBackend):
             disjoint=GPU_DISJOINT in metrics,
         )
 
-    def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
+    def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
         for metric in self._pass[boundary]:
-            end, start = FIELDS[metric]
-            values = events[end].copy()  # (the records are read-only)
-            missing = values == NOT_MEASURED
-            if start is not None:
-                values -= events[start]
-                missing |= events[start] == NOT_MEASURED
             column = self._columns[metric, boundary]
-            values[missing] = column.missing
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)
-            column.extend(values)
+            column.extend(events.values(*FIELDS[metric], column.missing))

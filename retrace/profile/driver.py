@@ -39,7 +39,7 @@ from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats, store_column
 from retrace.profile.results import Profile
 from retrace.profile.rows import EventRows
-from retrace.profile.window import calls_span, last_call, nothing_selected, past_the_end
+from retrace.profile.window import calls_span, last_call, nothing_selected
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
@@ -324,15 +324,13 @@ class Profiler(ReplayListener):
         self.meter.last_call = None
 
     def ending(self) -> tuple[list[str], RetraceError | None]:
-        """After the passes: the replay's warnings and error (`Replayer.ending`), and
-        warnings for a --frames or --calls past the trace's end; an error when they leave
-        nothing to measure."""
+        """After the passes: the replay's warnings and error (`Replayer.ending`); an error
+        when --frames or --calls left nothing to measure (their reach past the trace's end
+        was told before the replay: `checks.check_part`)."""
         lines, error = self.replayer.ending(self.options.strict, self.fidelity)
         if self.options.loop is not None:
             looped = looped_frames(*self.profile.window)
             lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
-        calls = self.replayer.reader.calls_read
-        lines += past_the_end(self.options, self.profile.frames + 1, calls)
         if error is None and self.profile.measured_nothing():
             why = nothing_selected(self.options, self.replayer.program, EVENT_ROWS[Boundary.CALL])
             error = RetraceError(f"nothing measured: {why}")

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from retrace.backends.base import MetricBackend
 from retrace.errors import RetraceError
 from retrace.replay.program import Marks, OpKind, Program
@@ -58,9 +56,9 @@ class PassPlan:
 
 def event_counts(program: Program, end: int | None = None, start: int = 0) -> tuple[int, int]:
     """(call events, draw events) among the ops [start, end) (to the last when None)."""
-    rows = program.column("rows", start, end)
-    counts = np.bincount(rows, minlength=len(OpKind))
-    calls, draws = (int(counts[list(EVENT_ROWS[b])].sum()) for b in (CALL, DRAWCALL))
+    rows = program.column("rows", start, end).tobytes()
+    counts = [rows.count(kind) for kind in range(len(OpKind))]
+    calls, draws = (sum(counts[k] for k in EVENT_ROWS[b]) for b in (CALL, DRAWCALL))
     return calls, draws
 
 

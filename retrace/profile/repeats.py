@@ -14,12 +14,14 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from retrace.profile.results import Profile, column_key
 from retrace.vocabulary import Boundary, Metric, NumType
-from retrace.writer.store import Column, Store, missing_mask
+from retrace.writer.store import FLOAT64, INT64, Column, Store, missing_mask
+
+if TYPE_CHECKING:
+    pass
 
 Key = tuple[Metric, Boundary]
 # (metric, boundary, suffix) -> its column in the store
@@ -34,7 +36,7 @@ def run_suffix(pass_index: int, run: int) -> str:
 def store_column(store: Store, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
     """A column of the profile in `store`: a run's or a statistic's (`suffix`) holds floats
     (medians and spreads need them), the table's the metric's type."""
-    dtype = "<f8" if metric.num_type.is_float or suffix else "<i8"
+    dtype = FLOAT64 if metric.num_type.is_float or suffix else INT64
     return store.column(column_key(metric, boundary, suffix), dtype)
 
 
@@ -99,7 +101,10 @@ class Repeats:
         self, keys: list[Key], profile: Profile, pass_index: int, done: int | None = None
     ) -> None:
         """The median of the measured runs of a complete pass into the profile's columns;
-        with `stats`, min, p95 and stddev as derived columns beside them."""
+        with `stats`, min, p95 and stddev as derived columns beside them. (numpy is
+        imported here: a pass of a repeated profile is complete.)"""
+        import numpy as np
+
         for metric, boundary in keys:
             measured = [
                 self._column(metric, boundary, run_suffix(pass_index, r))

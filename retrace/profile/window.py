@@ -1,5 +1,5 @@
 """The part of a trace a profile measures: `--frames A-B`, `--calls CALLSET`, and what the
-user is told when they reach past the trace's end.
+user is told when they select nothing.
 
 `--frames A-B` measures frames A..B; the replay before and after them runs
 bare. `--calls CALLSET` keeps the call and draw-call rows of the calls the set
@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from retrace.trace.callset import UNBOUNDED, CallSet
 from retrace.trace.flags import call_flags
 
 if TYPE_CHECKING:  # (the parent, which writes the tables, imports none of the replay)
+    import numpy as np
+
     from retrace.profile.options import ProfileOptions
     from retrace.replay.program import Program
 
@@ -34,6 +34,8 @@ def selected(
     calls: CallSet, call_nos: np.ndarray, name_ids: np.ndarray, names: Sequence[str]
 ) -> np.ndarray:
     """Which of these events (call numbers, indexes into `names`) `calls` selects."""
+    import numpy as np
+
     flags = np.fromiter((int(call_flags(n)) for n in names), np.uint64, len(names))
     ids = np.asarray(name_ids, np.int64)
     return calls.contains_many(
@@ -52,37 +54,18 @@ def calls_span(
     """The frames (first, last) from the first that holds an event `calls` selects to the
     last, within `frames`; None when no event in `frames` is selected. `rows`: the ops that
     are call events."""
-    kinds = program.column("rows")
+    import numpy as np
+
+    kinds = np.asarray(program.column("rows"))
     ops = np.flatnonzero(np.isin(kinds, rows))
-    chosen = selected(
-        calls, program.column("call_nos")[ops], program.column("name_ids")[ops], program.names
-    )
+    call_nos, name_ids = (np.asarray(program.column(c))[ops] for c in ("call_nos", "name_ids"))
+    chosen = selected(calls, call_nos, name_ids, program.names)
     in_frame = np.searchsorted(np.asarray(program.frame_ends, np.int64), ops[chosen], "left")
     first, last = frames
     in_frame = in_frame[(in_frame >= first) & ((in_frame <= last) if last is not None else True)]
     if not len(in_frame):
         return None
     return int(in_frame[0]), int(in_frame[-1])
-
-
-def past_the_end(options: ProfileOptions, frame_count: int, call_count: int) -> list[str]:
-    """Warnings for a `--frames` or `--calls` that reaches past the trace's end (`frame_count`
-    frames, the partial last one included; `call_count` calls)."""
-    lines = []
-    first, last = options.frames
-    if (last if last is not None else first) >= frame_count:
-        spec = f"{first}-{last}" if last is not None else f"{first}-"
-        lines.append(
-            f"retrace: warning: --frames {spec} reaches past the trace's end: it has "
-            f"{frame_count} frames (0-{frame_count - 1})"
-        )
-    calls = options.calls
-    if calls is not None and max(calls.first, last_call(calls) or 0) >= call_count:
-        lines.append(
-            f"retrace: warning: --calls {options.call_range} reaches past the trace's end: it "
-            f"has {call_count} calls (0-{call_count - 1})"
-        )
-    return lines
 
 
 def nothing_selected(
@@ -133,7 +116,9 @@ def unmeasured_calls(
     current). `rows_measured`: the ops that are call events."""
     from retrace.replay.program import OpKind  # (the parent imports none of the replay)
 
-    call_nos, name_ids, rows = (program.column(c) for c in ("call_nos", "name_ids", "rows"))
+    call_nos, name_ids, rows = (
+        np.asarray(program.column(c)) for c in ("call_nos", "name_ids", "rows")
+    )
     order = np.arange(len(rows))
     new_list = np.isin(name_ids, [i for i, n in enumerate(program.names) if n == "glNewList"])
     begin, end = rows == OpKind.BEGIN, rows == OpKind.END

@@ -37,6 +37,7 @@ from retrace.replay.state import ReplayState
 from retrace.replay.ws.core import WindowSystem
 from retrace.replay.ws.headless import Drawable, EglDisplay
 from retrace.replay.ws.reader import WsCompiler
+from retrace.trace.ahead import wanted as read_ahead_wanted
 from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
 
@@ -211,8 +212,12 @@ class Replayer:
     def _compile_and_run(self) -> None:
         done = 0
         running = True  # until a hook stops the replay (with `compile_all`, compiling goes on)
+        # the next batch is read on another core while this one compiles and replays
+        ahead = read_ahead_wanted()
+        batches = self.reader.batches(ahead)
+        self.program.share_gil(ahead)
         try:
-            for batch in self.reader.batches():
+            for batch in batches:
                 self.compiler.add_batch(batch, self.reader.signatures)
                 del batch  # its data is compiled: not kept while the next batch is read
                 if running:
@@ -223,6 +228,9 @@ class Replayer:
         except OSError as e:  # a full disk under the data pool (`program.py`), a read error
             where = f"{e.filename}: " if e.filename else ""
             self.stop_error = RetraceError(f"{where}{e.strerror or e}")
+        finally:
+            batches.close()  # (a hook stopped the replay: reading stops)
+            self.program.share_gil(False)
         if self.stop_error is not None and running:  # what was compiled before it still runs
             self.program.run(done)
         self._compiled = True
@@ -260,7 +268,8 @@ class Replayer:
         glretrace's --loop repeats: frame `last_frame` where the pass stopped after it, else
         the calls after the trace's last frame end (its program's clean-up, often) or, where
         it ends with a frame end, its last frame (the whole trace if it has none)."""
-        ends, last = self.program.frame_ends, self.last_frame
+        ends = self.program.frame_ends
+        last = self.last_frame
         end = ends[last] + 1 if last is not None and self.frame > last else len(self.program)
         before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
         return (ends[before - 1] + 1 if before else 0), end
