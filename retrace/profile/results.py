@@ -61,13 +61,15 @@ class Profile:
     def loops_measured(self, store: Store) -> int:
         """--loop: how many loops every event of which a column holds (all of `loops` but
         where the profile was interrupted in them, or loops forever)."""
+        import numpy as np
+
         first, last = self.window
         counts = []
         for (_, boundary), column in self.columns.items():
             if boundary == Boundary.FRAME:
                 per_loop = self.frames_per_loop
             else:  # the rows stored once, of the frames looped
-                frames = store.column(meta_key(boundary, "frame"), np.int64).view()
+                frames = store.column(meta_key(boundary, "frame"), INT64).view()
                 per_loop = int(np.count_nonzero((frames >= first) & (frames <= (last or 0))))
             if per_loop:
                 counts.append(len(column) // per_loop)

@@ -206,9 +206,16 @@ def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path, loop):
     import time
 
     out = tmp_path / "loops.tsv"
-    args = ["--pframes", "opengl: GPU Duration", "--frames", "2", loop]
+    args = [
+        "--pframes",
+        "opengl: GPU Duration",
+        "--pcalls",
+        "opengl: CPU Duration",
+        "--frames",
+        "2",
+    ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "retrace", *args, "-o", str(out), str(TRACE)],
+        [sys.executable, "-m", "retrace", *args, loop, "-o", str(out), str(TRACE)],
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -221,10 +228,17 @@ def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path, loop):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 128 + signal.SIGINT
-    frames = list(read_tables(io.StringIO(out.read_text()))[Boundary.FRAME].column("GPU Duration"))
+    tables = read_tables(io.StringIO(out.read_text()))
+    frames = list(tables[Boundary.FRAME].column("GPU Duration"))
     assert 0 < len(frames) < 1_000_000 and all(v == v and v > 0 for v in frames)
-    (line,) = [line for line in stderr.splitlines() if " loops of " in line]
-    assert line.startswith(f"retrace: {len(frames)} loops of frame 2: frames GPU Duration")
+    calls = tables[Boundary.CALL]  # each loop's calls, every one measured
+    assert calls.frames_ended == len(frames) and len(calls) % len(frames) == 0
+    assert all(v == v for v in calls.column("CPU Duration"))
+    lines = [line for line in stderr.splitlines() if " loops of " in line]
+    assert [line.split(" per loop")[0] for line in lines] == [
+        f"retrace: {len(frames)} loops of frame 2: frames GPU Duration",
+        f"retrace: {len(frames)} loops of frame 2: calls CPU Duration",
+    ]
     asked = "of 1000000" if "=" in loop else "looping until interrupted"
     assert stderr.splitlines()[-1].startswith(
         f"retrace: interrupted by SIGINT: the tables hold the {len(frames)} loops measured "
