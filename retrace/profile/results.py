@@ -59,8 +59,8 @@ class Profile:
         return first >= self.frame_events or (last is not None and last < first)
 
     def loops_measured(self, store: Store) -> int:
-        """--loop: how many loops every event of which a column holds (all of `loops` but
-        where the profile was interrupted in them, or loops forever)."""
+        """--loop: the loops whose every event a column holds: `loops`, unless the profile
+        was interrupted in them (or loops until interrupted)."""
         import numpy as np
 
         first, last = self.window
