@@ -108,9 +108,9 @@ def test_loops_in_the_api(whole):
         ),
         (
             ["--loop=2", "--frames", "9-12"],
-            1,
-            "retrace: error: --loop: the trace has no complete frame 9 to loop over (its last "
-            "complete frame is 4)",
+            2,  # refused before the replay, as without --loop
+            "retrace: error: --frames 9-12: the trace has 5 frames (0-4) and 29 calls after the "
+            "last one (frame 5)",
         ),
     ],
 )
