@@ -50,6 +50,8 @@ from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
 
+REPORT_SECONDS = 1.0  # at most one line per complete run this often, but a pass's last
+
 
 class _Stop(Exception):
     """Raised from a hook to end the replay early (--gen-passes, --list-metrics)."""
@@ -97,6 +99,7 @@ class Profiler(ReplayListener):
         self._on_ready: Callable[[], None] = lambda: None
         self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
+        self._reported = -REPORT_SECONDS  # when the last run's line was printed (monotonic)
         self._looping = False  # replaying the --loop frames (not the trace's own)
         self._contexts: dict[int, int] = {}  # id() of a traced context -> its number
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
@@ -199,6 +202,8 @@ class Profiler(ReplayListener):
 
     def _start_pass(self) -> None:
         """At the pass's first current context: begin its backend's pass and measure."""
+        if self._live_line is not None:  # the passes are planned now: 'pass k of N'
+            self._live_line.label = self._pass_label()
         if self._pass >= len(self.plan):
             self.meter.start(None)
             return
@@ -325,9 +330,13 @@ class Profiler(ReplayListener):
             error = RetraceError(f"nothing measured: {nothing_selected(self.options)}")
         return lines, error
 
-    def _report(self, seconds: float) -> None:
-        """The progress line of a run, once it is complete (checkpointed)."""
-        if self.progress is not None:
+    def _report(self, seconds: float, last_of_pass: bool) -> None:
+        """The progress line of a run, once it is complete (checkpointed): that of the
+        pass's last run, and of others at most once a second (`--repeat 500` of a fast
+        trace would print 500 lines)."""
+        now = time.monotonic()
+        if self.progress is not None and (last_of_pass or now - self._reported >= REPORT_SECONDS):
+            self._reported = now
             rate = self.replayer.frame / seconds if seconds else 0.0
             print(
                 f"{self._pass_label()} done in {seconds:.2f} s ({rate:.1f} frames/s)",
@@ -336,9 +345,10 @@ class Profiler(ReplayListener):
             )
 
     def _pass_label(self) -> str:
-        """'retrace: pass k of N (run r of R)'; N is 1 until planned (at the first context)."""
-        passes = max(len(self.plan), 1)
-        return f"retrace: pass {self._pass + 1} of {passes}{self.repeats.label(self._run)}"
+        """'retrace: pass k of N (run r of R)'; 'of N' once the passes are planned (at the
+        first context)."""
+        of = f" of {len(self.plan)}" if self.plan else ""
+        return f"retrace: pass {self._pass + 1}{of}{self.repeats.label(self._run)}"
 
     def run(self) -> Profile:
         """Every pass (each `warmup + repeat` times); returns what was measured.
@@ -364,7 +374,7 @@ class Profiler(ReplayListener):
                             keys = self._keys(self.plan[self._pass])
                             self.repeats.combine(keys, self.profile, self._pass)
                         self._checkpoint(self._pass + 1, 0)
-                    self._report(seconds)
+                    self._report(seconds, run + 1 == runs)
                     if self.live is not None and contain.stop_requested():
                         contain.stop_here()  # between runs: the checkpoint has it all
                 self._first_run = 0
