@@ -50,3 +50,14 @@ def test_no_python_warning_reaches_the_user(shape):
     done = run_retrace("--pframes", "opengl: GPU Duration, CPU Duration", *shape, GEARS)
     assert done.returncode == 0, done.stderr
     assert not re.search(rb"\w+Warning\b", done.stderr), done.stderr
+
+
+def test_a_warning_is_printed_once():
+    """Pixels Drawn on GLES, selected for two tables: one line, not one per table."""
+    both = ["--pframes", "opengl: Pixels Drawn", "--pdrawcalls", "opengl: Pixels Drawn"]
+    done = run_retrace(*both, "--quiet", str(TRACES / "es2gears.trace"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().splitlines() == [
+        'retrace: warning: opengl metric "Pixels Drawn" is not available here: OpenGL ES has '
+        "no GL_SAMPLES_PASSED queries; its cells will read '-'"
+    ]
