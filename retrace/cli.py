@@ -34,16 +34,58 @@ TRACE = click.Path(exists=True, dir_okay=False)
 
 
 def loop_option(help: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
-    """glretrace's --loop[=N]: bare, it loops forever (-1)."""
+    """glretrace's --loop[=N] (N < 0: forever); `loop_forms` reads a bare --loop as
+    --loop=-1 first."""
     return click.option(
-        "--loop",
-        type=click.IntRange(max=MAX_LOOPS),
-        is_flag=False,
-        flag_value=-1,
-        default=None,
-        metavar="N",
-        help=help,
+        "--loop", type=click.IntRange(max=MAX_LOOPS), default=None, metavar="[=N]", help=help
     )
+
+
+def loop_forms(args: list[str]) -> list[str]:
+    """glretrace's forms of --loop, which click cannot take as they are: a bare --loop
+    loops forever (click would take the trace after it as N), and --loop=-1 is N, not an
+    option; `--loop N` with a number is N, as before."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        number = i + 1 < len(args) and re.fullmatch(r"[+-]?\d+", args[i + 1])
+        out.append("--loop=-1" if arg == "--loop" and not number else arg)
+    return out
+
+
+def _sandbox_option(command: Callable[..., None]) -> Callable[..., None]:
+    """--sandbox[=best-effort], for the commands that replay (`retrace.replay.sandbox`)."""
+    from retrace.replay.sandbox import MODES
+
+    def request(ctx: click.Context, param: click.Parameter, mode: str | None) -> None:
+        if mode is not None:
+            from retrace.replay import sandbox
+
+            sandbox.request(mode)
+
+    return click.option(
+        "--sandbox",
+        type=click.Choice(MODES),
+        is_flag=False,
+        flag_value=MODES[0],
+        expose_value=False,
+        callback=request,
+        help="Replay confined (Landlock, seccomp): write only the outputs, no network, no "
+        "programs run; refused where the kernel lacks them, unless =best-effort.",
+    )(command)
+
+
+def _bare_sandbox(args: list[str]) -> list[str]:
+    """A bare --sandbox is --sandbox=on: click would take the argument after it (the trace)
+    for its value."""
+    from retrace.replay.sandbox import MODES
+
+    values = [[mode] for mode in MODES]
+    return [
+        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
+        for i, a in enumerate(args)
+    ]
 
 
 class _Cli(click.Group):
@@ -59,7 +101,7 @@ class _Cli(click.Group):
         if args and not known and not passthrough & set(args[:1]):
             _refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = [self._glretrace_command(args), *args]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, _bare_sandbox(loop_forms(args)))
 
     def _glretrace_command(self, args: list[str]) -> str:
         """`replay` where every option given is replay's and none is profile's alone
@@ -324,7 +366,10 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     metavar="A-B",
     help="Replay up to the end of frame B; snapshots and -b count frames A to B (0-based).",
 )
-@loop_option("Then replay the last frame N more times (forever without N).")
+@loop_option(
+    "Then replay the calls since the last frame end N more times, as glretrace (--loop or "
+    "N < 0: until interrupted); -b counts the trace's frames and the loops'."
+)
 @click.option(
     "--sb", "single_buffer", is_flag=True, help="Single-buffered: glFlush/glFinish end frames."
 )
@@ -372,6 +417,7 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     "GL errors the program did not get).",
 )
 @_cache_option
+@_sandbox_option
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
     if options["single_buffer"] and options["double_buffer"]:
@@ -425,7 +471,7 @@ def replay(trace: str, **options) -> None:
     metavar="STORE",
     type=click.Path(file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
-    "from there; -o, --keep-store and --quiet may be given).",
+    "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )
 @click.option(
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
@@ -490,6 +536,7 @@ def replay(trace: str, **options) -> None:
 @HEADLESS
 @BENCHMARK_IN_PROFILE
 @_cache_option
+@_sandbox_option
 def profile(
     trace: str | None,
     pframes: str | None,
@@ -549,7 +596,7 @@ def profile(
         given = [
             f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
             for p in ctx.command.params
-            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache")
+            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache", "sandbox")
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
         ]
         if given:
@@ -622,6 +669,55 @@ def export(tables: str, perfetto: str) -> None:
     from retrace.profile.outputs import export_perfetto
 
     export_perfetto(tables, perfetto)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--frames", "frames_spec", metavar="A-B", help="The frames to keep (0-based; A- to the end)."
+)
+@click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Instead of --frames: the calls from the set's lowest number to its highest.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The trimmed trace to write (and OUT.json beside it).",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Replay the trim and the original, compare their frames, keep more setup until equal.",
+)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(0, 255),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Frames are equal when no channel of any pixel differs by more than N (0: by MD5).",
+)
+def trim(
+    trace: str,
+    frames_spec: str | None,
+    calls_spec: str | None,
+    output: str,
+    verify: bool,
+    tolerance: int,
+) -> None:
+    """Write frames A-B of TRACE, with the setup they need, as a trace of their own; replay
+    both and check the frames are equal (exit 1 if they never are)."""
+    from retrace.trim.command import run_trim
+
+    if (frames_spec is None) == (calls_spec is None):
+        raise click.UsageError("give --frames A-B or --calls CALLSET")
+    run_trim(trace, frames_spec, calls_spec, output, verify, tolerance)
 
 
 @cli.group("cache")

@@ -16,6 +16,7 @@
     path = "es2gears.trace"
     frames = "1-4"                  # rows kept (the whole trace still replays)
     expect = { md5 = ["C8242C5F...", ...], allowed_regression = 0.10 }
+    sandbox = true                  # replay confined (--sandbox); or "best-effort"
 
 Everything is checked before anything runs, and a mistake is one line naming
 the file, the entry and the key (with the closest key for a misspelt one).
@@ -63,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
     "env": {},
     "resources": {"GPU": 1},
     "expect": {},
+    "sandbox": False,
 }
 _TRACE_ONLY = ("path", "name")
 _EXPECT_KEYS = ("md5", "allowed_regression")
@@ -176,6 +178,7 @@ def _jobs(
             tuple(sorted({**_strings(s["env"], f"{origin('env')}: env"), **env}.items())),
             _resources(s["resources"], origin("resources")),
             _expect(s["expect"], origin("expect")),
+            _sandbox(s["sandbox"], origin("sandbox")),
         )
         for run in range(runs)
     ]
@@ -239,6 +242,17 @@ def _expect(value: Any, at: str) -> Expect:
         table, "allowed_regression", (int, float), f"{at}: expect", lambda v: v >= 0, "at least 0"
     )
     return Expect(tuple(md5), None if allowed is None else float(allowed))
+
+
+def _sandbox(value: Any, at: str) -> str | None:
+    """`sandbox = true` (--sandbox), "best-effort" (--sandbox=best-effort) or false."""
+    from retrace.replay.sandbox import MODES
+
+    if value is True or value in MODES:
+        return MODES[0] if value is True else str(value)
+    if value is False:
+        return None
+    raise UsageError(f'{at}: sandbox must be true, false or "best-effort", not {value!r}')
 
 
 def _check(

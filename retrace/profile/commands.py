@@ -3,6 +3,7 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -72,7 +73,7 @@ def _list_metrics(trace: str, as_json: bool, width: int | None) -> None:
                             "reason": why,
                         }
                     )
-                for metric in backend.metrics():
+                for metric in sorted(backend.metrics(), key=lambda m: (m.group, m.id)):
                     usable, reason = backend.available(metric) if ok else (False, why)
                     rows.append(
                         {
@@ -118,9 +119,9 @@ def _list_metrics(trace: str, as_json: bool, width: int | None) -> None:
     # on a terminal, a table per backend (its name above it) fitted to the width
     backends = dict.fromkeys(row[0] for row in table)
     for i, backend in enumerate(backends):
-        rows = [row[1:] for row in table if row[0] == backend]
+        own = [row[1:] for row in table if row[0] == backend]
         print(f"{'' if i == 0 else chr(10)}{backend}:")
-        print(tabulate(rows, headers[1:], maxcolwidths=_fitted(rows, headers[1:], width)))
+        print(tabulate(own, headers[1:], maxcolwidths=_fitted(own, headers[1:], width)))
 
 
 # The columns --list-metrics wraps to fit a terminal (by header), and their narrowest width.
@@ -175,9 +176,11 @@ def run_legacy_profile(
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
             run_legacy(trace, out=out, store=store, **options)
 
-    ending = contain.supervise(body)
+    ending = contain.supervise(body, writes=[made.path, *([output] if output else [])])
     if ending.signal and not keep_store:  # else the child removed or kept it, and said so
         shutil.rmtree(made.path, ignore_errors=True)
+    with contextlib.suppress(OSError):  # emptied by a --sandbox child, which cannot remove it
+        os.rmdir(made.path)
     contain.check(ending, trace)
 
 
@@ -256,7 +259,7 @@ def measure(
     live = Live()
     with _exclusive(path):
         body = partial(_measure, job, path, live, progress)
-        ending = contain.supervise(body, errors_to, graceful=True)
+        ending = contain.supervise(body, errors_to, graceful=True, writes=[path])
     if progress is not None and progress.isatty():  # a live line the child left, if any
         from retrace.profile.progress import CLEAR_LINE
 

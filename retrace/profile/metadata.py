@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
-from retrace.vocabulary import Boundary, Metric
-from retrace.writer.arrays import TABLE_NAMES
+from retrace.vocabulary import TABLE_NAMES, Boundary, Metric
 from retrace.writer.atomic import replaced
 
 if TYPE_CHECKING:

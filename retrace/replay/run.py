@@ -16,9 +16,16 @@ if TYPE_CHECKING:
 
 def run_replay(trace: str, **options) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
+    import os
+
     import retrace.replay.contain as contain
 
-    contain.contained(trace, lambda: _replay(trace, **options))
+    prefix = options["snapshot_prefix"]
+    pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
+    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
+    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
+    display = options["window"]
+    contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 
 
 def _replay(
@@ -84,15 +91,17 @@ def _replay(
         if verbose:
             replayer.check_errors()
         result = replayer.run_pass()
-        if loop is not None:
+        frames, seconds = max(result.frames - first_frame, 0), result.seconds
+        if loop:  # (glretrace's --loop=0 does not loop)
             print(
-                f"retrace: warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
+                "retrace: warning: --loop replays the calls since the last frame end again; "
+                f"{LOOP_CAVEAT}",
                 file=sys.stderr,
             )
             if verbose:  # (a pass's brackets end with it)
                 replayer.check_errors()
-            result = replayer.loop_last_frame(loop)
+            looped = replayer.loop_last_frame(loop)  # glretrace counts both
+            frames, seconds = frames + looped.frames, seconds + looped.seconds
         if benchmark:
-            frames = max(result.frames - first_frame, 0) if loop is None else result.frames
-            click.echo(rendered(frames, result.seconds))
+            click.echo(rendered(frames, seconds))
         replayer.finish(strict)

@@ -254,14 +254,28 @@ def test_compare_shows_progress_on_a_terminal():
     [
         (["--base", "GALLIUM_DRIVER"], "--base: expected KEY=VALUE, got 'GALLIUM_DRIVER'"),
         (["--min-runs", "5", "--max-runs", "4"], "--max-runs must be at least --min-runs"),
-        (["--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
-         "new run: cannot start /nonexistent/wrapper"),
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
     ],
 )  # fmt: skip
 def test_compare_bad_usage_exits_2(args, message):
     done = retrace("compare", TRACES / "es2tri.trace", *args)
     assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--new-cmd", "/nonexistent/wrapper"], "new run: cannot start /nonexistent/wrapper"),
+        (["--no-warm", "--new-cmd", "/nonexistent/wrapper"],
+         "new run: cannot start /nonexistent/wrapper"),
+        (["--new", "GALLIUM_DRIVER=nosuchdriver"], "new run failed (exit 1): retrace: error: "),
+    ],
+)
+def test_compare_run_that_cannot_be_made_exits_125(args, message):
+    """git bisect run's convention: a build that cannot run is skipped, not judged."""
+    done = retrace("compare", TRACES / "es2tri.trace", "--warmup", "0", *args)
+    assert done.returncode == 125 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 

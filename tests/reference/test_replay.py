@@ -61,12 +61,8 @@ def is_egl(trace: Path) -> bool:
     return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
 
 
-def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
-    return reference_stdout(trace, display, "--snapshot-format=MD5", "-S", callset).decode().split()
-
-
-def reference_stdout(trace: Path, display: str, *args: str) -> bytes:
-    """What glretrace (eglretrace for an EGL trace) writes to stdout with `-s - ARGS`."""
+def reference_run(trace: Path, display: str, *args: str) -> bytes:
+    """What glretrace (eglretrace for an EGL trace) writes to stdout with ARGS."""
     env = dict(os.environ)
     if is_egl(trace):
         exe = reference_tool("eglretrace")
@@ -75,8 +71,39 @@ def reference_stdout(trace: Path, display: str, *args: str) -> bytes:
         exe = reference_tool("glretrace")
         env["DISPLAY"] = display
     return subprocess.run(
-        [exe, "-s", "-", *args, str(trace)], capture_output=True, env=env, timeout=300
+        [exe, *args, str(trace)], capture_output=True, env=env, timeout=300
     ).stdout
+
+
+def reference_stdout(trace: Path, display: str, *args: str) -> bytes:
+    """What glretrace writes to stdout with `-s - ARGS`."""
+    return reference_run(trace, display, "-s", "-", *args)
+
+
+def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
+    return reference_stdout(trace, display, "--snapshot-format=MD5", "-S", callset).decode().split()
+
+
+def rendered_frames(stdout: str) -> int:
+    line = stdout.strip().splitlines()[-1]
+    assert line.startswith("Rendered "), line
+    return int(line.split()[1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["glxgears.trace", "es2gears.trace", "glmark2-es2-pulsar.trace", "egl-two-threads.trace"],
+)
+@pytest.mark.parametrize("loop", ["--loop=3", "--loop=0", "--loop=1"])
+def test_loop_renders_as_many_frames_as_glretrace(name, loop, x_display):
+    """glretrace's --loop repeats the calls since the last frame end: the trace's last frame
+    (glxgears, es2gears: 5 frames and 3 more), or the calls after it where the program
+    cleans up after its last swap (pulsar, egl-two-threads: no frame more)."""
+    trace = TRACES / name
+    theirs = rendered_frames(reference_run(trace, x_display, "-b", loop).decode())
+    done = run_retrace("replay", "-b", loop, str(trace))
+    assert done.returncode == 0, done.stderr
+    assert rendered_frames(done.stdout.decode()) == theirs
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
