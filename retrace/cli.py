@@ -469,7 +469,7 @@ def replay(trace: str, **options) -> None:
 @click.option(
     "--resume",
     metavar="STORE",
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
     "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )
