@@ -86,6 +86,7 @@ class Profiler(ReplayListener):
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
+        self._planned = False  # `plan` is made (at the first context)
         self.profile = Profile(window=options.frames, calls=options.call_range)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
@@ -180,6 +181,7 @@ class Profiler(ReplayListener):
     def _resolve(self) -> None:
         """At the first context: the tables' metrics and the passes."""
         planned = planner.plan(self.options.selections, self.backends_now())
+        self._planned = True
         self.profile.metrics, self.plan = planned.metrics, planned.passes
         self._rows.plan(list(self.profile.metrics))
         if self._saved is not None:
@@ -352,7 +354,7 @@ class Profiler(ReplayListener):
     def _pass_label(self) -> str:
         """'retrace: pass k of N (run r of R)'; 'of N' once the passes are planned (at the
         first context)."""
-        of = f" of {len(self.plan)}" if self.plan else ""
+        of = f" of {max(len(self.plan), 1)}" if self._planned else ""  # (0: one bare replay)
         return f"retrace: pass {self._pass + 1}{of}{self.repeats.label(self._run)}"
 
     def run(self) -> Profile:
