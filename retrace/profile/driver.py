@@ -48,7 +48,7 @@ from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
 
-REPORT_SECONDS = 1.0  # at most one line per complete run this often, but a pass's last
+REPORT_SECONDS = 1.0  # a complete run's progress line at most this often (a pass's last: always)
 
 
 class _Stop(Exception):
