@@ -216,16 +216,19 @@ class _BoolEquals(click.Command):
     BARE = {"--color": "--color=always", "--colour": "--color=always"}  # apitrace's [=WHEN]
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        flags = {
-            o for p in self.params for o in p.opts if isinstance(p, click.Option) and p.is_flag
+        # --name=BOOL -> --name or --no-name, for the options that have both
+        pairs = {
+            p.opts[0]: p.secondary_opts[0]
+            for p in self.params
+            if isinstance(p, click.Option) and p.secondary_opts
         }
         rewritten = []
         for arg in args:
             name, equals, value = arg.partition("=")
-            if equals and name in flags and f"--no-{name[2:]}" != name:
+            if equals and name in pairs:
                 if value.lower() not in self.BOOLS:
                     raise click.UsageError(f"{name}: expected yes or no, not {value!r}")
-                arg = name if self.BOOLS[value.lower()] else f"--no-{name[2:]}"
+                arg = name if self.BOOLS[value.lower()] else pairs[name]
             rewritten.append(self.BARE.get(arg, arg))
         return super().parse_args(ctx, rewritten)
 
@@ -469,7 +472,7 @@ def replay(trace: str, **options) -> None:
 @click.option(
     "--resume",
     metavar="STORE",
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
     "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )

@@ -262,15 +262,15 @@ class Harness:
         line = proc.stdout.readline()
         if not line:
             code = proc.wait()
-            self._proc = None
+            self.close()  # (its pipes too)
             return crash_site(argv), f"worker died with status {code}"
         result = json.loads(line)
         return classify(result["code"], result["stderr"]), result["stderr"]
 
     def close(self) -> None:
         if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
+            with self._proc:  # waits, and closes the pipes
+                self._proc.kill()
             self._proc = None
 
     def __enter__(self) -> Harness:

@@ -43,10 +43,17 @@ def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
 
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
-    contain.contained(trace, lambda: _list_metrics(trace, as_json))
+    # the terminal's width, known before the driver loads (a library may set $COLUMNS)
+    width = shutil.get_terminal_size().columns if _on_a_terminal() else None
+    contain.contained(trace, lambda: _list_metrics(trace, as_json, width))
 
 
-def _list_metrics(trace: str, as_json: bool) -> None:
+def _on_a_terminal() -> bool:
+    """Standard output is a terminal, or $COLUMNS says how wide one is."""
+    return sys.stdout.isatty() or bool(os.environ.get("COLUMNS"))
+
+
+def _list_metrics(trace: str, as_json: bool, width: int | None) -> None:
     with ExitStack() as stack:
         profiler = _profiler(trace, ProfileOptions())
         stack.callback(profiler.close)
@@ -105,11 +112,35 @@ def _list_metrics(trace: str, as_json: bool) -> None:
         ]
         for r in rows
     ]
-    print(
-        tabulate(
-            table, headers=["backend", "id", "metric", "unit", "kind", "available", "description"]
-        )
-    )
+    headers = ["backend", "id", "metric", "unit", "kind", "available", "description"]
+    if width is None:  # no terminal: whole lines, for grep
+        print(tabulate(table, headers))
+        return
+    # on a terminal, a table per backend (its name above it) fitted to the width
+    backends = dict.fromkeys(row[0] for row in table)
+    for i, backend in enumerate(backends):
+        own = [row[1:] for row in table if row[0] == backend]
+        print(f"{'' if i == 0 else chr(10)}{backend}:")
+        print(tabulate(own, headers[1:], maxcolwidths=_fitted(own, headers[1:], width)))
+
+
+# The columns --list-metrics wraps to fit a terminal (by header), and their narrowest width.
+_WRAPPED = {"metric": 10, "available": 10, "description": 16}
+
+
+def _fitted(table: list[list[str]], headers: list[str], width: int) -> list[int | None]:
+    """Widths that fit the table to `width` columns, wrapping the widest of `_WRAPPED`
+    first."""
+    room = width - 2 * (len(headers) - 1)
+    # (tabulate makes a column at least 2 wider than its header)
+    widths = [max(len(h) + 2, *(len(str(r[i])) for r in table)) for i, h in enumerate(headers)]
+    wrapped = [i for i, h in enumerate(headers) if h in _WRAPPED]
+    while sum(widths) > room:
+        widest = max(wrapped, key=lambda i: widths[i] - _WRAPPED[headers[i]])
+        if widths[widest] <= _WRAPPED[headers[widest]]:
+            break  # as narrow as they go
+        widths[widest] -= 1
+    return [w if i in wrapped else None for i, w in enumerate(widths)]
 
 
 def gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:

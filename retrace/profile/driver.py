@@ -49,6 +49,8 @@ from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
 
+REPORT_SECONDS = 1.0  # a complete run's progress line at most this often (a pass's last: always)
+
 
 class _Stop(Exception):
     """Raised from a hook to end the replay early (--gen-passes, --list-metrics)."""
@@ -85,6 +87,7 @@ class Profiler(ReplayListener):
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
+        self._planned = False  # `plan` is made (at the first context)
         self.profile = Profile(window=options.frames, calls=options.call_range)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
@@ -96,6 +99,7 @@ class Profiler(ReplayListener):
         self._on_ready: Callable[[], None] = lambda: None
         self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
+        self._reported = -REPORT_SECONDS  # when the last run's line was printed (monotonic)
         self._looping = False  # replaying the --loop frames (not the trace's own)
         self._contexts: dict[int, int] = {}  # id() of a traced context -> its number
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
@@ -178,6 +182,7 @@ class Profiler(ReplayListener):
     def _resolve(self) -> None:
         """At the first context: the tables' metrics and the passes."""
         planned = planner.plan(self.options.selections, self.backends_now())
+        self._planned = True
         self.profile.metrics, self.plan = planned.metrics, planned.passes
         loop = self.options.loop
         if loop is not None and loop < 0 and len(self.plan) > 1:
@@ -203,6 +208,8 @@ class Profiler(ReplayListener):
 
     def _start_pass(self) -> None:
         """At the pass's first current context: begin its backend's pass and measure."""
+        if self._live_line is not None:  # the passes are planned now: 'pass k of N'
+            self._live_line.label = self._pass_label()
         if self._pass >= len(self.plan):
             self.meter.start(None)
             return
@@ -336,9 +343,13 @@ class Profiler(ReplayListener):
             error = RetraceError(f"nothing measured: {why}")
         return lines, error
 
-    def _report(self, seconds: float) -> None:
-        """The progress line of a run, once it is complete (checkpointed)."""
-        if self.progress is not None:
+    def _report(self, seconds: float, last_of_pass: bool) -> None:
+        """The progress line of a run, once it is complete (checkpointed): that of the
+        pass's last run, and of others at most once a second (`--repeat 500` of a fast
+        trace would print 500 lines)."""
+        now = time.monotonic()
+        if self.progress is not None and (last_of_pass or now - self._reported >= REPORT_SECONDS):
+            self._reported = now
             rate = self.replayer.frame / seconds if seconds else 0.0
             print(
                 f"{self._pass_label()} done in {seconds:.2f} s ({rate:.1f} frames/s)",
@@ -347,9 +358,10 @@ class Profiler(ReplayListener):
             )
 
     def _pass_label(self) -> str:
-        """'retrace: pass k of N (run r of R)'; N is 1 until planned (at the first context)."""
-        passes = max(len(self.plan), 1)
-        return f"retrace: pass {self._pass + 1} of {passes}{self.repeats.label(self._run)}"
+        """'retrace: pass k of N (run r of R)'; 'of N' once the passes are planned (at the
+        first context)."""
+        of = f" of {max(len(self.plan), 1)}" if self._planned else ""  # (0: one bare replay)
+        return f"retrace: pass {self._pass + 1}{of}{self.repeats.label(self._run)}"
 
     def run(self) -> Profile:
         """Every pass (each `warmup + repeat` times); returns what was measured.
@@ -375,7 +387,7 @@ class Profiler(ReplayListener):
                             keys = self._keys(self.plan[self._pass])
                             self.repeats.combine(keys, self.profile, self._pass)
                         self._checkpoint(self._pass + 1, 0)
-                    self._report(seconds)
+                    self._report(seconds, run + 1 == runs)
                     if self.live is not None and contain.stop_requested():
                         contain.stop_here()  # between runs: the checkpoint has it all
                 self._first_run = 0

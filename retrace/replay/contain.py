@@ -200,12 +200,17 @@ def check(ending: Ending, trace: str) -> None:
 
 def _run_reporting(body: Callable[[], None]) -> int:
     """Run `body` as the CLI runs a command: an error is one stderr line; the exit status."""
-    from retrace.exits import run_reporting
+    from retrace.exits import INTERNAL_ERROR, run_reporting
 
     try:
         run_reporting(body)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 1
+    except Exception:  # a bug, re-raised under RETRACE_DEBUG: its traceback, not silence
+        import traceback
+
+        traceback.print_exc()
+        return INTERNAL_ERROR
     return 0
 
 

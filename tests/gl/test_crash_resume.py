@@ -251,8 +251,11 @@ def test_resume_refuses_a_changed_trace_and_finishes_a_finished_store(tmp_path):
     )
     usage = run_retrace("profile", "--resume", str(store), "--repeat", "2")
     assert usage.returncode == 2 and b"drop --repeat" in usage.stderr
-    missing = run_retrace("profile", "--resume", str(tmp_path / "nothing"))
-    assert missing.returncode == 1 and "cannot read store manifest" in one_error_line(missing)
+    missing = run_retrace("profile", "--resume", str(tmp_path / "nothing"))  # usage: 2
+    assert missing.returncode == 2 and "does not exist" in one_error_line(missing)
+    (tmp_path / "empty").mkdir()
+    empty = run_retrace("profile", "--resume", str(tmp_path / "empty"))  # no store in it: 1
+    assert empty.returncode == 1 and "cannot read store manifest" in one_error_line(empty)
 
 
 def test_an_interrupted_first_pass_keeps_its_ended_frames(tmp_path):

@@ -182,8 +182,9 @@ def test_loops_in_the_api(whole):
         ),
         (
             ["--loop=2", "--frames", "9-12"],
-            2,  # (checked before the replay)
-            "retrace: error: --frames 9-12: the trace has 5 frames (0-4)",
+            2,  # refused before the replay, as without --loop
+            "retrace: error: --frames 9-12: the trace has 5 frames (0-4) and 29 calls after the "
+            "last one (frame 5)",
         ),
     ],
 )
