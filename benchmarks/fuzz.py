@@ -44,17 +44,23 @@ from fuzzing import COMMANDS, FAILURES, OUTCOMES, Harness, Seed, numbered_case  
 
 
 def apitrace_outcome(apitrace: str, command: str, path: Path, timeout: float = 60) -> str:
-    """apitrace has no error-line convention: any non-zero exit counts as a clean error."""
+    return reference_outcome([apitrace, command, str(path)], timeout=timeout)
+
+
+def reference_outcome(
+    argv: list[str], env: dict[str, str] | None = None, timeout: float = 60
+) -> str:
+    """apitrace's tools have no error-line convention: any non-zero exit counts as a clean
+    error; death by a signal (or a shell's 128 + signal) as a crash."""
     try:
         done = subprocess.run(
-            [apitrace, command, str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=timeout,
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return "hang"
-    return "ok" if done.returncode == 0 else "crash" if done.returncode < 0 else "clean error"
+    if done.returncode == 0:
+        return "ok"
+    return "crash" if done.returncode < 0 or done.returncode > 128 else "clean error"
 
 
 def main() -> None:

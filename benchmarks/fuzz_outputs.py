@@ -1,0 +1,161 @@
+"""Crafted traces against the destinations retrace gives the driver: out-of-bounds writes
+counted, beside glretrace's and eglretrace's outcomes on the same files.
+
+    python benchmarks/fuzz_outputs.py [--cases 2000] [--seed 1] [--keep DIR] [--display :N]
+
+Each case is a real trace of traces/ (those with calls a replay issues that write
+through an output, or glPixelStore*) with one to three of those calls' numeric arguments
+changed -- widths, heights, row lengths and skips, pnames, formats, bufSize, n -- or an
+array recorded as an output shortened (`tests/fuzzing.py`'s `mutate_outputs`). Every
+case goes through `retrace replay -b`, in whose replay every readback and every output
+of unknown size writes into scratch memory followed by a guard of inaccessible address
+space (`retrace/replay/_guard.c`): a write past what retrace sized faults there and is
+reported as retrace's own error, counted here as "out-of-bounds write". The same file goes
+through `eglretrace -b` (EGL traces, headless) or `glretrace -b` (GLX traces, on
+--display). Outcomes:
+
+  ok                    exit 0
+  clean error           non-zero exit with one `retrace:` line (apitrace: any)
+  out-of-bounds write   the driver wrote past memory retrace gave it (the target: none)
+  driver crash          the driver crashed with retrace's arguments within bounds
+  traceback, hang, crash  retrace's own failures (crash: apitrace killed by a signal)
+
+Cases of the last four kinds are kept in --keep. Run by hand; a seeded subset runs in
+tests/gl/test_fuzz_outputs.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from threading import Lock, local
+
+from tabulate import tabulate
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fuzz import reference_outcome  # noqa: E402
+from fuzzing import (  # noqa: E402
+    COMMANDS,
+    Harness,
+    Seed,
+    Target,
+    numbered_output_case,
+    output_targets,
+)
+
+OUTCOMES = (
+    "ok",
+    "clean error",
+    "out-of-bounds write",
+    "driver crash",
+    "traceback",
+    "hang",
+    "crash",
+)
+KEPT = ("out-of-bounds write", "driver crash", "traceback", "hang", "crash")
+
+
+def output_seeds() -> list[tuple[Seed, tuple[Target, ...]]]:
+    """The traces of traces/ with calls to change that a replay issues (one per stream)."""
+    seeds = []
+    for path in sorted((ROOT / "traces").glob("*.trace")):
+        if path.name.count(".") > 1:  # es2tri.gzip.trace...: the same stream again
+            continue
+        seed = Seed.load(path)
+        targets = output_targets(seed)
+        if any(t.issued for t in targets):
+            seeds.append((seed, targets))
+    return seeds
+
+
+def retrace_outcome(harness: Harness, path: Path) -> tuple[str, str]:
+    """retrace's outcome, telling its own out-of-bounds writes and driver crashes apart."""
+    outcome, detail = harness.run([*COMMANDS["replay"], str(path)])
+    if outcome == "clean error" and "retrace's own error" in detail:
+        return "out-of-bounds write", detail
+    if outcome == "clean error" and "driver crashed" in detail:
+        return "driver crash", detail
+    return outcome, detail
+
+
+def reference_argv(path: Path, egl: bool) -> list[str]:
+    return [shutil.which("eglretrace" if egl else "glretrace") or "", "-b", str(path)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=2_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=120, help="seconds before a hang")
+    parser.add_argument(
+        "--reference-timeout", type=float, default=10, help="the same for glretrace/eglretrace"
+    )
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="where to keep the failing cases")
+    parser.add_argument("--display", default=os.environ.get("DISPLAY"), help="for glretrace")
+    options = parser.parse_args()
+    seeds = output_seeds()
+    egl = {seed.name: b"eglMakeCurrent" in seed.stream for seed, _ in seeds}
+    work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-outputs-"))
+    keep = options.keep or work / "kept"
+    keep.mkdir(parents=True, exist_ok=True)
+    counts: Counter[tuple[str, str]] = Counter()
+    by_seed: Counter[str] = Counter()
+    kept: list[str] = []
+    lock, mine, harnesses = Lock(), local(), []
+
+    def run_case(i: int) -> None:
+        name, data = numbered_output_case(seeds, options.seed, i)
+        if not hasattr(mine, "harness"):
+            mine.harness = Harness(options.timeout)
+            harnesses.append(mine.harness)
+        path = work / f"{i}.trace"
+        path.write_bytes(data)
+        outcome, detail = retrace_outcome(mine.harness, path)
+        if outcome in KEPT:
+            shutil.copy(path, keep / f"{i}.trace")
+            kept.append(f"{i} ({name}): {outcome}: {detail[-300:]}")
+        reference = "eglretrace" if egl[name] else "glretrace"
+        if egl[name] or options.display:
+            env = {**os.environ, "WAFFLE_PLATFORM": "surfaceless_egl"} if egl[name] else {
+                **os.environ, "DISPLAY": options.display}  # fmt: skip
+            argv = reference_argv(path, egl[name])
+            other = reference_outcome(argv, env, options.reference_timeout)
+        else:
+            other = "not run"
+        path.unlink()
+        with lock:
+            counts.update([("retrace replay", outcome), (f"{reference} -b", other)])
+            counts[(f"retrace replay ({reference} traces)", outcome)] += 1
+            by_seed[name] += 1
+        if i % 200 == 0:
+            print(f"{i} of {options.cases}", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(options.jobs) as pool:
+        list(pool.map(run_case, range(options.cases)))
+    for harness in harnesses:
+        harness.close()
+    rows = []
+    for command in ("retrace replay", "retrace replay (eglretrace traces)", "eglretrace -b",
+                    "retrace replay (glretrace traces)", "glretrace -b"):  # fmt: skip
+        total = sum(n for (c, _), n in counts.items() if c == command)
+        if total:
+            rows.append([command, total, *(counts[command, o] for o in OUTCOMES)])
+    print(tabulate(rows, ["command", "cases", *OUTCOMES], tablefmt="github"))
+    print(f"\ncases per seed: {dict(by_seed)}")
+    for line in kept:
+        print(line)
+    print(f"failing cases kept in {keep}")
+
+
+if __name__ == "__main__":
+    main()
