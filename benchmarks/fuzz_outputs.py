@@ -44,12 +44,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from fuzz import reference_outcome  # noqa: E402
 from fuzzing import (  # noqa: E402
-    COMMANDS,
     Harness,
     Seed,
     Target,
     numbered_output_case,
     output_targets,
+    replay_outcome,
 )
 
 OUTCOMES = (
@@ -75,16 +75,6 @@ def output_seeds() -> list[tuple[Seed, tuple[Target, ...]]]:
         if any(t.issued for t in targets):
             seeds.append((seed, targets))
     return seeds
-
-
-def retrace_outcome(harness: Harness, path: Path) -> tuple[str, str]:
-    """retrace's outcome, telling its own out-of-bounds writes and driver crashes apart."""
-    outcome, detail = harness.run([*COMMANDS["replay"], str(path)])
-    if outcome == "clean error" and "retrace's own error" in detail:
-        return "out-of-bounds write", detail
-    if outcome == "clean error" and "driver crashed" in detail:
-        return "driver crash", detail
-    return outcome, detail
 
 
 def reference_argv(path: Path, egl: bool) -> list[str]:
@@ -120,7 +110,7 @@ def main() -> None:
             harnesses.append(mine.harness)
         path = work / f"{i}.trace"
         path.write_bytes(data)
-        outcome, detail = retrace_outcome(mine.harness, path)
+        outcome, detail = replay_outcome(mine.harness, path)
         if outcome in KEPT:
             shutil.copy(path, keep / f"{i}.trace")
             kept.append(f"{i} ({name}): {outcome}: {detail[-300:]}")

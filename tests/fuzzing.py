@@ -454,6 +454,16 @@ def classify(code: int, stderr: str) -> str:
     return "clean error" if errors == lines[-1:] else "traceback"
 
 
+def replay_outcome(harness: Harness, path: Path) -> tuple[str, str]:
+    """retrace's outcome, telling its own out-of-bounds writes and driver crashes apart."""
+    outcome, detail = harness.run([*COMMANDS["replay"], str(path)])
+    if outcome == "clean error" and "retrace's own error" in detail:
+        return "out-of-bounds write", detail
+    if outcome == "clean error" and "driver crashed" in detail:
+        return "driver crash", detail
+    return outcome, detail
+
+
 def crash_site(argv: list[str]) -> str:
     """Rerun a crashed case alone under gdb: 'driver crash' when the faulting instruction
     is in the GL driver, a library of it or llvmpipe's JIT code (the only executable

@@ -27,7 +27,7 @@ from retrace.replay import _guard
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.sizes import (
     GL_PACK_COMPRESSED_BLOCK,
-    MOST_OUTPUT_BYTES,
+    MOST_READBACK_BYTES,
     PACK_PNAMES,
     PackState,
     compressed_bytes,
@@ -121,10 +121,10 @@ class Readback:
             return
         values = list(args)
         size = self.size(args)
-        if size > MOST_OUTPUT_BYTES:  # no memory to give it: the replay cannot go on
+        if size > MOST_READBACK_BYTES:  # no memory to give it: the replay cannot go on
             raise RetraceError(
                 f"{self.name} would write {size} bytes into the program's memory, more than "
-                f"retrace gives a readback ({MOST_OUTPUT_BYTES >> 20} MiB): a damaged trace"
+                f"retrace gives a readback ({MOST_READBACK_BYTES >> 20} MiB): a damaged trace"
             )
         values[self.pointer] = _guard.scratch(size)
         if self.buf_size is not None:  # what the program allowed, and never more than that
