@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -388,20 +389,15 @@ class Compiler:
                 stops[i] = 1
         if self._only is None and self._hook_calls is None:
             return bytes(stops)
-        # every call is asked (--calls, snapshots): numpy asks them at once (not needed
-        # by a plain replay or a profile, which start sooner without it)
-        import numpy as np
-
-        table = batch.table()
-        by_sig = np.zeros(len(self._read_ahead), np.uint32)
+        # every call is asked (--calls, snapshots), in C: its number, its signature's flags
+        by_sig = array("Q", [0]) * len(self._read_ahead)
         for sig_id, sig in sigs.functions.items():
             by_sig[sig_id] = int(sig.flags)
-        call_flags = by_sig[table["sig"]]
-        asked = np.frombuffer(stops, bool)
+        nos, kinds = batch.column("no").tobytes(), batch.column("sig").tobytes()
         if self._hook_calls is not None:
-            asked |= self._hook_calls.contains_many(table["no"], call_flags)
+            self._hook_calls.mark(stops, nos, by_sig, kinds)
         if self._only is not None:
-            asked |= ~self._only.contains_many(table["no"], call_flags)
+            self._only.mark(stops, nos, by_sig, kinds, invert=True)
         return bytes(stops)
 
     def _add_call(

@@ -21,7 +21,8 @@ says which arrived, for the caller to report and keep what is complete. A
 having saved everything up to there (`stop_requested`, `stop_here`), and is
 killed only if it has not within `GRACE_SECONDS` or at a second signal. The
 child dies with the parent too (PR_SET_PDEATHSIG), so a SIGKILL of the parent
-leaves no replay running on its own.
+leaves no replay running on its own. With --sandbox the child confines itself before
+the body runs (`retrace.replay.sandbox`), to writing only the paths `writes` names.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import mmap
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from retrace.errors import Interrupted, RetraceError
@@ -66,11 +68,17 @@ class Ending(NamedTuple):
 
 
 def supervise(
-    body: Callable[[], None], errors_to: str | None = None, graceful: bool = False
+    body: Callable[[], None],
+    errors_to: str | None = None,
+    graceful: bool = False,
+    writes: Sequence[str] = (),
+    display: bool = False,
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
-    or in the file `errors_to`); wait for it. `graceful`: see the module's docstring."""
-    from retrace.replay import _guard, _vm
+    or in the file `errors_to`); wait for it. `graceful`: see the module's docstring.
+    Under --sandbox, the child may write only beneath `writes` (folders, or files: made
+    empty now where missing), and talk to a display server if `display`."""
+    from retrace.replay import _guard, _vm, sandbox
 
     # anonymous and MAP_SHARED: the same page after fork
     words = mmap.mmap(-1, (_vm.PROGRESS_WORDS + _guard.OVERRUN_WORDS) * 8)
@@ -98,10 +106,11 @@ def supervise(
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
     try:
-        child.append(_fork(body, words, errors_to, graceful))
-        if received:  # a signal came between the handler and the fork
-            stop(received.pop(), None)
-        _, status = os.waitpid(child[0], 0)
+        with sandbox.prepared(writes, display) as confine:
+            child.append(_fork(body, words, errors_to, graceful, confine))
+            if received:  # a signal came between the handler and the fork
+                stop(received.pop(), None)
+            _, status = os.waitpid(child[0], 0)
     finally:
         signal.alarm(0)
         for number, handler in previous.items():
@@ -117,8 +126,15 @@ def supervise(
     )
 
 
-def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None, graceful: bool) -> int:
-    """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
+def _fork(
+    body: Callable[[], None],
+    words: mmap.mmap,
+    errors_to: str | None,
+    graceful: bool,
+    confine: Callable[[], None] | None,
+) -> int:
+    """Fork; the child publishes its replay progress in `words`, confines itself (`confine`,
+    under --sandbox), runs `body` and exits."""
     from retrace.replay import _guard, _vm
 
     sys.stdout.flush()
@@ -136,11 +152,16 @@ def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None, gra
         _guard.watch(memoryview(words)[_vm.PROGRESS_WORDS * 8 :])
         if errors_to is not None:
             sys.stderr = open(errors_to, "w")  # noqa: SIM115 - the child's until it exits
-        code = _run_reporting(body)
+        code = _run_reporting(body if confine is None else partial(_confined, confine, body))
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _confined(confine: Callable[[], None], body: Callable[[], None]) -> None:
+    confine()
+    body()
 
 
 def _stopping_at(number: int, frame: object) -> None:
@@ -159,9 +180,11 @@ def stop_here() -> None:
     os._exit(0)
 
 
-def contained(trace: str, body: Callable[[], None]) -> None:
+def contained(
+    trace: str, body: Callable[[], None], writes: Sequence[str] = (), display: bool = False
+) -> None:
     """Run `body`, which replays `trace`, in a child; raise what `check` raises."""
-    check(supervise(body), trace)
+    check(supervise(body, writes=writes, display=display), trace)
 
 
 def check(ending: Ending, trace: str) -> None:
