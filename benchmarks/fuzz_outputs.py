@@ -31,18 +31,13 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from threading import Lock, local
-
-from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fuzz import reference_outcome  # noqa: E402
+from fuzz import outcome_table, reference_outcome, run_cases  # noqa: E402
 from fuzzing import (  # noqa: E402
     Harness,
     Seed,
@@ -98,50 +93,36 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-outputs-"))
     keep = options.keep or work / "kept"
     keep.mkdir(parents=True, exist_ok=True)
-    counts: Counter[tuple[str, str]] = Counter()
-    by_seed: Counter[str] = Counter()
     kept: list[str] = []
-    lock, mine, harnesses = Lock(), local(), []
 
-    def run_case(i: int) -> None:
+    def run_case(harness: Harness, i: int) -> list[tuple[str, str]]:
         name, data = numbered_output_case(seeds, options.seed, i)
-        if not hasattr(mine, "harness"):
-            mine.harness = Harness(options.timeout)
-            harnesses.append(mine.harness)
         path = work / f"{i}.trace"
         path.write_bytes(data)
-        outcome, detail = replay_outcome(mine.harness, path)
+        outcome, detail = replay_outcome(harness, path)
         if outcome in KEPT:
             shutil.copy(path, keep / f"{i}.trace")
             kept.append(f"{i} ({name}): {outcome}: {detail[-300:]}")
         reference = "eglretrace" if egl[name] else "glretrace"
+        other = "not run"
         if egl[name] or options.display:
             env = {**os.environ, "WAFFLE_PLATFORM": "surfaceless_egl"} if egl[name] else {
                 **os.environ, "DISPLAY": options.display}  # fmt: skip
             argv = reference_argv(path, egl[name])
             other = reference_outcome(argv, env, options.reference_timeout)
-        else:
-            other = "not run"
         path.unlink()
-        with lock:
-            counts.update([("retrace replay", outcome), (f"{reference} -b", other)])
-            counts[(f"retrace replay ({reference} traces)", outcome)] += 1
-            by_seed[name] += 1
-        if i % 200 == 0:
-            print(f"{i} of {options.cases}", file=sys.stderr, flush=True)
+        return [
+            ("retrace replay", outcome),
+            (f"retrace replay ({reference} traces)", outcome),
+            (f"{reference} -b", other),
+            ("seed", name),
+        ]
 
-    with ThreadPoolExecutor(options.jobs) as pool:
-        list(pool.map(run_case, range(options.cases)))
-    for harness in harnesses:
-        harness.close()
-    rows = []
-    for command in ("retrace replay", "retrace replay (eglretrace traces)", "eglretrace -b",
-                    "retrace replay (glretrace traces)", "glretrace -b"):  # fmt: skip
-        total = sum(n for (c, _), n in counts.items() if c == command)
-        if total:
-            rows.append([command, total, *(counts[command, o] for o in OUTCOMES)])
-    print(tabulate(rows, ["command", "cases", *OUTCOMES], tablefmt="github"))
-    print(f"\ncases per seed: {dict(by_seed)}")
+    counts = run_cases(options.cases, options.jobs, options.timeout, run_case)
+    commands = ("retrace replay", "retrace replay (eglretrace traces)", "eglretrace -b",
+                "retrace replay (glretrace traces)", "glretrace -b")  # fmt: skip
+    print(outcome_table(counts, commands, OUTCOMES))
+    print(f"\ncases per seed: { {name: n for (c, name), n in counts.items() if c == 'seed'} }")
     for line in kept:
         print(line)
     print(f"failing cases kept in {keep}")

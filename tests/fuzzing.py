@@ -42,6 +42,7 @@ from tracegen import uint, wrap_snappy
 
 from retrace.trace.container import TraceStream
 from retrace.trace.reader import TraceReader
+from retrace.trace.reader import _uint as read_uint  # apitrace's varint
 
 # how retrace is asked to read a trace, per command
 COMMANDS: dict[str, list[str]] = {
@@ -225,17 +226,6 @@ class Target:
     arrays: tuple[Recorded, ...]
 
 
-def _read_uint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
-
-
 class _Events:
     """Walks a version-6 event stream, keeping the signatures defined at first use."""
 
@@ -246,7 +236,7 @@ class _Events:
         self.members: dict[int, int] = {}
 
     def _string(self, pos: int) -> int:
-        n, pos = _read_uint(self.data, pos)
+        n, pos = read_uint(self.data, pos)
         return pos + n
 
     def value(self, pos: int, numbers: list[Number], arrays: list[Recorded]) -> int:
@@ -255,7 +245,7 @@ class _Events:
         if tag <= 2:  # null, false, true
             return pos
         if tag in (3, 4):  # sint, uint
-            n, pos = _read_uint(data, pos)
+            n, pos = read_uint(data, pos)
             numbers.append(Number(start, pos, -n if tag == 3 else n))
             return pos
         if tag in (5, 6):  # float, double
@@ -266,19 +256,19 @@ class _Events:
         if tag in (7, 8):  # string, blob
             return self._string(pos)
         if tag in (9, 10, 12):  # enum, bitmask, struct: a signature defined at first use
-            sig, pos = _read_uint(data, pos)
+            sig, pos = read_uint(data, pos)
             if (tag, sig) not in self.defined:
                 self.defined.add((tag, sig))
                 pos = self._signature(tag, sig, pos)
             if tag == 9:
                 return self.value(pos, numbers, arrays)
             if tag == 10:
-                return _read_uint(data, pos)[1]
+                return read_uint(data, pos)[1]
             for _ in range(self.members[sig]):
                 pos = self.value(pos, numbers, arrays)
             return pos
         if tag == 11:  # array
-            n, after = _read_uint(data, pos)
+            n, after = read_uint(data, pos)
             elements, at = [], after
             for _ in range(n):
                 elements.append(at)
@@ -286,13 +276,13 @@ class _Events:
             arrays.append(Recorded(pos, after, (*elements, at)))
             return at
         if tag == 13:  # opaque pointer
-            return _read_uint(data, pos)[1]
+            return read_uint(data, pos)[1]
         if tag == 14:  # repr: human, then machine
             return self.value(self.value(pos, [], []), numbers, arrays)
         if tag == 15:  # wide string
-            n, pos = _read_uint(data, pos)
+            n, pos = read_uint(data, pos)
             for _ in range(n):
-                pos = _read_uint(data, pos)[1]
+                pos = read_uint(data, pos)[1]
             return pos
         raise ValueError(f"value tag {tag} at {start}")
 
@@ -300,15 +290,15 @@ class _Events:
         data = self.data
         if tag == 12:
             pos = self._string(pos)
-            n, pos = _read_uint(data, pos)
+            n, pos = read_uint(data, pos)
             self.members[sig] = n
             for _ in range(n):
                 pos = self._string(pos)
             return pos
-        n, pos = _read_uint(data, pos)
+        n, pos = read_uint(data, pos)
         for _ in range(n):
             pos = self._string(pos)
-            pos = self.value(pos, [], []) if tag == 9 else _read_uint(data, pos)[1]
+            pos = self.value(pos, [], []) if tag == 9 else read_uint(data, pos)[1]
         return pos
 
     def calls(self, start: int) -> list[tuple[str, list[Number], list[Recorded]]]:
@@ -318,20 +308,20 @@ class _Events:
             kind = data[pos]
             pos += 1
             if kind == 0:  # enter: thread, signature, arguments
-                pos = _read_uint(data, pos)[1]
-                sig, pos = _read_uint(data, pos)
+                pos = read_uint(data, pos)[1]
+                sig, pos = read_uint(data, pos)
                 if sig not in self.functions:
                     name_end = self._string(pos)
-                    n, at = _read_uint(data, pos)
+                    n, at = read_uint(data, pos)
                     self.functions[sig] = data[at:name_end].decode()
                     pos = name_end
-                    n, pos = _read_uint(data, pos)
+                    n, pos = read_uint(data, pos)
                     for _ in range(n):
                         pos = self._string(pos)
                 name = self.functions[sig]
                 names.append(name)
             elif kind == 1:  # leave: the call's number, then its outputs and result
-                no, pos = _read_uint(data, pos)
+                no, pos = read_uint(data, pos)
                 name = names[no] if no < len(names) else ""
             else:
                 raise ValueError(f"event {kind} at {pos - 1}")
@@ -343,12 +333,12 @@ class _Events:
                 if detail == 0:
                     break
                 if detail == 1:  # an argument
-                    pos = _read_uint(data, pos)[1]
+                    pos = read_uint(data, pos)[1]
                     pos = self.value(pos, numbers, arrays)
                 elif detail == 2:  # the result: not an argument
                     pos = self.value(pos, [], [])
                 elif detail in (3, 5):  # thread, flags
-                    pos = _read_uint(data, pos)[1]
+                    pos = read_uint(data, pos)[1]
                 else:
                     raise ValueError(f"call detail {detail} at {pos - 1} (a backtrace)")
             out.append((name, numbers, arrays))
