@@ -56,15 +56,12 @@ def request(mode: str) -> None:
     """--sandbox (`mode` "on") or --sandbox=best-effort: replay children confine themselves.
     A kernel without Landlock or seccomp filters is refused, or with best-effort a warning."""
     missing = {name: why for name, why in _lacking().items() if why}
+    reasons, names = "; ".join(dict.fromkeys(missing.values())), " and ".join(missing)
     if missing and mode != "best-effort":
-        reasons = "; ".join(missing.values())
-        raise RetraceError(
-            f"--sandbox: {reasons}; --sandbox=best-effort replays without {' and '.join(missing)}"
-        )
+        raise RetraceError(f"--sandbox: {reasons}; --sandbox=best-effort replays without {names}")
     if missing:
         print(
-            f"retrace: warning: --sandbox=best-effort: {'; '.join(missing.values())}: "
-            f"the replay runs without {' and '.join(missing)}",
+            f"retrace: warning: --sandbox=best-effort: {reasons}: the replay runs without {names}",
             file=sys.stderr,
         )
     _requested[:] = [("Landlock" not in missing, "seccomp" not in missing)]
@@ -74,6 +71,8 @@ def _lacking() -> dict[str, str | None]:
     """Why each mechanism cannot be used here, or None where it can."""
     from retrace.replay.sandbox import landlock, seccomp
 
+    if not sys.platform.startswith("linux"):  # (the system call numbers would mean others)
+        return dict.fromkeys(("Landlock", "seccomp"), f"{sys.platform} is not Linux")
     try:
         landlock.abi()
         no_landlock = None
