@@ -44,7 +44,7 @@ MODES = ("on", "best-effort")
 PROBE = "RETRACE_TEST_SANDBOX_PROBE"  # tests only: a file the confined child tries to write
 _AF_UNIX = 1
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
-_DEVICES = ("/dev/dri", "/dev/nvidia*", "/dev/null")  # what GL drivers open read-write
+_DEVICES = ("/dev/dri", "/dev/null")  # what GL drivers open read-write (and /dev/nvidia*)
 _CACHE_VARIABLES = {  # each driver's shader cache, in the sandbox's cache folder
     "MESA_SHADER_CACHE_DIR": "mesa_shader_cache",
     "__GL_SHADER_DISK_CACHE_PATH": "nvidia_shader_cache",
@@ -96,32 +96,34 @@ def prepared(writes: Sequence[str], display: bool) -> Iterator[Callable[[], None
     if not _requested:
         yield None
         return
-    import shutil
-    import tempfile
-
     from retrace.gl.registry import load_registry
 
     load_registry("gl")  # the child inherits it parsed, and could not fill the registry cache
     caches = _folder()
+    # (not tempfile's mkdtemp: its imports cost the command 5-10 ms)
+    name = f"retrace-sandbox-{os.getpid()}-{os.urandom(4).hex()}"
+    scratch = os.path.join(os.environ.get("TMPDIR") or "/tmp", name)
     try:
         os.makedirs(caches, exist_ok=True)
         for path in writes:  # a file the child will write: made now, for a rule to name it
             if not os.path.exists(path):
                 open(path, "a").close()  # noqa: SIM115
-        scratch = tempfile.mkdtemp(prefix="retrace-sandbox-")
+        os.mkdir(scratch, 0o700)
     except OSError as e:
         raise RetraceError(f"--sandbox: cannot make its folders: {e.strerror}") from None
     try:
         yield partial(_enter, tuple(writes), display, scratch, caches)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            os.rmdir(scratch)  # the data pool's file had no name: the folder is empty
+        except OSError:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _enter(writes: tuple[str, ...], display: bool, scratch: str, caches: str) -> None:
     """In the child, before anything of the trace: confine this process."""
-    import glob
-    import tempfile  # (imported already: `prepared` made the folder with it)
-
     from retrace.replay.sandbox import landlock, seccomp
 
     use_landlock, use_seccomp = _requested[0]
@@ -129,13 +131,17 @@ def _enter(writes: tuple[str, ...], display: bool, scratch: str, caches: str) ->
     os.environ["RETRACE_CACHE_DIR"] = caches
     for variable, name in _CACHE_VARIABLES.items():
         os.environ[variable] = os.path.join(caches, name)
-    tempfile.tempdir = None  # it remembers the $TMPDIR it saw first
+    if "tempfile" in sys.modules:
+        import tempfile
+
+        tempfile.tempdir = None  # it remembers the $TMPDIR it saw first
     if display:  # importing pyGLFW runs a Python to ask its library's version: now, then
         with contextlib.suppress(ImportError):  # (the viewer reports it missing)
             importlib.import_module("glfw")
     try:
         if use_landlock:
-            devices = [path for pattern in _DEVICES for path in glob.glob(pattern)]
+            nvidia = [f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia")]
+            devices = [*_DEVICES, *nvidia]
             landlock.restrict(
                 [("/", landlock.READ)]
                 + [(path, landlock.DEVICE) for path in devices]
