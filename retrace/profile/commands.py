@@ -66,7 +66,7 @@ def _list_metrics(trace: str, as_json: bool) -> None:
                             "reason": why,
                         }
                     )
-                for metric in backend.metrics():
+                for metric in sorted(backend.metrics(), key=lambda m: (m.group, m.id)):
                     usable, reason = backend.available(metric) if ok else (False, why)
                     rows.append(
                         {
@@ -367,5 +367,6 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
         tables = f"the tables to {job.output or 'standard output'}"
         what = e.filename if e.filename and e.filename != job.output else tables  # the metadata?
         raise RetraceError(
-            f"cannot write {what}: {e.strerror or e}; the measurements are kept in {store.path}"
+            f"cannot write {what}: {e.strerror or e}; the measurements are kept: write the "
+            f"tables with retrace profile --resume {store.path} -o FILE"
         ) from None
