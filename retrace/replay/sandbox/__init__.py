@@ -92,7 +92,8 @@ def _folder() -> str:
 def prepared(writes: Sequence[str], display: bool) -> Iterator[Callable[[], None] | None]:
     """In the parent, around the fork: the child's own temporary folder, removed after it,
     and the function the child calls to confine itself (None without --sandbox).
-    `writes`: the paths its command writes; `display`: it talks to a display server."""
+    `writes`: the paths its command writes (folders end with a separator); `display`: it
+    talks to a display server."""
     if not _requested:
         yield None
         return
@@ -105,8 +106,10 @@ def prepared(writes: Sequence[str], display: bool) -> Iterator[Callable[[], None
     scratch = os.path.join(os.environ.get("TMPDIR") or "/tmp", name)
     try:
         os.makedirs(caches, exist_ok=True)
-        for path in writes:  # a file the child will write: made now, for a rule to name it
-            if not os.path.exists(path):
+        for path in writes:  # made now where missing, for a rule to name it
+            if path.endswith(os.sep):
+                os.makedirs(path, exist_ok=True)  # (as the first snapshot would make it)
+            elif not os.path.exists(path):
                 open(path, "a").close()  # noqa: SIM115
         os.mkdir(scratch, 0o700)
     except OSError as e:
