@@ -82,10 +82,13 @@ def _bare_sandbox(args: list[str]) -> list[str]:
     from retrace.replay.sandbox import MODES
 
     values = [[mode] for mode in MODES]
-    return [
-        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
-        for i, a in enumerate(args)
+    end = args.index("--") if "--" in args else len(args)
+    bare = [
+        i
+        for i, a in enumerate(args[:end])
+        if a == "--sandbox" and args[i + 1 : i + 2] not in values
     ]
+    return [f"{a}={MODES[0]}" if i in bare else a for i, a in enumerate(args)]
 
 
 class _Cli(click.Group):

@@ -159,9 +159,9 @@ def pixels(text: str, boundary: Boundary) -> list[float | None]:
     return [None if math.isnan(v) else v for v in values]
 
 
-def assert_resumes_to(uninterrupted: str, store: Path, tmp_path: Path) -> None:
+def assert_resumes_to(uninterrupted: str, store: Path, tmp_path: Path, *options: str) -> None:
     out = tmp_path / "resumed.tsv"
-    r = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(out))
+    r = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(out), *options)
     assert r.returncode == 0, r.stderr
     resumed = out.read_text()
     assert shape(resumed) == shape(uninterrupted)
