@@ -184,10 +184,12 @@ def test_an_unreachable_url_is_one_line_per_trace_and_the_rest_runs(tmp_path, db
 
 
 def test_a_performance_run_loops_the_last_frame(tmp_path, db):
+    """As Mesa's performance jobs ask piglit for one: PIGLIT_REPLAY_SUBCOMMAND=profile."""
     path = description(tmp_path, ES2GEARS)
     out = tmp_path / "o"
-    done = batch(path, "--device", DEVICE, "--db-path", db, "--loop", 4, "--warmup", 1,
-                 "-o", out, "--db", tmp_path / "r.duckdb")  # fmt: skip
+    env = {"PIGLIT_REPLAY_SUBCOMMAND": "profile", "PIGLIT_REPLAY_LOOP_TIMES": "4"}
+    done = batch(path, "--device", DEVICE, "--db-path", db, "--warmup", 1, "-o", out,
+                 "--db", tmp_path / "r.duckdb", env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     times = results(out)[f"trace@{DEVICE}@demo@es2gears.trace"]["images"][0]["frame_times"]
     assert len(times) == 4 and all(isinstance(t, int) and t > 0 for t in times)
