@@ -22,6 +22,7 @@ A Mesa traces description file (``traces-*.yml``) is a manifest too:
 last frame's checksum as piglit's replayer does (`lastframe.py`), and writes
 piglit's results.json.bz2 from the database.
 
-DuckDB and Ray are the optional extra ``farm``, ruamel.yaml the extra ``ci``; each is imported only inside
-the feature that needs it, so `retrace` itself starts without them.
+DuckDB and Ray are the optional extra ``farm``, ruamel.yaml the extra ``ci``;
+each is imported only inside the feature that needs it, so `retrace` itself
+starts without them.
 """

@@ -7,8 +7,10 @@ with piglit's fields: ``result`` (pass, fail, crash, timeout, skip),
 piglit fills them, ``checksum_render`` as newer piglit adds it, which Mesa's
 update_traces_checksum.py reads; a performance run's ``frame_times``), the
 command, return code, time and output. `piglit summary console|html|
-aggregate` read it. Traces of other devices are not tests there, as in
-piglit; the database and JUnit have them as skipped.
+aggregate` read it. Traces of other devices and those a label skips are not
+tests there, as in piglit (so Mesa's `summary console | grep -v ": pass"`
+finds only what failed); the database and JUnit have them as skipped. A
+trace of another replayer (``.rdc``) is a test, skipped: it is not checked.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def write_results(
     """Write `output`/results.json.bz2 for the traces of `planned` on `device`; its path."""
     tests: dict[str, Any] = {}
     for item in planned:
-        if item.expectation is None:  # another device's trace: not a test of this run
+        if not item.test or item.expectation is None:  # another device's, or skipped by a label
             continue
         path = item.entry.path
         row = con.execute(
