@@ -76,6 +76,7 @@ class Job:
     env: tuple[tuple[str, str], ...] = ()
     resources: tuple[tuple[str, float], ...] = ()
     expect: Expect = field(default_factory=Expect)
+    sandbox: str | None = None  # --sandbox's mode, for the profile and the MD5 replay
     loop: int = 0  # --loop: the last frame replayed this many more times, measured
     last_frame: str | None = None  # a CI job: the folder for its last frame's image
     keep_image: bool = False  # keep that image when it has the expected checksum too
@@ -90,19 +91,23 @@ class Job:
         loop = ["--loop", str(self.loop)] if self.loop else []
         return [*self.selection, "--repeat", str(self.repeat), "--warmup", str(self.warmup), *loop]
 
+    def sandbox_args(self) -> list[str]:
+        return [] if self.sandbox is None else [f"--sandbox={self.sandbox}"]
+
     def settings(self) -> str:
         """What decides the measurement besides the trace, as canonical JSON: a finished run
         is reused by a resumed batch only if this and the trace's SHA-256 are unchanged."""
-        return json.dumps(
-            {
-                "profile": self.profile_args(),
-                "env": dict(self.env),
-                "frames": self.frames,
-                "calls": self.calls,
-                **({"checksum": self.expect.checksum} if self.last_frame is not None else {}),
-            },
-            sort_keys=True,
-        )
+        settings = {
+            "profile": self.profile_args(),
+            "env": dict(self.env),
+            "frames": self.frames,
+            "calls": self.calls,
+        }
+        if self.last_frame is not None:
+            settings["checksum"] = self.expect.checksum
+        if self.sandbox is not None:  # (absent otherwise: earlier batches' runs still match)
+            settings["sandbox"] = self.sandbox
+        return json.dumps(settings, sort_keys=True)
 
 
 @dataclass
@@ -144,7 +149,8 @@ def run_job(job: Job) -> Outcome:
         return Outcome(FAILED, reason, started=started, host=host)
     with tempfile.TemporaryDirectory(prefix="retrace-job-") as scratch:
         out = Path(scratch) / "profile.tsv"
-        command = [sys.executable, "-m", "retrace", "profile", "--quiet", *job.profile_args()]
+        command = [sys.executable, "-m", "retrace", "profile", "--quiet", *job.sandbox_args()]
+        command += job.profile_args()
         outcome = _child([*command, "-o", str(out), job.trace.path], job)
         outcome.started, outcome.host = started, host
         outcome.tsv = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
@@ -254,7 +260,7 @@ def _check_last_frame(job: Job, outcome: Outcome) -> None:
 def _check_md5(job: Job, outcome: Outcome) -> None:
     """Replay for the frames' MD5s and compare them with the manifest's."""
     command = [sys.executable, "-m", "retrace", "replay", "-s", "-", "--snapshot-format=MD5"]
-    replay = _child([*command, job.trace.path], job)
+    replay = _child([*command, *job.sandbox_args(), job.trace.path], job)
     if replay.status != OK:
         outcome.status, outcome.reason = replay.status, f"MD5 replay: {replay.reason}"
         return
