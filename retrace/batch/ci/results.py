@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import bz2
 import json
-import socket
+import platform
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrace.batch.ci.description import Planned
+from retrace.writer.atomic import replaced
 
 if TYPE_CHECKING:
     import duckdb
@@ -103,15 +104,14 @@ def write_results(
         "__type__": "TestrunResult",
         "results_version": RESULTS_VERSION,
         "name": output.absolute().name,
-        "info": {"system": {"uname": socket.gethostname()}},
+        "info": {"system": {"uname": " ".join(platform.uname())}},
         "options": {"profile": ["replay"], "env": {}},
         "time_elapsed": {"start": started, "end": time.time(), "__type__": "TimeAttribute"},
         "tests": tests,
     }
     out = output / RESULTS_FILE
-    partial = out.with_name(out.name + ".part")
-    partial.write_bytes(bz2.compress(json.dumps(document, indent=1).encode()))
-    partial.replace(out)
+    with replaced(str(out), "wb") as stream:
+        stream.write(bz2.compress(json.dumps(document, indent=1).encode()))
     return out
 
 
