@@ -101,6 +101,8 @@ class TraceWriter:
         self._ids: dict[tuple[str, object], int] = {}  # (kind, key) -> id in this trace
         self._count: dict[str, int] = {}  # ids given per kind
         self._frames_defined: set[int] = set()  # backtrace frames
+        # per enum signature read, the values to define it with (copy_call; None: all)
+        self.enum_values: dict[builtins.int, set[builtins.int]] | None = None
         self.calls = 0  # calls written: the next call's number
         self.written = 0  # bytes handed out by take()
         # (stream offset where the event ends, "enter" or "leave", call number)
@@ -319,6 +321,9 @@ class TraceWriter:
         elif tag == Tag.ENUM:
             sid = v.aux[i]
             raw = sigs.enums[sid].pairs
+            if self.enum_values is not None and self.version >= 3:
+                wanted = self.enum_values.get(sid, ())
+                raw = tuple(pair for pair in raw if pair[1] in wanted)
             out += b"\x09" + self._sig("enum", ("read", sid), lambda: self._enum_definition(raw))
             if self.version >= 3:
                 out += self.int(v.signed(i))
