@@ -76,7 +76,7 @@ def frames_of(trace: Path) -> int:
     return int(json.loads(done.stdout)["FramesCount"])
 
 
-def trim_commands(trace: Path, frame: int, out: Path) -> dict[str, list[str]]:
+def trim_commands(trace: Path, frame: int) -> dict[str, list[str]]:
     return {
         "retrace": [sys.executable, "-m", "retrace", "trim", str(trace), "--frames", str(frame)],
         "apitrace trim": ["apitrace", "trim", f"--frames={frame}", str(trace)],
@@ -91,7 +91,7 @@ def case(trace: Path, frame: int, env: dict[str, str], folder: Path) -> dict[str
     replay_s, _ = run([sys.executable, "-m", "retrace", "replay", "-b", str(trace)], env)
     row: dict[str, object] = {"deterministic": deterministic, "replay_s": replay_s}
     size = trace.stat().st_size
-    for name, argv in trim_commands(trace, frame, folder).items():
+    for name, argv in trim_commands(trace, frame).items():
         out = folder / f"{name.replace(' ', '-')}.trace"
         out.unlink(missing_ok=True)
         seconds, done = run([*argv, "-o", str(out)], env)

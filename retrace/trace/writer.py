@@ -320,17 +320,13 @@ class TraceWriter:
             out += v.pool[start : start + v.aux[i]]
         elif tag == Tag.ENUM:
             sid = v.aux[i]
-            raw = sigs.enums[sid].pairs
-            if self.enum_values is not None and self.version >= 3:
-                wanted = self.enum_values.get(sid, ())
-                raw = tuple(pair for pair in raw if pair[1] in wanted)
-            out += b"\x09" + self._sig("enum", ("read", sid), lambda: self._enum_definition(raw))
+            out += b"\x09" + self._sig("enum", ("read", sid), lambda: self._read_enum(sid, sigs))
             if self.version >= 3:
                 out += self.int(v.signed(i))
         elif tag == Tag.BITMASK:
             flags = sigs.bitmasks[v.aux[i]].flags
-            sid = self._sig("bitmask", ("read", v.aux[i]), lambda: self._bitmask_definition(flags))
-            out += b"\x0a" + sid + uint(v.u[i])
+            ref = self._sig("bitmask", ("read", v.aux[i]), lambda: self._bitmask_definition(flags))
+            out += b"\x0a" + ref + uint(v.u[i])
         elif tag == Tag.FLOAT:
             out += b"\x05" + struct.pack("<f", v.double(i))
         elif tag == Tag.DOUBLE:
@@ -342,6 +338,14 @@ class TraceWriter:
         else:  # null, false, true
             out += bytes((tag,))
         return i + 1
+
+    def _read_enum(self, sid: builtins.int, sigs: Signatures) -> bytes:
+        """The definition of a read enum signature: with the values used, where known."""
+        pairs = sigs.enums[sid].pairs
+        if self.enum_values is not None and self.version >= 3:
+            wanted = self.enum_values.get(sid, ())
+            pairs = tuple(pair for pair in pairs if pair[1] in wanted)
+        return self._enum_definition(pairs)
 
     def _copy_nested(
         self, v: NodeLists, i: builtins.int, tag: builtins.int, sigs: Signatures

@@ -95,7 +95,7 @@ def broken(name: str, spec: str, tmp_path: Path, drop: re.Pattern[str]) -> bool:
     written = write_trim(trace, part, 0, out, cuts)
     original = snapshots(trace, [no for _, no in part.checks], part.frames[1], str(tmp_path), False)
     got = snapshots(out, written.checks, 1 << 62, str(tmp_path), False)
-    return all(command._compare(part, written, original, got, 0))
+    return all(command.compare(part, written, original, got, 0))
 
 
 @pytest.mark.parametrize(
