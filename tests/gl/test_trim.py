@@ -126,3 +126,17 @@ def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch)
     assert e.value.exit_code == 1
     facts = json.loads(Path(f"{out}.json").read_text())
     assert len(facts["levels"]) == len(command.LEVELS) and out.exists()
+
+
+def test_a_tolerance_compares_pixels(tmp_path):
+    out = tmp_path / "t.trace"
+    line, facts = trim("es2gears.trace", out, "--frames", "1-2", "--tolerance", "1")
+    assert facts["tolerance"] == 1 and line.startswith("trim: frames 1-2: 2/2 equal")
+
+
+def test_no_verify_writes_the_smallest_setup_unchecked(tmp_path):
+    out = tmp_path / "t.trace"
+    line, facts = trim("es2gears.trace", out, "--frames", "2", "--no-verify")
+    assert "not verified (--no-verify)" in line
+    assert [t["level"] for t in facts["levels"]] == [0]
+    assert facts["levels"][0]["checks"][0]["equal"] is None
