@@ -16,6 +16,11 @@
  * Data arrives in arbitrary chunks.  An event that runs past the end of the
  * buffered data is rolled back (every side effect of the partial event is
  * undone) and parsed again once more data has been fed.
+ *
+ * feed() scans without holding the GIL, so that a reader on another thread
+ * scans while the replay loop runs: the GIL is taken back (hold()) only by
+ * the code that makes Python objects (definitions, errors), until the next
+ * event begins.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -38,6 +43,13 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
+/* PyErr_NoMemory(), also where scan() runs without the GIL. */
+static void no_memory(void) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyErr_NoMemory();
+    PyGILState_Release(gil);
+}
+
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap)
         return 0;
@@ -46,7 +58,7 @@ static int buf_reserve(Buf *b, size_t extra) {
         cap *= 2;
     char *d = realloc(b->data, cap);
     if (!d) {
-        PyErr_NoMemory();
+        no_memory();
         return -1;
     }
     b->data = d;
@@ -108,7 +120,7 @@ static int table_set(Table *t, uint64_t id, int64_t value) {
             size *= 2;
         int64_t *c = realloc(t->count, size * sizeof *c);
         if (!c) {
-            PyErr_NoMemory();
+            no_memory();
             return -1;
         }
         for (size_t i = t->size; i < size; ++i)
@@ -150,7 +162,17 @@ typedef struct {
     int depth;
     /* error state: set when a format error was found */
     PyObject *error;         /* (offset, message) or None */
+    PyThreadState *released; /* while scan() runs without the GIL */
 } Scanner;
+
+/* Take the GIL back, for code that makes Python objects; scan() lets it go again at the
+   next event. */
+static void hold(Scanner *s) {
+    if (s->released) {
+        PyEval_RestoreThread(s->released);
+        s->released = NULL;
+    }
+}
 
 /* Parse results. */
 #define OK 0
@@ -166,6 +188,7 @@ static int bad(Scanner *s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    hold(s);
     uint64_t off = s->in_offset + (uint64_t)(s->p - (const uint8_t *)s->in.data);
     Py_XDECREF(s->error);
     s->error = Py_BuildValue("(Ks)", (unsigned long long)off, msg);
@@ -213,6 +236,7 @@ static int rd_string_obj(Scanner *s, PyObject **obj) {
     const uint8_t *d;
     TRY(rd_uint(s, &n));
     TRY(rd_bytes(s, n, &d));
+    hold(s);
     *obj = PyBytes_FromStringAndSize((const char *)d, (Py_ssize_t)n);
     return *obj ? OK : FAIL;
 }
@@ -230,6 +254,7 @@ static int rd_sint(Scanner *s, int64_t *value) {
 }
 
 static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *def) {
+    hold(s); /* (its callers held it to make `def`) */
     if (!def)
         return FAIL;
     if (id >= MAX_SIG_ID) {
@@ -244,7 +269,7 @@ static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *de
         size_t cap = s->caplog ? s->caplog * 2 : 16;
         void *l = realloc(s->log, cap * sizeof *s->log);
         if (!l) {
-            PyErr_NoMemory();
+            no_memory();
             return FAIL;
         }
         s->log = l;
@@ -260,6 +285,7 @@ static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *de
 static int rd_names(Scanner *s, uint64_t count, PyObject **tuple) {
     if (count > (uint64_t)(s->end - s->p) && count > (1u << 20))
         return bad(s, "implausible name count %llu", (unsigned long long)count);
+    hold(s);
     PyObject *t = PyTuple_New((Py_ssize_t)count);
     if (!t)
         return FAIL;
@@ -363,6 +389,7 @@ static int parse_enum(Scanner *s) {
             TRY(rd_uint(s, &count));
             if (count > (1u << 20))
                 return bad(s, "implausible enum size %llu", (unsigned long long)count);
+            hold(s);
             PyObject *values = PyTuple_New((Py_ssize_t)count);
             if (!values)
                 return FAIL;
@@ -409,6 +436,7 @@ static int parse_bitmask(Scanner *s) {
         TRY(rd_uint(s, &count));
         if (count > (1u << 20))
             return bad(s, "implausible bitmask size %llu", (unsigned long long)count);
+        hold(s);
         PyObject *flags = PyTuple_New((Py_ssize_t)count);
         if (!flags)
             return FAIL;
@@ -523,6 +551,7 @@ static int parse_frame(Scanner *s, uint64_t *id_out) {
     uint64_t id;
     TRY(rd_uint(s, &id));
     if (table_get(&s->tables[K_FRAME], id) < 0) {
+        hold(s);
         PyObject *parts[3] = {NULL, NULL, NULL};  /* module, function, file name */
         long long line = -1, offset = -1;
         int r = OK, c;
@@ -671,7 +700,7 @@ static Pending *new_pending(Scanner *s) {
         size_t cap = s->cappending ? s->cappending * 2 : 8;
         Pending *p = realloc(s->pending, cap * sizeof *p);
         if (!p) {
-            PyErr_NoMemory();
+            no_memory();
             return NULL;
         }
         memset(p + s->cappending, 0, (cap - s->cappending) * sizeof *p);
@@ -699,6 +728,7 @@ static int rollback_defs(Scanner *s) {
     for (size_t i = 0; i < s->nlog; ++i)
         s->tables[s->log[i].kind].count[s->log[i].id] = -1;
     s->nlog = 0;
+    hold(s);
     return PyList_SetSlice(s->defs, s->ndefs_before, PyList_GET_SIZE(s->defs), NULL);
 }
 
@@ -756,7 +786,7 @@ static int parse_leave(Scanner *s) {
     int32_t slots_small[32];
     int32_t *slots_saved = p->rec.nargs <= 32 ? slots_small : malloc(p->slots.len + 1);
     if (!slots_saved) {
-        PyErr_NoMemory();
+        no_memory();
         return FAIL;
     }
     memcpy(slots_saved, p->slots.data, p->slots.len);
@@ -785,6 +815,8 @@ static int scan(Scanner *s) {
     s->end = base + s->in.len;
     int r = OK;
     while (s->p < s->end) {
+        if (!s->released)
+            s->released = PyEval_SaveThread();
         const uint8_t *start = s->p;
         uint64_t offset = s->in_offset + (uint64_t)(start - base);
         int c = *s->p++;
@@ -808,6 +840,7 @@ static int scan(Scanner *s) {
             break;
         }
     }
+    hold(s);
     size_t used = (size_t)(s->p - base);
     memmove(s->in.data, s->in.data + used, s->in.len - used);
     s->in.len -= used;
@@ -977,9 +1010,80 @@ static PyObject *calls_of(PyObject *self, PyObject *args) {
     return found;
 }
 
+/* Whether call number `no` with CallFlag bits `bits` is in a call set: in one of the
+   `n_intervals` sorted, disjoint (start, stop) pairs, or in one of the `n_ranges`
+   (start, stop, step, kinds) ranges (kinds 0: every kind of call). */
+static int in_call_set(uint64_t no, uint64_t bits, const uint64_t *intervals, size_t n_intervals,
+                       const uint64_t *ranges, size_t n_ranges) {
+    size_t lo = 0, hi = n_intervals; /* the first interval starting after `no` */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (intervals[2 * mid] <= no)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && no <= intervals[2 * (lo - 1) + 1])
+        return 1;
+    for (size_t k = 0; k < n_ranges; k++) {
+        const uint64_t *r = ranges + 4 * k;
+        if (no >= r[0] && no <= r[1] && (no - r[0]) % r[2] == 0 && (!r[3] || (bits & r[3])))
+            return 1;
+    }
+    return 0;
+}
+
+/* calls_in(nos, kinds, flags, intervals, ranges, asked, invert): set to 1 the byte in
+   `asked` (writable, one per call) of every call a call set selects, or with `invert` of
+   every call it does not.  The calls: their numbers `nos` (uint64) and CallFlag bits, as
+   `flags[kinds[i]]` (`kinds`: uint32 per call, an index into the uint64 `flags`; the
+   signature or function of each call) or, with `kinds` None, `flags[i]`.  The set: uint64
+   `intervals` (start, stop) and `ranges` (start, stop, step, kinds)
+   (retrace.trace.callset.CallSet.mark). */
+static PyObject *calls_in(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer nos, kinds = {0}, flags, intervals, ranges, asked;
+    PyObject *kinds_obj;
+    int invert;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*p", &nos, &kinds_obj, &flags, &intervals, &ranges,
+                          &asked, &invert))
+        return NULL;
+    PyObject *result = NULL;
+    if (kinds_obj != Py_None && PyObject_GetBuffer(kinds_obj, &kinds, PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t count = nos.len / 8;
+    size_t n_flags = (size_t)flags.len / 8;
+    if (nos.len % 8 || asked.len < count || flags.len % 8 || intervals.len % 16 ||
+        ranges.len % 32 || (kinds.buf ? kinds.len != count * 4 : (Py_ssize_t)n_flags < count)) {
+        PyErr_SetString(PyExc_ValueError, "calls_in(): buffers of the wrong size");
+        goto done;
+    }
+    const uint64_t *no = nos.buf, *bits = flags.buf;
+    const uint32_t *kind = kinds.buf;
+    uint8_t *out = asked.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        size_t k = kind ? kind[i] : (size_t)i;
+        if (in_call_set(no[i], k < n_flags ? bits[k] : 0, intervals.buf,
+                        (size_t)intervals.len / 16, ranges.buf, (size_t)ranges.len / 32) != invert)
+            out[i] = 1;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&nos);
+    if (kinds.buf)
+        PyBuffer_Release(&kinds);
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&intervals);
+    PyBuffer_Release(&ranges);
+    PyBuffer_Release(&asked);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
     {"calls_of", calls_of, METH_VARARGS,
      "calls_of(calls, wanted): indices of the calls whose signature id is marked in wanted"},
+    {"calls_in", calls_in, METH_VARARGS,
+     "calls_in(nos, kinds, flags, intervals, ranges, asked, invert): mark a call set's calls"},
     {NULL, NULL, 0, NULL},
 };
 
