@@ -1,11 +1,13 @@
-"""Texture and buffer data a trim can leave out: uploads no frame of the part can see.
+"""What a trim can leave out before its part: uploads and settings no frame of it can see.
 
 Uploads carry most of a trace's bytes (a game's textures, a program's vertices
 streamed anew every frame). Before the part, with its draws dropped, an
 upload is seen by nothing when, before the part starts,
 
 - a later upload replaces the same whole image (glTexImage* of the same face
-  and level, glBufferData), with nothing reading the object in between;
+  and level, glBufferData) or the same bytes of a buffer (glBufferSubData, or
+  a memcpy record of a write into mapped memory, placed by the mapping it
+  lands in), with nothing reading the object in between;
 - or its object is deleted, again with nothing reading it in between;
 - or its object lives on but the part never uses it: the part names no such
   object, none is bound when the part starts, and no vertex array, framebuffer
@@ -20,6 +22,11 @@ What can read data without a draw (copies, mipmap generation, uploads from a
 pixel-unpack buffer) keeps what it may read. All contexts are taken to share
 one namespace: where they do not, more is kept, or the self-check finds the
 mistake and the trim keeps every upload (`keep.LEVELS`).
+
+Settings only draws read (uniforms, texture and sampler parameters, enables,
+blend, depth, stencil, viewport, scissor and clear state) are left out where
+the same setting is made again before the part with no draw kept in between;
+display lists, glPush/PopAttrib and transform feedback end that.
 """
 
 from __future__ import annotations
