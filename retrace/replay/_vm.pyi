@@ -57,6 +57,8 @@ EVENT_FIELDS: tuple[str, ...]
 """The int64 fields of an event record, in order (`Code.take_events`)."""
 EVENT_SIZE: int
 """Bytes per event record."""
+OP_ARRAYS_AT: int
+"""Where in the data pool's file the op arrays' regions begin (the pool's bytes are below)."""
 MISSING: int
 """An event record's value where nothing was measured (INT64_MIN)."""
 QUERY_FUNCTIONS: tuple[tuple[str, str], ...]
@@ -88,8 +90,9 @@ class Code:
     """A compiled trace: ops, their arguments, the data pool they point into and per-op
     metadata."""
 
-    def __new__(cls, file: FileDescriptorLike, where: str) -> Code:
-        """`file` (read-write, empty) holds the data pool; `where` names it in messages."""
+    def __new__(cls, file: FileDescriptorLike, where: str, in_heap: int = ...) -> Code:
+        """`file` (read-write, empty) holds the data pool, and the op arrays larger than
+        `in_heap` bytes (16 MiB unless given); `where` names it in messages."""
     @property
     def position(self) -> int:
         """The op running now."""
