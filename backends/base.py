@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, ClassVar
 from retrace.vocabulary import Boundary, Metric, NativeEvents
 
 if TYPE_CHECKING:
-    import numpy as np
-
+    from retrace.replay.program import EventRecords
     from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 
@@ -133,10 +132,10 @@ class MetricBackend(ABC):
         callbacks. A backend answers alike for every boundary of a pass."""
         return None
 
-    def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
-        """What the loop measured for events `first_event`.. at `boundary`, in order: rows of
-        `retrace.replay.program.event_dtype()` (ns since the pass began, samples, bytes;
-        `NOT_MEASURED` where nothing was)."""
+    def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
+        """What the loop measured for events `first_event`.. at `boundary`, in order: the
+        loop's records (`retrace.replay.program.EventRecords`: ns since the pass began,
+        samples, bytes; `NOT_MEASURED` where nothing was)."""
         raise NotImplementedError(f"{self.name} measures its events with callbacks")
 
     def begin_query(self, boundary: Boundary, event: int) -> None:

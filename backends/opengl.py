@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from retrace.backends.base import MetricBackend, nesting_plan
-from retrace.replay.program import GL_SAMPLES_PASSED, NOT_MEASURED
+from retrace.replay.program import GL_SAMPLES_PASSED, EventRecords
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NativeEvents, NumType
 
 if TYPE_CHECKING:
@@ -40,7 +38,10 @@ def _m(group: int, mid: int, name: str, desc: str, num: NumType, kind: Kind, uni
     return Metric(NAME, group, mid, name, desc, num, kind, unit, ("CPU", "GPU")[group])
 
 
-# The backend's own order, which is the column order of every table (as in glretrace).
+# The ids of glretrace 11.1's metrics are its ids ([1, 2] is Pixels Drawn; apitrace 13
+# numbers a GPU Disjoint it added [1, 2] and moves Pixels Drawn to [1, 3]); GPU Disjoint,
+# retrace's own, comes after them. METRICS is the backend's own order, which is the
+# column order of every table, as in glretrace (not the ids' order, which listings use).
 CPU_START = _m(
     0,
     0,
@@ -79,7 +80,7 @@ GPU_DURATION = _m(
 )
 GPU_DISJOINT = _m(
     1,
-    2,
+    3,
     "GPU Disjoint",
     "GPU timer disjoint during the event (EXT_disjoint_timer_query)",
     NumType.BOOL,
@@ -88,7 +89,7 @@ GPU_DISJOINT = _m(
 )
 PIXELS = _m(
     1,
-    3,
+    2,
     "Pixels Drawn",
     "Samples that passed the depth and stencil tests (GL_SAMPLES_PASSED)",
     NumType.INT64,
@@ -145,7 +146,7 @@ METRICS = (
 )
 GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
 MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
-# where a metric's value is in the loop's event record (`event_dtype()`): a field, or for a
+# where a metric's value is in the loop's event record (`EventRecords`): a field, or for a
 # change during the event, the field at its end and the field at its start
 FIELDS: dict[Metric, tuple[str, str | None]] = {
     CPU_START: ("cpu_start", None),
@@ -262,16 +263,9 @@ class OpenGLBackend(MetricBackend):
             disjoint=GPU_DISJOINT in metrics,
         )
 
-    def native_results(self, boundary: Boundary, first_event: int, events: np.ndarray) -> None:
+    def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
         for metric in self._pass[boundary]:
-            end, start = FIELDS[metric]
-            values = events[end].copy()  # (the records are read-only)
-            missing = values == NOT_MEASURED
-            if start is not None:
-                values -= events[start]
-                missing |= events[start] == NOT_MEASURED
             column = self._columns[metric, boundary]
-            values[missing] = column.missing
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)
-            column.extend(values)
+            column.extend(events.values(*FIELDS[metric], column.missing))

@@ -22,6 +22,10 @@ class Boundary(enum.IntEnum):
     CALL = 2
 
 
+# the tables' names in the Python API and the metadata
+TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "drawcalls"}
+
+
 class NumType(enum.Enum):
     """How a value is stored and printed (glretrace's CNT_NUM_*)."""
 

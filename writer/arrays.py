@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrace.vocabulary import Boundary
+from retrace.vocabulary import TABLE_NAMES, Boundary
 from retrace.writer.store import missing_mask
 from retrace.writer.tsv import Table, Values, read_rows
 
-TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "drawcalls"}
+__all__ = ["TABLE_NAMES", "table_array"]
 
 
 def metric_fields(table: Table) -> list[str]:

@@ -32,8 +32,6 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-import numpy as np
-
 from retrace.vocabulary import Boundary
 from retrace.writer.store import missing_mask
 from retrace.writer.tsv import TABLE_ORDER, Table, read_rows
@@ -84,6 +82,8 @@ def records(table: Table, columns: list[str], block_rows: int = 1 << 16) -> Iter
 def _values(table: Table, index: int, start: int, stop: int) -> list[Any]:
     """A metric's cells of rows [start, stop): ints or floats as its type says, None where
     missing (or an error code)."""
+    import numpy as np
+
     metric = table.metrics[index]
     block = read_rows(table.values[index], start, stop)
     missing = missing_mask(block)

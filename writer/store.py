@@ -55,13 +55,15 @@ import re
 import shutil
 import tempfile
 import weakref
+from array import array
 from collections.abc import Iterator
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 DEFAULT_RELEASE_BYTES = 1 << 20
@@ -69,21 +71,44 @@ MANIFEST = "manifest.json"
 _PAGE = mmap.PAGESIZE
 _MANIFEST_VERSION = 1
 
+# The column types, by numpy's type string (what the manifest records, and what readers
+# get as `Column.dtype`) -> the item code of `array`/`memoryview`/`struct`, through which
+# the replaying process writes them without importing numpy (little-endian machines).
+FORMATS = {
+    "|i1": "b", "|u1": "B", "<i2": "h", "<u2": "H", "<i4": "i", "<u4": "I",
+    "<i8": "q", "<u8": "Q", "<f4": "f", "<f8": "d",
+}  # fmt: skip
+INT64, FLOAT64 = "<i8", "<f8"  # the types the profiler's columns hold
 
-def missing_value(dtype: npt.DTypeLike) -> Any:
+
+def typestr(dtype: str | npt.DTypeLike) -> str:
+    """numpy's type string of a column type given as one (`INT64`) or as anything numpy
+    takes for a dtype (then numpy is imported already); ValueError for other types."""
+    if isinstance(dtype, str) and dtype in FORMATS:
+        return dtype
+    import numpy as np
+
+    found = np.dtype(dtype).str
+    if found not in FORMATS:
+        raise ValueError(f"store columns hold integers or floats, not {np.dtype(dtype)}")
+    return found
+
+
+def missing_value(dtype: str | npt.DTypeLike) -> Any:
     """The sentinel that stands for "no data" in a column of `dtype`."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.array(np.nan, dt)[()]
-    if dt.kind == "i":
-        return dt.type(np.iinfo(dt).min)
-    if dt.kind == "u":
-        return dt.type(np.iinfo(dt).max)
-    raise ValueError(f"store columns hold integers or floats, not {dt}")
+    found = typestr(dtype)
+    kind, bits = found[1], int(found[2:]) * 8
+    if kind == "f":
+        return float("nan")
+    if kind == "i":
+        return -(1 << (bits - 1))
+    return (1 << bits) - 1
 
 
 def missing_mask(values: np.ndarray) -> np.ndarray:
     """Boolean array: which entries of `values` are the missing sentinel of its dtype."""
+    import numpy as np
+
     if values.dtype.kind in "iuf":
         missing = missing_value(values.dtype)
         return np.isnan(values) if values.dtype.kind == "f" else values == missing
@@ -108,21 +133,24 @@ class Column:
 
     `append` and `set` are meant to be called once per profiled event: their fast
     path is one comparison against `_limit` (the row where the next growth or
-    page release is due) and one numpy item assignment (about 0.2 us per call in
-    CPython 3.11; ``__slots__`` saves a tenth of that).
+    page release is due) and one item assignment through a typed memoryview of
+    the mapping (no numpy: the replay writes columns without importing it).
+    Readers get numpy arrays (`view`, `read`).
     """
 
     __slots__ = (
         "key",
         "path",
-        "dtype",
+        "typestr",
+        "format",
         "missing",
         "_itemsize",
         "_chunk_bytes",
         "_release_rows",
         "_fd",
         "_mm",
-        "_arr",
+        "_items",
+        "_bytes",
         "_cap",
         "_len",
         "_closed",
@@ -134,7 +162,7 @@ class Column:
         self,
         key: str,
         path: str,
-        dtype: npt.DTypeLike,
+        dtype: str | npt.DTypeLike,
         *,
         length: int = 0,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
@@ -143,9 +171,10 @@ class Column:
     ) -> None:
         self.key = key
         self.path = path
-        self.dtype = np.dtype(dtype)
-        self.missing = missing_value(self.dtype)
-        self._itemsize = self.dtype.itemsize
+        self.typestr = typestr(dtype)
+        self.format = FORMATS[self.typestr]  # the item code of `array` and `memoryview`
+        self.missing = missing_value(self.typestr)
+        self._itemsize = array(self.format).itemsize
         self._chunk_bytes = max(_page_ceil(chunk_bytes), _PAGE)
         self._release_rows = max(release_bytes // self._itemsize, 1)
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
@@ -154,7 +183,8 @@ class Column:
         except OSError as exc:
             raise _disk_error(path, "cannot open store column", exc) from None
         self._mm: mmap.mmap | None = None
-        self._arr: np.ndarray = np.empty(0, dtype=self.dtype)
+        self._items = memoryview(array(self.format))  # the mapping, typed
+        self._bytes = memoryview(b"")  # the mapping, as bytes
         self._cap = 0
         self._len = length
         self._closed = False
@@ -167,6 +197,13 @@ class Column:
         self._next_release = length + self._release_rows
         self._limit = min(self._cap, self._next_release)
 
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The column's numpy dtype (for readers: numpy is imported here)."""
+        import numpy as np
+
+        return np.dtype(self.typestr)
+
     # --- writing -------------------------------------------------------------------------
 
     def append(self, value: Any) -> None:
@@ -174,7 +211,10 @@ class Column:
         n = self._len
         if n >= self._limit:
             self._make_room(n)
-        self._arr[n] = value
+        try:
+            self._items[n] = value
+        except TypeError:
+            self._items[n] = self._convert(value)
         self._len = n + 1
 
     def set(self, index: int, value: Any) -> None:
@@ -184,26 +224,65 @@ class Column:
             if index >= self._limit:
                 self._make_room(index)
             if index > n:
-                self._arr[n:index] = self.missing
+                self._fill(n, index)
             self._len = index + 1
         elif index < 0:
             raise IndexError(f"column {self.key!r}: negative row {index}")
-        self._arr[index] = value
+        try:
+            self._items[index] = value
+        except TypeError:
+            self._items[index] = self._convert(value)
 
-    def extend(self, values: npt.ArrayLike) -> None:
-        """Append many rows, copied in release-sized slices so RSS stays bounded."""
+    def extend(self, values: Any) -> None:
+        """Append many rows, copied in release-sized slices so RSS stays bounded. `values`:
+        a buffer of the column's item type (bytes from the replay loop, an `array`), a
+        numpy array (converted) or a sequence of numbers."""
         self._check_open()
-        data = np.asarray(values).astype(self.dtype, copy=False).reshape(-1)
-        if self._len + len(data) > self._cap:
-            self._grow((self._len + len(data)) * self._itemsize)
-        for start in range(0, len(data), self._release_rows):
-            piece = data[start : start + self._release_rows]
-            n = self._len
-            self._arr[n : n + len(piece)] = piece
-            self._len = n + len(piece)
+        data = self._as_bytes(values)
+        count = len(data) // self._itemsize
+        if self._len + count > self._cap:
+            self._grow((self._len + count) * self._itemsize)
+        step = self._release_rows * self._itemsize
+        for start in range(0, len(data), step):
+            piece = data[start : start + step]
+            at = self._len * self._itemsize
+            self._bytes[at : at + len(piece)] = piece
+            self._len += len(piece) // self._itemsize
             if self._len >= self._next_release:
                 self._release()
         self._limit = min(self._cap, self._next_release)
+
+    def _as_bytes(self, values: Any) -> memoryview:
+        """`values` as the bytes of rows of this column's type."""
+        if hasattr(values, "dtype"):  # a numpy array: numpy is imported already
+            import numpy as np
+
+            values = np.ascontiguousarray(values, dtype=self.typestr).reshape(-1)
+        elif not isinstance(values, (bytes, bytearray, memoryview, array)):
+            try:
+                values = array(self.format, values)
+            except TypeError:
+                values = array(self.format, map(self._convert, values))
+        data = memoryview(values).cast("B")
+        if len(data) % self._itemsize:
+            raise ValueError(f"column {self.key!r}: {len(data)} bytes are not whole rows")
+        return data
+
+    def _convert(self, value: Any) -> Any:
+        """A value the typed view refuses (a float in an integer column, a numpy scalar) as
+        numpy would store it: truncated toward zero; NaN as the missing sentinel."""
+        if self.format in "fd":
+            return float(value)
+        number = float(value) if not isinstance(value, int) else value
+        if number != number:
+            return self.missing
+        return int(number)
+
+    def _fill(self, start: int, stop: int) -> None:
+        """Rows [start, stop) read as missing."""
+        self._bytes[start * self._itemsize : stop * self._itemsize] = array(
+            self.format, [self.missing]
+        ).tobytes() * (stop - start)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -211,9 +290,13 @@ class Column:
         return self._len
 
     def view(self) -> np.ndarray:
-        """The filled rows as a read-only array on the mapping (no copy)."""
+        """The filled rows as a read-only numpy array on the mapping (no copy)."""
+        import numpy as np
+
         self._check_open()
-        out = self._arr[: self._len]
+        if self._mm is None:
+            return np.empty(0, self.typestr)
+        out = np.frombuffer(self._mm, dtype=self.typestr, count=self._len)
         out.flags.writeable = False
         return out
 
@@ -223,10 +306,13 @@ class Column:
         Meant for streaming a whole column in blocks: resident memory stays at
         about one block however long the column is.
         """
+        import numpy as np
+
         self._check_open()
         stop = min(stop, self._len)
         start = min(max(start, 0), stop)
-        out = np.array(self._arr[start:stop])
+        size = self._itemsize
+        out = np.frombuffer(self._bytes[start * size : stop * size], self.typestr).copy()
         lo = _page_ceil(start * self._itemsize)
         hi = _page_floor(stop * self._itemsize)
         if self._mm is not None and hi > lo:
@@ -302,10 +388,14 @@ class Column:
         except OSError as exc:
             raise _disk_error(self.path, "cannot map store column", exc) from None
         self._cap = nbytes // self._itemsize
-        self._arr = np.frombuffer(self._mm, dtype=self.dtype, count=self._cap)
+        self._bytes = memoryview(self._mm)[: self._cap * self._itemsize]
+        self._items = self._bytes.cast(self.format)  # type: ignore[call-overload]
 
     def _unmap(self) -> None:
-        self._arr = np.empty(0, dtype=self.dtype)
+        self._items.release()
+        self._bytes.release()
+        self._items = memoryview(array(self.format))
+        self._bytes = memoryview(b"")
         self._cap = 0
         if self._mm is not None:
             # BufferError: a view() is still alive; the mapping goes when it does.
@@ -373,7 +463,7 @@ class Store:
             if manifest["version"] != _MANIFEST_VERSION:
                 raise ValueError(manifest["version"])
             entries = [
-                (str(c["key"]), str(c["file"]), np.dtype(c["dtype"]), int(c["length"]))
+                (str(c["key"]), str(c["file"]), typestr(str(c["dtype"])), int(c["length"]))
                 for c in manifest["columns"]
             ]
             chunk_bytes = int(manifest["chunk_bytes"])
@@ -391,15 +481,16 @@ class Store:
         store.keep = keep
         return store
 
-    def column(self, key: str, dtype: npt.DTypeLike) -> Column:
-        """The column named `key`, created empty on first use."""
+    def column(self, key: str, dtype: str | npt.DTypeLike) -> Column:
+        """The column named `key`, created empty on first use; `dtype`: `INT64`, `FLOAT64`
+        (or another of `FORMATS`), or a numpy dtype."""
         self._check_open()
         col = self._columns.get(key)
+        wanted = typestr(dtype)  # (rejects unsupported dtypes before creating a file)
         if col is not None:
-            if col.dtype != np.dtype(dtype):
-                raise ValueError(f"column {key!r} holds {col.dtype}, not {np.dtype(dtype)}")
+            if col.typestr != wanted:
+                raise ValueError(f"column {key!r} holds {col.typestr}, not {wanted}")
             return col
-        missing_value(dtype)  # reject unsupported dtypes before creating a file
         base = re.sub(r"[^A-Za-z0-9._-]+", "_", key)[:100] or "_"
         name, n = f"{base}.bin", 1
         while name in self._files:
@@ -407,7 +498,7 @@ class Store:
             name = f"{base}~{n}.bin"
         with contextlib.suppress(FileNotFoundError):  # a writer's that died after the last flush
             os.unlink(os.path.join(self.path, name))
-        return self._open(key, name, dtype, 0, True)
+        return self._open(key, name, wanted, 0, True)
 
     def lengths(self) -> list[int]:
         """Every column's length, in the order of the manifest (creation)."""
@@ -432,7 +523,7 @@ class Store:
                 {
                     "key": key,
                     "file": os.path.basename(col.path),
-                    "dtype": col.dtype.str,
+                    "dtype": col.typestr,
                     "length": len(col),
                 }
                 for key, col in self._columns.items()
@@ -483,7 +574,7 @@ class Store:
         if self._closed:
             raise ValueError(f"store {self.path} is closed")
 
-    def _open(self, key: str, name: str, dtype: npt.DTypeLike, length: int, create: bool) -> Column:
+    def _open(self, key: str, name: str, dtype: str, length: int, create: bool) -> Column:
         col = Column(
             key,
             os.path.join(self.path, name),

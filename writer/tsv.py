@@ -30,14 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
-
-import numpy as np
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, missing_mask
 
-Values = Column | np.ndarray
+if TYPE_CHECKING:  # numpy is imported where tables are written, not where they are defined
+    import numpy as np
+
+Values: TypeAlias = "Column | np.ndarray"
 
 TABLE_ORDER = (Boundary.FRAME, Boundary.CALL, Boundary.DRAWCALL)
 CALL_HEADER = "#\tcall no\tprogram\tname"
@@ -64,6 +65,8 @@ def read_rows(values: Values, start: int, stop: int) -> np.ndarray:
     """Rows [start, stop) of a column or array, clipped to what it holds."""
     if isinstance(values, Column):
         return values.read(start, stop)
+    import numpy as np
+
     return np.asarray(values[start:stop])
 
 
@@ -163,6 +166,8 @@ class MetricWriter:
 
     def _cells(self, table: Table, start: int, stop: int) -> list[list[str]]:
         """The value cells of rows [start, stop), one list of strings per metric."""
+        import numpy as np
+
         out = []
         for i, (metric, values) in enumerate(zip(table.metrics, table.values, strict=True)):
             block = read_rows(values, start, stop)
@@ -192,6 +197,8 @@ class MetricWriter:
         return list(map("\t".join, zip(tags, *self._cells(table, start, stop), strict=True)))
 
     def _call_lines(self, table: Table, start: int, stop: int) -> list[str]:
+        import numpy as np
+
         assert table.call_nos is not None and table.programs is not None
         assert table.names is not None and table.frame_of_event is not None
         count = stop - start

@@ -11,12 +11,14 @@ total's change is known to the precision asked (the half-width of its
 interval) or the run budget is spent. The kept runs are then compared by
 `retrace diff`'s own code.
 
-Each run is a ``python -m retrace`` profile in a child process, so that every
-run starts the driver afresh as a user's run does, under the side's
-environment variables and behind its command prefix (``taskset -c 2``, a
-wrapper script...). Each run writes its metadata beside its TSV, naming the
-trace's SHA-256 and the driver, so that a later `retrace diff` of the kept runs
-knows they replayed one trace.
+Each run is a ``retrace`` profile in a process of its own, so that every run
+starts the driver afresh as a user's run does, under the side's environment
+variables and behind its command prefix (``taskset -c 2``, a wrapper
+script...): forked from a warm worker of that side (`retrace.warm`), which
+paid Python's, the imports' and the driver's start-up once, or with
+`warm=False` (``--no-warm``) a ``python -m retrace`` of its own. Each run
+writes its metadata beside its TSV, naming the trace's SHA-256 and the driver,
+so that a later `retrace diff` of the kept runs knows they replayed one trace.
 """
 
 from __future__ import annotations
@@ -27,15 +29,25 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from retrace.compare.diff import DiffResult, Direction
 from retrace.errors import RetraceError, UsageError
+from retrace.warm import WarmWorker
 
 
 class RunFailed(RetraceError):
-    """A profile run of one side failed: the comparison has no answer (exit 2, as bad input)."""
+    """A profile run of one side could not be made (its build is broken: the command does not
+    start, the driver crashes): the comparison has no answer. Exit 125, which `git bisect run`
+    takes as "this commit cannot be tested": skip it."""
+
+    exit_code = 125
+
+
+class RunRefused(RunFailed):
+    """A profile run refused its options (retrace's exit 2: a usage mistake, not the build)."""
 
     exit_code = 2
 
@@ -84,54 +96,87 @@ def alternate(
     budget: Budget,
     folder: Path,
     judge: Callable[[list[str], list[str]], DiffResult],
+    warm: bool = True,
 ) -> DiffResult:
-    """Run both sides in turn into `folder` until resolved; the last comparison."""
+    """Run both sides in turn into `folder` until resolved; the last comparison. `warm`:
+    fork the runs of each side from a warm worker of its own."""
     if budget.max_runs < budget.min_runs:
         raise UsageError("--max-runs must be at least --min-runs")
     folder.mkdir(parents=True, exist_ok=True)
     show = _progress()
-    for i in range(budget.warmup):
-        for side in sides:
-            _profile(trace, selection, side, folder / f"warmup-{side.name}-{i}.tsv", show)
-    paths: tuple[list[str], list[str]] = ([], [])
-    while True:
-        turn = list(zip(sides, paths, strict=True))
-        for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
-            out = folder / f"{side.name}-{len(kept) + 1}.tsv"
-            _profile(trace, selection, side, out, show)  # writes OUT.tsv.json too
-            kept.append(str(out))
-        runs = len(paths[0])
-        if runs < budget.min_runs:
-            continue
-        result = judge(*paths)
-        width = widest_half_width(result)
-        show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
-        if width <= budget.precision or runs >= budget.max_runs:
-            return result
+    with ExitStack() as stack:
+        workers: dict[str, WarmWorker] = {}
+        if warm:
+            for side in sides:
+                workers[side.name] = worker = _start(side)
+                stack.callback(worker.close)
+
+        def profile(side: Side, out: Path) -> None:
+            _profile(trace, selection, side, out, show, workers.get(side.name))
+
+        for i in range(budget.warmup):
+            for side in sides:
+                profile(side, folder / f"warmup-{side.name}-{i}.tsv")
+        paths: tuple[list[str], list[str]] = ([], [])
+        while True:
+            turn = list(zip(sides, paths, strict=True))
+            for side, kept in turn if len(paths[0]) % 2 == 0 else reversed(turn):
+                out = folder / f"{side.name}-{len(kept) + 1}.tsv"
+                profile(side, out)  # writes OUT.tsv.json too
+                kept.append(str(out))
+            runs = len(paths[0])
+            if runs < budget.min_runs:
+                continue
+            result = judge(*paths)
+            width = widest_half_width(result)
+            show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
+            if width <= budget.precision or runs >= budget.max_runs:
+                return result
+
+
+def _start(side: Side) -> WarmWorker:
+    try:
+        return WarmWorker({**os.environ, **side.env}, side.prefix)
+    except RetraceError as e:
+        raise RunFailed(f"{side.name} run: {e}") from None
 
 
 def _profile(
-    trace: str, selection: Sequence[str], side: Side, out: Path, show: Callable[[str], None]
+    trace: str,
+    selection: Sequence[str],
+    side: Side,
+    out: Path,
+    show: Callable[[str], None],
+    worker: WarmWorker | None,
 ) -> None:
-    """One profile run of `side` into `out`; a failure is one line naming the side."""
-    command = [*side.prefix, sys.executable, "-m", "retrace", *selection, "--quiet"]
-    command += ["-o", str(out), trace]
+    """One profile run of `side` into `out` (forked from `worker`, else a process of its own);
+    a failure is one line naming the side."""
+    args = [*selection, "--quiet", "-o", str(out), trace]
     started = time.monotonic()
-    try:
-        done = subprocess.run(
-            command,
-            env={**os.environ, **side.env},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-        )
-    except OSError as exc:
-        raise RunFailed(f"{side.name} run: cannot start {command[0]}: {exc.strerror}") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise RunFailed(f"{side.name} run failed (exit {done.returncode}): {last}")
+    if worker is not None:
+        try:
+            status, stderr = worker.run(args)
+        except RetraceError as e:
+            raise RunFailed(f"{side.name} run: {e}") from None
+    else:
+        command = [*side.prefix, sys.executable, "-m", "retrace", *args]
+        try:
+            done = subprocess.run(
+                command,
+                env={**os.environ, **side.env},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+            )
+        except OSError as exc:
+            raise RunFailed(f"{side.name} run: cannot start {command[0]}: {exc.strerror}") from None
+        status, stderr = done.returncode, done.stderr
+    if status != 0:
+        last = (stderr.strip().splitlines() or ["no message"])[-1]
+        failure = RunRefused if status == UsageError.exit_code else RunFailed
+        raise failure(f"{side.name} run failed (exit {status}): {last}")
     show(f"{out.name}: {time.monotonic() - started:.1f} s")
 
 

@@ -227,6 +227,9 @@ def _side_options(function: Callable[..., int]) -> Callable[..., int]:
               help="Stop once every cost total's change is known to +-P (0.02: 2%).")  # fmt: skip
 @click.option("--keep", type=click.Path(file_okay=False), metavar="DIR",
               help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).")  # fmt: skip
+@click.option("--warm/--no-warm", default=True, show_default=True,
+              help="Fork each side's runs from a worker that started once, or start each "
+              "run afresh.")  # fmt: skip
 def _compare(
     trace: str,
     base_env: tuple[str, ...],
@@ -241,6 +244,7 @@ def _compare(
     max_runs: int,
     precision: float,
     keep: str | None,
+    warm: bool,
     fmt: str,
     **options: Any,
 ) -> int:
@@ -254,7 +258,8 @@ def _compare(
     --max-runs is reached. Then the report of `retrace diff` on the kept runs.
     Progress goes to stderr when it is a terminal.
 
-    Exit status: 0 no regression, 1 a regression, 2 bad usage or input or a failed run.
+    Exit status: 0 no regression, 1 a regression, 2 bad usage or input, 125 a run could not
+    be made (a broken build: `git bisect run` skips the commit).
     """
     import shlex
     import tempfile
@@ -279,7 +284,13 @@ def _compare(
     with tempfile.TemporaryDirectory(prefix="retrace-compare-") as scratch:
         folder = Path(keep) if keep else Path(scratch)
         result = alternate(
-            trace, selection, sides, budget, folder, lambda b, n: judge(b, n, diff_options)
+            trace,
+            selection,
+            sides,
+            budget,
+            folder,
+            lambda b, n: judge(b, n, diff_options),
+            warm,
         )
         click.echo(render_diff(result, fmt), nl=False)
     return result.exit_code

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import mmap
 import os
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from retrace.errors import RetraceError
 from retrace.profile.options import ProfileOptions
@@ -90,8 +89,8 @@ class Live:
     def __init__(self) -> None:
         words = self._HEAD + self._COLUMNS + 1
         self._mm = mmap.mmap(-1, words * 8 + self._NAMES)
-        self._words = np.frombuffer(self._mm, np.int64, count=words)
-        self._words[:] = -1
+        self._words = memoryview(self._mm)[: words * 8].cast("q")  # native int64
+        self._words[:] = array("q", [-1]) * words
         self._names_at = words * 8
         self._names = 0
 
@@ -102,7 +101,7 @@ class Live:
         w = self._words
         w[0], w[1] = pass_index, frames
         count = min(len(lengths), self._COLUMNS)
-        w[self._HEAD : self._HEAD + count] = lengths[:count]
+        w[self._HEAD : self._HEAD + count] = array("q", lengths[:count])
         if len(names) != self._names:  # new functions compiled (rare): rewrite the table
             data = "\n".join(names).encode()
             if len(data) <= self._NAMES:  # else the last table that fitted stays

@@ -10,14 +10,15 @@ metadata (`loops`).
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from retrace.profile.metadata import TABLE_KEYS
 from retrace.vocabulary import Boundary, Kind
 from retrace.writer.store import missing_mask
 from retrace.writer.tsv import Table, read_rows
+
+if TYPE_CHECKING:  # (imported where the statistics are made: the tables are written)
+    import numpy as np
 
 STATISTICS = ("min", "median", "mean", "p95", "stddev")
 
@@ -27,6 +28,8 @@ def loop_statistics(
 ) -> dict[str, Any]:
     """Every duration column's per-loop sums and their statistics, per table; `frames`:
     the frames looped (first, last)."""
+    import numpy as np
+
     first, last = frames
     per_frame = 1 if last is None else last - first + 1
     per_loop: dict[str, dict[str, list[float | None]]] = {}
@@ -67,6 +70,8 @@ def loop_statistics(
 
 
 def _statistics(sums: np.ndarray, unit: str) -> dict[str, Any]:
+    import numpy as np
+
     return {
         "unit": unit,
         "loops": len(sums),

@@ -13,12 +13,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from retrace.profile.results import Profile
 from retrace.vocabulary import Boundary, Metric, NumType
 from retrace.writer.store import Column, missing_mask
+
+if TYPE_CHECKING:
+    pass
 
 Key = tuple[Metric, Boundary]
 # (metric, boundary, suffix) -> its column in the store
@@ -67,7 +69,10 @@ class Repeats:
 
     def combine(self, keys: list[Key], profile: Profile, pass_index: int) -> None:
         """The median of the measured runs of a complete pass into the profile's columns;
-        with `stats`, min, p95 and stddev as derived columns beside them."""
+        with `stats`, min, p95 and stddev as derived columns beside them. (numpy is
+        imported here: a pass of a repeated profile is complete.)"""
+        import numpy as np
+
         for metric, boundary in keys:
             measured = [
                 self._column(metric, boundary, run_suffix(pass_index, r))

@@ -10,13 +10,14 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
-from retrace.writer.store import Column, Store, missing_value
+from retrace.writer.store import INT64, Column, Store, missing_value
 from retrace.writer.tsv import Table, Values, read_rows
+
+if TYPE_CHECKING:  # (imported where tables are made: the replaying child makes none)
+    import numpy as np
 
 META_FIELDS = ("call_no", "name", "program", "frame")  # per-event metadata of call tables
 CONTEXT = "context"  # per event too: its context's number in `Profile.contexts` (not in the TSV)
@@ -70,6 +71,8 @@ class Profile:
     def tables(self, store: Store, run: int | None = None) -> list[Table]:
         """The measured tables, ready for `MetricWriter`; columns not measured read '-'.
         With `run`: the values of that measured run (0-based) instead of their median."""
+        import numpy as np
+
         tables = []
         nothing = np.empty(0, np.int64)
         for boundary, chosen in self.metrics.items():
@@ -92,6 +95,8 @@ class Profile:
     ) -> Table:
         """One table, of the frames measured (`window`) only: their rows, frames counted
         from the first of them."""
+        import numpy as np
+
         first, last = self.window
         if boundary == Boundary.FRAME:
             if self.loops:  # the loops' frames, one after the other, numbered from 0
@@ -99,9 +104,9 @@ class Profile:
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
-        meta = {w: store.column(meta_key(boundary, w), np.int64) for w in META_FIELDS}
+        meta = {w: store.column(meta_key(boundary, w), INT64) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
-        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), np.int64)
+        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), INT64)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
             frames = meta["frame"].view()[:stop]
             if last is not None:
@@ -138,6 +143,8 @@ class Profile:
         """The table of the rows among [start, stop) whose calls `calls` selects (all without
         it); with `loops`, those rows once per loop, whose values were numbered from the
         first loop's first event on (so many events a loop)."""
+        import numpy as np
+
         from retrace.profile.window import selected
         from retrace.trace.callset import CallSet
 
@@ -256,6 +263,8 @@ def _cut(values: Values, start: int, stop: int) -> Values:
 
 def _take(values: Values, rows: np.ndarray) -> np.ndarray:
     """These rows of a column or array; those it does not hold read missing."""
+    import numpy as np
+
     data = values.view() if isinstance(values, Column) else np.asarray(values)
     inside = rows < len(data)
     if inside.all():

@@ -12,13 +12,11 @@ from __future__ import annotations
 import bisect
 import time
 
-import numpy as np
-
 from retrace.profile.events import EVENT_ROWS
 from retrace.profile.results import CONTEXT, META_FIELDS, meta_key
 from retrace.replay.program import Program
 from retrace.vocabulary import Boundary
-from retrace.writer.store import Column, Store
+from retrace.writer.store import INT64, Column, Store
 
 
 class EventRows:
@@ -66,39 +64,28 @@ class EventRows:
         # at every frame end, this must not cost more as the trace goes on
         ends = program.frame_ends
         before = bisect.bisect_left(ends, first)  # frames that ended before op `first`
-        frame_ends = np.asarray(ends[before : bisect.bisect_left(ends, end)], np.int64)
-        logs = {what: _changes(log, first, end) for what, log in self._logs.items()}
+        frame_ends = ends[before : bisect.bisect_left(ends, end)]
+        logs = tuple(_changes(log, first, end) for log in self._logs.values())
+        names = ("call_no", "name", "frame", *self._logs)
         for start in range(first, end, chunk):
             stop = min(start + chunk, end)
-            ops = np.arange(start, stop)
-            rows = program.column("rows", start, stop)
-            columns = {
-                "call_no": program.column("call_nos", start, stop),
-                "name": program.column("name_ids", start, stop),
-                "frame": before + np.searchsorted(frame_ends, ops, side="left"),
-                **{what: _in_use(log, ops) for what, log in logs.items()},
-            }
             for boundary in self.tables:
-                mask = np.isin(rows, EVENT_ROWS[boundary])
-                for what, values in columns.items():
-                    _column(store, boundary, what).extend(values[mask])
+                columns = program.event_rows(
+                    start, stop, EVENT_ROWS[boundary], frame_ends, before, logs
+                )
+                for what, values in zip(names, columns, strict=True):
+                    _column(store, boundary, what).extend(values)
 
 
-def _changes(log: list[tuple[int, int]], first: int, end: int) -> np.ndarray:
-    """The (op, value) changes of `log` that matter to ops [first, end), as an array (only
-    those: called at every frame end, this must not cost more as the trace goes on)."""
+def _changes(log: list[tuple[int, int]], first: int, end: int) -> list[tuple[int, int]]:
+    """The (op, value) changes of `log` that matter to ops [first, end) (only those: called
+    at every frame end, this must not cost more as the trace goes on). The value in use at
+    an op is that of the last change in an op before it (a glUseProgram's own row shows the
+    program it replaces; a context switch happens in an op that is no event), 0 before the
+    first."""
     since = max(bisect.bisect_left(log, (first,)) - 1, 0)
-    changes = log[since : bisect.bisect_left(log, (end,))] or [(-1, 0)]
-    return np.asarray(changes, np.int64).reshape(-1, 2)
-
-
-def _in_use(changes: np.ndarray, ops: np.ndarray) -> np.ndarray:
-    """The value in use at each op: the last change in an op before it (a glUseProgram's own
-    row shows the program it replaces; a context switch happens in an op that is no
-    event), 0 before the first."""
-    last = np.searchsorted(changes[:, 0], ops, side="left") - 1
-    return np.where(last >= 0, changes[np.maximum(last, 0), 1], 0)
+    return log[since : bisect.bisect_left(log, (end,))]
 
 
 def _column(store: Store, boundary: Boundary, what: str) -> Column:
-    return store.column(meta_key(boundary, what), np.int64)
+    return store.column(meta_key(boundary, what), INT64)

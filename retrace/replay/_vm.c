@@ -1555,6 +1555,145 @@ static PyObject *Code_column(Code *c, PyObject *args) {
     return typed;
 }
 
+/* A buffer argument as int64 items (its length a whole number of them); 0 or -1 with an
+   exception set. */
+static int int64_buffer(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (view->len % 8) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s: not whole int64 items", what);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * event_rows(start, stop, kinds, frame_ends, first_frame, changes) -> tuple of bytes
+ *
+ * The per-event metadata of the profile's call tables, for the ops [start, stop) whose row
+ * is one of `kinds` (a bit per ROW_*), each as bytes of int64 (so that Python writes them
+ * to its store without numpy): the call number, the function name id, the frame (the
+ * number of `frame_ends`, sorted op indices, below the op, plus `first_frame`), and for
+ * each of `changes` (bytes of int64 pairs (op, value), sorted by op) the value of the last
+ * change in an op before this one, 0 before the first.
+ */
+static PyObject *Code_event_rows(Code *c, PyObject *args) {
+    Py_ssize_t start, stop;
+    unsigned int kinds;
+    long long first_frame;
+    PyObject *frame_ends_obj, *changes;
+    if (!PyArg_ParseTuple(args, "nnIOLO!", &start, &stop, &kinds, &frame_ends_obj, &first_frame,
+                          &PyTuple_Type, &changes))
+        return NULL;
+    if (start < 0 || stop > (Py_ssize_t)c->ops.len || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "op range out of bounds");
+        return NULL;
+    }
+    Py_ssize_t logs = PyTuple_GET_SIZE(changes), columns = 3 + logs;
+    Py_buffer ends, log[8];
+    if (logs > 8) {
+        PyErr_SetString(PyExc_ValueError, "event_rows() takes at most 8 change logs");
+        return NULL;
+    }
+    if (int64_buffer(frame_ends_obj, &ends, "frame_ends"))
+        return NULL;
+    Py_ssize_t opened = 0;
+    PyObject *out = NULL;
+    for (; opened < logs; opened++)
+        if (int64_buffer(PyTuple_GET_ITEM(changes, opened), &log[opened], "changes"))
+            goto done;
+    const uint8_t *rows = AT(c->rows, uint8_t);
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = start; i < stop; i++)
+        count += kinds >> rows[i] & 1;
+    out = PyTuple_New(columns);
+    if (!out)
+        goto done;
+    int64_t *column[3 + 8];
+    for (Py_ssize_t k = 0; k < columns; k++) {
+        PyObject *bytes = PyBytes_FromStringAndSize(NULL, count * 8);
+        if (!bytes) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyTuple_SET_ITEM(out, k, bytes);
+        column[k] = (int64_t *)PyBytes_AS_STRING(bytes);
+    }
+    const int64_t *end_ops = ends.buf;
+    size_t n_ends = (size_t)ends.len / 8, frame = 0, at[8] = {0};
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        if (!(kinds >> rows[i] & 1))
+            continue;
+        while (frame < n_ends && end_ops[frame] < i)
+            frame++;
+        column[0][j] = AT(c->call_nos, int64_t)[i];
+        column[1][j] = AT(c->name_ids, uint32_t)[i];
+        column[2][j] = first_frame + (int64_t)frame;
+        for (Py_ssize_t k = 0; k < logs; k++) {
+            const int64_t *pairs = log[k].buf;
+            size_t n = (size_t)log[k].len / 16;
+            while (at[k] < n && pairs[2 * at[k]] < i)
+                at[k]++;
+            column[3 + k][j] = at[k] ? pairs[2 * (at[k] - 1) + 1] : 0;
+        }
+        j++;
+    }
+done:
+    for (Py_ssize_t k = 0; k < opened; k++)
+        PyBuffer_Release(&log[k]);
+    PyBuffer_Release(&ends);
+    return out;
+}
+
+/*
+ * event_values(records, end, start, missing) -> bytes
+ *
+ * One metric's values from bytes of EventRecord (take_events()): field `end` of each
+ * record, less field `start` unless that is -1; `missing` where a field used was not
+ * measured (MISSING).  As int64 bytes, or as doubles when `missing` is a float (a column
+ * of doubles, whose missing value is NaN).
+ */
+static PyObject *vm_event_values(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer records;
+    int end, start;
+    PyObject *missing_obj;
+    if (!PyArg_ParseTuple(args, "y*iiO", &records, &end, &start, &missing_obj))
+        return NULL;
+    const int fields = (int)(sizeof(EventRecord) / 8), doubles = PyFloat_Check(missing_obj);
+    PyObject *out = NULL;
+    long long missing = doubles ? 0 : PyLong_AsLongLong(missing_obj);
+    double missing_double = doubles ? PyFloat_AS_DOUBLE(missing_obj) : 0.0;
+    if (PyErr_Occurred())
+        goto done;
+    if (records.len % (Py_ssize_t)sizeof(EventRecord) || end < 0 || end >= fields ||
+        start < -1 || start >= fields) {
+        PyErr_SetString(PyExc_ValueError, "event_values(): not event records, or no such field");
+        goto done;
+    }
+    Py_ssize_t n = records.len / (Py_ssize_t)sizeof(EventRecord);
+    out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!out)
+        goto done;
+    int64_t *ints = (int64_t *)PyBytes_AS_STRING(out);
+    double *reals = (double *)PyBytes_AS_STRING(out);
+    const int64_t *r = records.buf;
+    for (Py_ssize_t i = 0; i < n; i++, r += fields) {
+        int64_t v = r[end];
+        if (v != MISSING && start >= 0)
+            v = r[start] == MISSING ? MISSING : v - r[start];
+        if (doubles)
+            reals[i] = v == MISSING ? missing_double : (double)v;
+        else
+            ints[i] = v == MISSING ? missing : v;
+    }
+done:
+    PyBuffer_Release(&records);
+    return out;
+}
+
 /* An op's index from Python; -1 with an exception set when it is none. */
 static Py_ssize_t op_index(Code *c, PyObject *arg) {
     Py_ssize_t i = PyLong_AsSsize_t(arg);
@@ -1625,6 +1764,8 @@ static PyMethodDef Code_methods[] = {
      "take_events(all) -> (calls, draws, frames) measured, read"},
     {"column", (PyCFunction)Code_column, METH_VARARGS,
      "column(name, start, stop) -> memoryview of the op array's type"},
+    {"event_rows", (PyCFunction)Code_event_rows, METH_VARARGS,
+     "event_rows(start, stop, kinds, frame_ends, first_frame, changes) -> int64 bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
     {"share_gil", (PyCFunction)Code_share_gil, METH_O,
@@ -1676,6 +1817,8 @@ static PyObject *vm_publish(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef vm_functions[] = {
+    {"event_values", vm_event_values, METH_VARARGS,
+     "event_values(records, end, start, missing) -> int64 or double bytes of one metric"},
     {"publish", vm_publish, METH_O,
      "publish(buffer): write (call number running, loop running) as two int64 there"},
     {NULL, NULL, 0, NULL},

@@ -85,6 +85,10 @@ ARG_PTR_OF: int
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
 
+def event_values(records: Buffer, end: int, start: int, missing: float, /) -> bytes:
+    """One metric of event records (`Code.take_events`): field `end` less field `start`
+    (-1: none), `missing` where not measured; int64, or doubles when `missing` is a float."""
+
 @final
 class Code:
     """A compiled trace: ops, their arguments, the data pool they point into and per-op
@@ -144,6 +148,18 @@ class Code:
     def column(self, name: str, start: int, stop: int, /) -> memoryview:
         """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows, checkable),
         in the array's item type (int64, uint32, uint8, uint8)."""
+    def event_rows(
+        self,
+        start: int,
+        stop: int,
+        kinds: int,
+        frame_ends: Buffer,
+        first_frame: int,
+        changes: tuple[Buffer, ...],
+        /,
+    ) -> tuple[bytes, ...]:
+        """Per event among ops [start, stop) whose row is in `kinds` (a bit per ROW_*), int64
+        bytes: call number, name id, frame, and the value in use of each of `changes`."""
     def meta(self, i: int, /) -> tuple[int, int, int, int]:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:

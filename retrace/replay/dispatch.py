@@ -25,7 +25,7 @@ class Dispatch:
 
     def __init__(self, get_proc_address: Callable[[str], int], registry: Registry | None = None):
         self._resolve = get_proc_address
-        self.registry = registry or load_registry("gl")
+        self.registry = registry or load_registry()
         self._functions: dict[str, CFunction | None] = {}
 
     def command(self, name: str) -> Command | None:

@@ -25,17 +25,14 @@ and read from the module here.
 from __future__ import annotations
 
 import enum
-import functools
 import os
+from array import array
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from retrace.replay import _vm
 from retrace.vocabulary import NativeEvents
-
-if TYPE_CHECKING:
-    import numpy as np
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -59,19 +56,32 @@ class Marks(enum.IntEnum):
     CHECKABLE = _vm.MARK_CHECKABLE  # GL calls glGetError may follow: the mark is 1
 
 
-@functools.cache
-def event_dtype() -> np.dtype[Any]:
-    """An event the loop measured (`Program.take_events`), as `_vm.c` lays it out: ns since
-    the pass began on the CPU clock and the GPU's, samples passed, the GPU-disjoint flag,
-    bytes. (numpy is imported when a pass first measures: a plain replay starts sooner.)"""
-    import numpy as np
+class EventRecords:
+    """Events the loop measured (`Program.take_events`), as `_vm.c` lays them out: int64
+    fields `FIELDS` (ns since the pass began on the CPU clock and the GPU's, samples
+    passed, the GPU-disjoint flag, bytes; `NOT_MEASURED` where nothing was), one record
+    per event in order. Read in C, so that measuring imports no numpy."""
 
-    dtype = np.dtype([(f, "<i8") for f in _vm.EVENT_FIELDS])
-    assert dtype.itemsize == _vm.EVENT_SIZE
-    return dtype
+    __slots__ = ("records",)
+    FIELDS: tuple[str, ...] = _vm.EVENT_FIELDS
+    _INDEX = {name: i for i, name in enumerate(FIELDS)}
+
+    def __init__(self, records: bytes) -> None:
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.records) // _vm.EVENT_SIZE
+
+    def values(self, end: str, start: str | None, missing: float) -> bytes:
+        """One value per event: field `end`, less field `start` if given; `missing` where a
+        field used was not measured. As int64 bytes, or doubles when `missing` is a float
+        (the missing value of a store column of doubles)."""
+        index = self._INDEX
+        first = -1 if start is None else index[start]
+        return _vm.event_values(self.records, index[end], first, missing)
 
 
-NOT_MEASURED: int = _vm.MISSING  # in a field of `event_dtype()` that was not measured
+NOT_MEASURED: int = _vm.MISSING  # in a field of `EventRecords` that was not measured
 # (GL name, OpenGL ES name) of each function the loop measures events with, in the order
 # `Program.enter_context` takes their addresses
 QUERY_FUNCTIONS: tuple[tuple[str, str], ...] = _vm.QUERY_FUNCTIONS
@@ -187,15 +197,12 @@ class Program:
         """Stop measuring events (what was not taken is dropped)."""
         self.code.events(None)
 
-    def take_events(self, all: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(calls, draws, frames) measured, in event order, as `event_dtype()` rows: those
-        that had ended at the previous take, which the GPU is done with by now, or with
-        `all` every one. Reads their queries in the context they ran in, which must be
-        current (`leave_context` read the others), and frees them for reuse."""
-        import numpy as np
-
-        dtype = event_dtype()
-        calls, draws, frames = (np.frombuffer(r, dtype) for r in self.code.take_events(all))
+    def take_events(self, all: bool = False) -> tuple[EventRecords, EventRecords, EventRecords]:
+        """(calls, draws, frames) measured, in event order: those that had ended at the
+        previous take, which the GPU is done with by now, or with `all` every one. Reads
+        their queries in the context they ran in, which must be current (`leave_context`
+        read the others), and frees them for reuse."""
+        calls, draws, frames = map(EventRecords, self.code.take_events(all))
         return calls, draws, frames
 
     def where(self, i: int) -> str:
@@ -203,13 +210,30 @@ class Program:
         call_no, name_id, _, _ = self.code.meta(i)
         return f"{call_no}: {self.names[name_id]}"
 
-    def column(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+    def column(self, name: str, start: int = 0, stop: int | None = None) -> memoryview:
         """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows or
-        checkable), in the type `_vm.c` keeps it in."""
-        import numpy as np
-
+        checkable), typed as `_vm.c` keeps it (int64, uint32, uint8)."""
         stop = len(self.code) if stop is None else stop
-        return np.asarray(self.code.column(name, start, stop))
+        return self.code.column(name, start, stop)
+
+    def event_rows(
+        self,
+        start: int,
+        stop: int,
+        rows: tuple[int, ...],
+        frame_ends: list[int],
+        first_frame: int,
+        changes: tuple[list[tuple[int, int]], ...],
+    ) -> tuple[bytes, ...]:
+        """Per event among ops [start, stop) (the ops whose OpKind is among `rows`), as
+        int64 bytes: call number, function name id, frame (`first_frame` + the number of
+        `frame_ends`, sorted op indices, below its op), then for each log of `changes`
+        ((op, value), sorted) the value of the last change in an op before it (0 before
+        the first)."""
+        kinds = sum(1 << row for row in set(rows))
+        ends = array("q", frame_ends)
+        logs = tuple(array("q", [x for pair in log for x in pair]) for log in changes)
+        return self.code.event_rows(start, stop, kinds, ends, first_frame, logs)
 
 
 def _data_file() -> tuple[int, str]:

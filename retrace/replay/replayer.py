@@ -18,6 +18,7 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sys
 import time
@@ -115,6 +116,7 @@ class Replayer:
         self.ws.gl_errors = self.gl_errors
         self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end
+        self.ws.after_frame_end = self._stop_after_last
         self.ws.before_switch = self._before_switch
         self.ws.after_switch = self._after_switch
         self.state.on_program_change = self._program_change
@@ -154,6 +156,10 @@ class Replayer:
         self.frame += 1
         for listener in self.listeners:
             listener.frame_end(self.frame)
+
+    def _stop_after_last(self) -> None:
+        """After a frame's end is done (a swap's included, which a --loop's first frame
+        holds as every other frame does): stop once `last_frame` has ended."""
         if self.last_frame is not None and self.frame > self.last_frame:
             raise StopReplay
 
@@ -257,11 +263,22 @@ class Replayer:
             )
         return (ends[first - 1] + 1 if first else 0), ends[last] + 1
 
+    def last_calls(self) -> tuple[int, int]:
+        """Ops [start, end) of the calls since the last frame end the pass replayed, which
+        glretrace's --loop repeats: frame `last_frame` where the pass stopped after it, else
+        the calls after the trace's last frame end (its program's clean-up, often) or, where
+        it ends with a frame end, its last frame (the whole trace if it has none)."""
+        ends = self.program.frame_ends
+        last = self.last_frame
+        end = ends[last] + 1 if last is not None and self.frame > last else len(self.program)
+        before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
+        return (ends[before - 1] + 1 if before else 0), end
+
     def loop_last_frame(self, times: int) -> PassResult:
-        """Replay the last frame replayed (`last_frame` when set: --frames A-B stops there)
-        again `times` times (forever if negative), as glretrace --loop does; state the
-        frame expects from its own start may differ, as there."""
-        first, end = self.frame_ops(last=self.last_frame)
+        """Replay the calls since the last frame end (`last_calls`) again `times` times
+        (forever if negative), as glretrace --loop does; state those calls expect from
+        their own start may differ, as there. Returns the frames the loops ended."""
+        first, end = self.last_calls()
         start, count = time.perf_counter(), 0
         self.frame = 0
         last_frame, self.last_frame = self.last_frame, None  # (it ends passes, not loops)

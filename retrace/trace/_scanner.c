@@ -1010,9 +1010,80 @@ static PyObject *calls_of(PyObject *self, PyObject *args) {
     return found;
 }
 
+/* Whether call number `no` with CallFlag bits `bits` is in a call set: in one of the
+   `n_intervals` sorted, disjoint (start, stop) pairs, or in one of the `n_ranges`
+   (start, stop, step, kinds) ranges (kinds 0: every kind of call). */
+static int in_call_set(uint64_t no, uint64_t bits, const uint64_t *intervals, size_t n_intervals,
+                       const uint64_t *ranges, size_t n_ranges) {
+    size_t lo = 0, hi = n_intervals; /* the first interval starting after `no` */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (intervals[2 * mid] <= no)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && no <= intervals[2 * (lo - 1) + 1])
+        return 1;
+    for (size_t k = 0; k < n_ranges; k++) {
+        const uint64_t *r = ranges + 4 * k;
+        if (no >= r[0] && no <= r[1] && (no - r[0]) % r[2] == 0 && (!r[3] || (bits & r[3])))
+            return 1;
+    }
+    return 0;
+}
+
+/* calls_in(nos, kinds, flags, intervals, ranges, asked, invert): set to 1 the byte in
+   `asked` (writable, one per call) of every call a call set selects, or with `invert` of
+   every call it does not.  The calls: their numbers `nos` (uint64) and CallFlag bits, as
+   `flags[kinds[i]]` (`kinds`: uint32 per call, an index into the uint64 `flags`; the
+   signature or function of each call) or, with `kinds` None, `flags[i]`.  The set: uint64
+   `intervals` (start, stop) and `ranges` (start, stop, step, kinds)
+   (retrace.trace.callset.CallSet.mark). */
+static PyObject *calls_in(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer nos, kinds = {0}, flags, intervals, ranges, asked;
+    PyObject *kinds_obj;
+    int invert;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*p", &nos, &kinds_obj, &flags, &intervals, &ranges,
+                          &asked, &invert))
+        return NULL;
+    PyObject *result = NULL;
+    if (kinds_obj != Py_None && PyObject_GetBuffer(kinds_obj, &kinds, PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t count = nos.len / 8;
+    size_t n_flags = (size_t)flags.len / 8;
+    if (nos.len % 8 || asked.len < count || flags.len % 8 || intervals.len % 16 ||
+        ranges.len % 32 || (kinds.buf ? kinds.len != count * 4 : (Py_ssize_t)n_flags < count)) {
+        PyErr_SetString(PyExc_ValueError, "calls_in(): buffers of the wrong size");
+        goto done;
+    }
+    const uint64_t *no = nos.buf, *bits = flags.buf;
+    const uint32_t *kind = kinds.buf;
+    uint8_t *out = asked.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        size_t k = kind ? kind[i] : (size_t)i;
+        if (in_call_set(no[i], k < n_flags ? bits[k] : 0, intervals.buf,
+                        (size_t)intervals.len / 16, ranges.buf, (size_t)ranges.len / 32) != invert)
+            out[i] = 1;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&nos);
+    if (kinds.buf)
+        PyBuffer_Release(&kinds);
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&intervals);
+    PyBuffer_Release(&ranges);
+    PyBuffer_Release(&asked);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
     {"calls_of", calls_of, METH_VARARGS,
      "calls_of(calls, wanted): indices of the calls whose signature id is marked in wanted"},
+    {"calls_in", calls_in, METH_VARARGS,
+     "calls_in(nos, kinds, flags, intervals, ranges, asked, invert): mark a call set's calls"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,6 +27,19 @@ RECORD_LAYOUT: int
 def calls_of(calls: Buffer, wanted: Buffer, /) -> list[int]:
     """Indices of the call records whose signature id has a non-zero byte in `wanted`."""
 
+def calls_in(
+    nos: Buffer,
+    kinds: Buffer | None,
+    flags: Buffer,
+    intervals: Buffer,
+    ranges: Buffer,
+    asked: Buffer,
+    invert: bool,
+    /,
+) -> None:
+    """Set `asked[i]` to 1 where call i (number `nos[i]`, CallFlag bits `flags[kinds[i]]`,
+    or `flags[i]`) is in the call set (`intervals`, `ranges`), or with `invert` is not."""
+
 @final
 class Scanner:
     """Incremental scanner of apitrace's event stream into flat records."""

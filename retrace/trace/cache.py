@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from retrace import __version__
 from retrace.cachedir import user_cache_dir
-from retrace.errors import RetraceError, TraceError
+from retrace.errors import TraceError, UsageError
 from retrace.trace._scanner import RECORD_LAYOUT
 from retrace.trace.digest import file_digest, remembered_digest
 
@@ -121,7 +121,7 @@ def size_limit() -> int:
         return DEFAULT_SIZE
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", raw, re.IGNORECASE)
     if match is None:
-        raise RetraceError(
+        raise UsageError(  # configuration, as an option's value is: exit 2
             f"RETRACE_CACHE_SIZE={raw!r} is not a size: give bytes, or a number with K, M or G"
         )
     return int(float(match[1]) * _UNITS[match[2].upper()])

@@ -24,14 +24,17 @@ runs backwards (`10-5`) selects nothing and is not an error, as in apitrace.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from retrace.errors import UsageError
+from retrace.trace._scanner import calls_in
 from retrace.trace.flags import CallFlag
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import Buffer
 
 UNBOUNDED = 2**64 - 1
 """`CallSet.last` of a set with no upper end (and call numbers may not exceed it)."""
@@ -189,7 +192,9 @@ class CallSet:
     Build one with `parse`; `contains` is asked once per call of a trace.
     """
 
-    __slots__ = ("_spec", "_starts", "_stops", "_single", "_filtered", "_first", "_last")
+    __slots__ = (
+        "_spec", "_starts", "_stops", "_single", "_filtered", "_first", "_last", "_packed"
+    )  # fmt: skip
 
     def __init__(self, spec: str, ranges: list[_Range]) -> None:
         self._spec = spec
@@ -213,6 +218,7 @@ class CallSet:
         # Like apitrace, an empty set claims no bounds: 0 to UNBOUNDED.
         self._first = min((r.start for r in ranges), default=0)
         self._last = max((r.stop for r in ranges), default=UNBOUNDED)
+        self._packed: tuple[array[int], array[int]] | None = None  # for `mark`, made at first use
 
     @classmethod
     def parse(cls, spec: str) -> CallSet:
@@ -253,27 +259,35 @@ class CallSet:
                 return True
         return False
 
+    def mark(
+        self,
+        asked: bytearray,
+        call_nos: Buffer,
+        flags: Buffer,
+        kinds: Buffer | None = None,
+        invert: bool = False,
+    ) -> None:
+        """`contains` for many calls at once, in C (no numpy): set `asked[i]` to 1 where
+        call i is selected (with `invert`: where it is not). `call_nos`: uint64 per call;
+        their CallFlag bits: `flags[kinds[i]]` (`kinds`: uint32 per call, e.g. its
+        signature id; `flags`: uint64 per kind), or without `kinds` `flags[i]`."""
+        if self._packed is None:
+            intervals = array(
+                "Q", [n for pair in zip(self._starts, self._stops, strict=True) for n in pair]
+            )
+            ranges = array("Q", [n for r in self._filtered for n in (*r[:3], r.freq or 0)])
+            self._packed = intervals, ranges
+        calls_in(call_nos, kinds, flags, *self._packed, asked, invert)
+
     def contains_many(self, call_nos: np.ndarray, flags: np.ndarray) -> np.ndarray:
-        """`contains` for arrays of call numbers and their CallFlag bits, in one go (for
+        """`contains` for arrays of call numbers and their CallFlag bits, as a bool array (for
         tools that work on whole columns: numpy is imported here, not with the module)."""
         import numpy as np
 
-        nos = np.asarray(call_nos, np.uint64)
-        out = np.zeros(len(nos), bool)
-        if self._starts:
-            index = np.searchsorted(np.asarray(self._starts, np.uint64), nos, side="right") - 1
-            inside = index >= 0
-            out[inside] = nos[inside] <= np.asarray(self._stops, np.uint64)[index[inside]]
-        bits = np.asarray(flags, np.uint64)
-        for r in self._filtered:
-            start = np.uint64(r.start)
-            match = (nos >= start) & (nos <= np.uint64(r.stop))
-            if r.step != 1:  # (where nos < start the difference wraps, but match is false)
-                match &= (nos - start) % np.uint64(r.step) == 0
-            if r.freq is not None:
-                match &= (bits & np.uint64(r.freq)) != 0
-            out |= match
-        return out
+        asked = bytearray(len(call_nos))
+        nos, bits = (np.ascontiguousarray(a, np.uint64).data for a in (call_nos, flags))
+        self.mark(asked, nos, bits)
+        return np.frombuffer(asked, bool)
 
     @property
     def first(self) -> int:

@@ -1,19 +1,21 @@
 """What a replay imports before it runs: numpy (50 ms and 15 MB to import) only where
-tables are built, so that `replay -b` starts as soon as glretrace does."""
+tables are built, after the replay, so that `replay -b` starts as soon as glretrace does
+and a profile measures as soon."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
 from conftest import TRACES
 
 TRACE = str(TRACES / "es2tri.trace")
 
 
-def imported(*args: str) -> set[str]:
-    """Every module the command imports, in the parent and in the child that replays
-    (`python -X importtime` reports both on stderr)."""
+def stderr_lines(*args: str) -> list[str]:
+    """The command's stderr under `python -X importtime`: the modules imported by the
+    parent and by the child that replays, in order, among the command's own lines."""
     r = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "retrace", *args],
         capture_output=True,
@@ -21,19 +23,44 @@ def imported(*args: str) -> set[str]:
         timeout=600,
         check=True,
     )
-    lines = [line for line in r.stderr.splitlines() if line.startswith("import time:")]
-    return {line.rsplit("|", 1)[1].strip() for line in lines}
+    return r.stderr.splitlines()
+
+
+def modules(lines: list[str]) -> set[str]:
+    found = [line for line in lines if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip() for line in found}
+
+
+def imported(*args: str) -> set[str]:
+    """Every module the command imports, in the parent and in the child that replays."""
+    return modules(stderr_lines(*args))
 
 
 def numpy_modules(modules: set[str]) -> set[str]:
     return {m for m in modules if m.split(".")[0] == "numpy"}
 
 
-def test_a_replay_imports_no_numpy():
-    modules = imported("replay", "-b", TRACE)
+@pytest.mark.parametrize(
+    "options",
+    [["-b"], ["--calls", "0-20,*/draw"], ["--snapshot-format", "md5", "-s", "-", "-S", "*/draw"]],
+    ids=["benchmark", "calls", "snapshots"],
+)
+def test_a_replay_imports_no_numpy(options):
+    """Call sets (--calls, the calls to snapshot) are asked of every call in C."""
+    modules = imported("replay", *options, TRACE)
     assert "retrace.replay.compiler" in modules  # the replaying child's imports are seen
     assert not numpy_modules(modules)
 
 
-def test_a_profile_imports_numpy_to_measure():
-    assert numpy_modules(imported("--pframes", "opengl: GPU Duration", TRACE))
+def test_a_profile_imports_numpy_only_after_its_last_frame():
+    """The store, the loop's event records and the rows of the call tables are written
+    without numpy; the tables import it once the replay is over."""
+    trace = str(TRACES / "glxgears-interrupted.trace")  # frames, and calls and draws in them
+    lines = stderr_lines(
+        "--pframes", "opengl: GPU Duration", "--pcalls", "opengl: GPU Duration", trace
+    )
+    done = next(i for i, line in enumerate(lines) if line.startswith("retrace: pass 1 of 1 done"))
+    replay, tables = modules(lines[:done]), modules(lines[done:])
+    assert {"retrace.profile.events", "retrace.profile.rows", "retrace.replay.compiler"} <= replay
+    assert not numpy_modules(replay)
+    assert numpy_modules(tables)

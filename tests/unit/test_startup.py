@@ -1,5 +1,6 @@
-"""The replay's modules import without numpy (50 ms and 15 MB to import): it is imported
-where tables are built (dump, info, measured events, the writers), not to replay."""
+"""The replay's and the profiler's modules import without numpy (50 ms and 15 MB to
+import): it is imported where tables are built (dump, info, the writers, once a profile's
+replay is over), not to replay or measure."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ REPLAY_MODULES = (
     "retrace.replay.run",
     "retrace.replay.contain",
     "retrace.replay.replayer",
+    "retrace.profile.commands",
+    "retrace.profile.driver",
+    "retrace.backends.opengl",
 )
 
 

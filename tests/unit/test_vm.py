@@ -9,6 +9,7 @@ test_profile.py.
 
 from __future__ import annotations
 
+import array
 import ctypes
 import math
 import os
@@ -407,3 +408,41 @@ def test_registry_types_map_to_the_declared_widths():
     assert _arg_type(ctypes.c_short) == I16 and _arg_type(ctypes.c_ssize_t) == I64
     assert _arg_type(ctypes.c_float) == F32 and _arg_type(ctypes.c_double) == F64
     assert _arg_type(ctypes.c_void_p) is None and _arg_type(ctypes.c_char) is None
+
+
+def int64s(data: bytes) -> list[int]:
+    return memoryview(data).cast("q").tolist()
+
+
+def test_event_rows_give_each_event_its_call_frame_and_state_in_use():
+    code = new_code()
+    # ops 0..5: (call no, name id, row); frames end at ops 1 and 4
+    ops = [(10, 1, _vm.ROW_CALL), (11, 2, _vm.ROW_NONE), (12, 3, _vm.ROW_DRAW),
+           (13, 1, _vm.ROW_CALL), (14, 2, _vm.ROW_BEGIN), (15, 4, _vm.ROW_DRAW)]  # fmt: skip
+    for i, (no, name, row) in enumerate(ops):
+        code.add_py(i, no, name, row, False)
+    frame_ends = array.array("q", [1, 4])
+    programs = array.array("q", [2, 7, 4, 9])  # (op, program): 7 from op 2 on (after op 2)
+    calls = code.event_rows(0, 6, 1 << _vm.ROW_CALL | 1 << _vm.ROW_DRAW, frame_ends, 5, (programs,))
+    assert [int64s(c) for c in calls] == [
+        [10, 12, 13, 15],  # call numbers
+        [1, 3, 1, 4],  # name ids
+        [5, 6, 6, 7],  # 5 + the frames ended before the op
+        [0, 0, 7, 9],  # the program of the last change in an op before (none before op 2)
+    ]
+    draws = code.event_rows(2, 6, 1 << _vm.ROW_DRAW | 1 << _vm.ROW_BEGIN, frame_ends, 0, ())
+    assert [int64s(c) for c in draws] == [[12, 14, 15], [3, 2, 4], [1, 1, 2]]
+    with pytest.raises(IndexError):
+        code.event_rows(0, 7, 2, frame_ends, 0, ())
+
+
+def test_event_values_are_differences_of_fields_with_missing_where_unmeasured():
+    width = len(_vm.EVENT_FIELDS)
+    records = array.array("q", range(width)) + array.array("q", [_vm.MISSING] + [5] * (width - 1))
+    assert int64s(_vm.event_values(records, 3, 1, -1)) == [2, 0]
+    assert int64s(_vm.event_values(records, 0, -1, -1)) == [0, -1]
+    assert int64s(_vm.event_values(records, 1, 0, -1)) == [1, -1]
+    doubles = memoryview(_vm.event_values(records, 1, 0, math.nan)).cast("d").tolist()
+    assert doubles[0] == 1.0 and math.isnan(doubles[1])
+    with pytest.raises(ValueError):
+        _vm.event_values(records, width, -1, 0)

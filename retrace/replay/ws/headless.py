@@ -43,7 +43,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace.errors import RetraceError
@@ -1113,7 +1113,18 @@ class _OpeningDisplay(threading.Thread):
         return self._display
 
 
-_ahead: list[_OpeningDisplay] = []  # the display opening ahead, until `EglDisplay.open` takes it
+class _Opened:
+    """A display opened before the process forked (`open_before_fork`), as `_OpeningDisplay`."""
+
+    def __init__(self, display: EglDisplay) -> None:
+        self._display = display
+
+    def result(self) -> EglDisplay:
+        return self._display
+
+
+# the display opening ahead, until `EglDisplay.open` takes it
+_ahead: list[_OpeningDisplay | _Opened] = []
 
 
 def open_ahead() -> None:
@@ -1121,3 +1132,21 @@ def open_ahead() -> None:
     platforms) returns, in a thread, so that the caller's imports overlap it."""
     if not _ahead:
         _ahead.append(_OpeningDisplay())
+
+
+def open_before_fork(threads: Callable[[], int]) -> bool:
+    """In a process that forks replays (a warm worker): open the display now, so that each
+    replay forked later takes it over as if `open_ahead` had opened it, unless the driver
+    started a thread doing so (`threads`: this process's count), which a forked child
+    would lack; then the display is closed again, the driver's libraries stay loaded.
+    Whether the display is kept; an error opening it is left to the replays to report."""
+    before = threads()
+    try:
+        display = EglDisplay.open(_PLATFORMS)
+    except EglError:
+        return False
+    if threads() != before:  # (llvmpipe makes none until a context exists)
+        display.terminate()
+        return False
+    _ahead.append(_Opened(display))
+    return True
