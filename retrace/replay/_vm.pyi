@@ -160,6 +160,8 @@ class Code:
     ) -> tuple[bytes, ...]:
         """Per event among ops [start, stop) whose row is in `kinds` (a bit per ROW_*), int64
         bytes: call number, name id, frame, and the value in use of each of `changes`."""
+    def row_counts(self, start: int, stop: int, /) -> tuple[int, ...]:
+        """How many of ops [start, stop) have each row kind (ROW_NONE to ROW_LIST_END)."""
     def meta(self, i: int, /) -> tuple[int, int, int, int]:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:

@@ -268,6 +268,8 @@ def test_the_op_arrays_leave_memory_once_run_too(tmp_path):
             assert f.calls == [(k,) for k in range(calls)]
             assert resident_kib(file, op_arrays=True) <= LEFT_RESIDENT
         assert code.column("call_nos", 0, calls).tolist() == list(range(calls))
+        assert code.row_counts(0, calls) == (0, calls, 0, 0, 0, 0)  # calls rows, counted in C
+        assert code.row_counts(10, 20) == (0, 10, 0, 0, 0, 0)
         assert resident_kib(file, op_arrays=True) <= LEFT_RESIDENT
 
 
