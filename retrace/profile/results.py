@@ -33,6 +33,11 @@ def meta_key(boundary: Boundary, what: str) -> str:
     return f"events.{boundary.name}.{what}"
 
 
+def meta_column(store: Store, boundary: Boundary, what: str) -> Column:
+    """The store column of one per-event metadata field (`META_FIELDS`, `CONTEXT`)."""
+    return store.column(meta_key(boundary, what), INT64)
+
+
 @dataclass
 class Profile:
     """What a run measured: columns per boundary, in output order, plus event metadata."""
@@ -104,9 +109,9 @@ class Profile:
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
-        meta = {w: store.column(meta_key(boundary, w), INT64) for w in META_FIELDS}
+        meta = {w: meta_column(store, boundary, w) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
-        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), INT64)
+        meta[CONTEXT] = meta_column(store, boundary, CONTEXT)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
             frames = meta["frame"].view()[:stop]
             if last is not None:
