@@ -79,6 +79,12 @@ def batch() -> None:
     help="Run only shard I of N (default: from CI_NODE_INDEX/CI_NODE_TOTAL or "
     "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
 )
+@click.option(
+    "--warm/--no-warm",
+    default=True,
+    show_default=True,
+    help="Fork local jobs from a worker that started once per environment, or start each afresh.",
+)
 @click.option("--rerun", is_flag=True, help="Run every job, even those the database has.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write the jobs as JUnit XML.")
 def run(
@@ -89,6 +95,7 @@ def run(
     ray_address: str | None,
     jobs: int,
     shard: str | None,
+    warm: bool,
     rerun: bool,
     junit: str | None,
 ) -> None:
@@ -112,7 +119,7 @@ def run(
     tally = schedule.Tally(len(todo))
     stopped = None
     with database.connect(db) as con:
-        executor = RayExecutor(ray_address) if ray_address else LocalExecutor(jobs)
+        executor = RayExecutor(ray_address) if ray_address else LocalExecutor(jobs, warm)
         progress = _Progress(len(todo))
         try:
             with _signals_as_interrupts():

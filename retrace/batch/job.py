@@ -1,6 +1,7 @@
 """One job of a batch: one profile run of one trace, isolated in a child process.
 
-A job is a `python -m retrace profile` of its own, as a user would run it, so
+A job is a `python -m retrace profile` of its own, as a user would run it (or,
+locally, the same forked from a warm worker of its environment: `retrace.warm`), so
 a driver that crashes or hangs takes down only that job: retrace's child
 already names the crashing call on stderr (`retrace: error: driver crashed
 (SIGSEGV) at call 34 glDrawArrays(...)`), and that line becomes the job's
@@ -28,7 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrace.errors import RetraceError
 from retrace.profile.metadata import TraceFile, trace_file
+from retrace.warm import WarmRun, WarmWorkers
 
 # Seconds between SIGTERM (retrace writes the tables measured so far) and SIGKILL.
 _GRACE = 10.0
@@ -40,7 +43,7 @@ MISMATCH = "mismatch"  # profiled, but a frame's MD5 is not the one the manifest
 FINISHED = (OK, MISMATCH)
 
 # The profiles this process runs now (from the local executor's threads).
-_CHILDREN: set[subprocess.Popen[str]] = set()
+_CHILDREN: set[subprocess.Popen[str] | WarmRun] = set()
 _LOCK = threading.Lock()  # what a resumed batch does not run again: retrying cannot change it
 
 
@@ -116,8 +119,9 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def run_job(job: Job) -> Outcome:
-    """Profile `job` in a child process (and, where MD5s are expected, replay for them)."""
+def run_job(job: Job, workers: WarmWorkers | None = None) -> Outcome:
+    """Profile `job` in a child process (and, where MD5s are expected, replay for them);
+    with `workers`, forked from the warm worker of the job's environment."""
     started = time.time()
     host = socket.gethostname()
     try:
@@ -131,32 +135,45 @@ def run_job(job: Job) -> Outcome:
         return Outcome(FAILED, reason, started=started, host=host)
     with tempfile.TemporaryDirectory(prefix="retrace-job-") as scratch:
         out = Path(scratch) / "profile.tsv"
-        command = [sys.executable, "-m", "retrace", "profile", "--quiet", *job.profile_args()]
-        outcome = _child([*command, "-o", str(out), job.trace.path], job)
+        command = ["profile", "--quiet", *job.profile_args()]
+        outcome = _child([*command, "-o", str(out), job.trace.path], job, workers)
         outcome.started, outcome.host = started, host
         outcome.tsv = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
         beside = Path(f"{out}.json")
         outcome.metadata = beside.read_text(encoding="utf-8") if beside.exists() else None
     if outcome.status == OK and job.expect.md5 and job.run == 0:  # one replay per trace
-        _check_md5(job, outcome)
+        _check_md5(job, outcome, workers)
     outcome.wall_s = time.time() - started
     return outcome
 
 
-def _child(command: list[str], job: Job) -> Outcome:
-    """Run `command` under the job's environment and timeout; its status and stderr."""
+def _start(
+    args: list[str], env: dict[str, str], workers: WarmWorkers | None
+) -> subprocess.Popen[str] | WarmRun:
+    """`retrace ARGS` under `env`: forked from the warm worker of `env` where there is one
+    (a worker that cannot start or died: a process of its own), else a process of its own."""
+    if workers is not None:
+        try:
+            return workers.get(env).start(args)
+        except RetraceError:
+            pass
+    return subprocess.Popen(
+        [sys.executable, "-m", "retrace", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+
+
+def _child(args: list[str], job: Job, workers: WarmWorkers | None) -> Outcome:
+    """Run `retrace ARGS` under the job's environment and timeout; its status and stderr."""
     try:
-        child = subprocess.Popen(
-            command,
-            env={**os.environ, **dict(job.env)},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-        )
+        child = _start(args, {**os.environ, **dict(job.env)}, workers)
     except OSError as exc:
-        return Outcome(FAILED, f"cannot start {command[0]}: {exc.strerror or exc}")
+        return Outcome(FAILED, f"cannot start {sys.executable}: {exc.strerror or exc}")
     with _LOCK:
         _CHILDREN.add(child)
     try:
@@ -192,7 +209,7 @@ def stop_children() -> None:
             child.terminate()
 
 
-def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
+def _stop(child: subprocess.Popen[str] | WarmRun) -> tuple[str, str]:
     """SIGTERM the child (retrace writes what it measured, and its replay child, which dies
     with it, ends too); SIGKILL if it lingers past `_GRACE` s. What it printed."""
     child.terminate()
@@ -203,10 +220,10 @@ def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
         return child.communicate()
 
 
-def _check_md5(job: Job, outcome: Outcome) -> None:
+def _check_md5(job: Job, outcome: Outcome, workers: WarmWorkers | None) -> None:
     """Replay for the frames' MD5s and compare them with the manifest's."""
-    command = [sys.executable, "-m", "retrace", "replay", "-s", "-", "--snapshot-format=MD5"]
-    replay = _child([*command, job.trace.path], job)
+    command = ["replay", "-s", "-", "--snapshot-format=MD5"]
+    replay = _child([*command, job.trace.path], job, workers)
     if replay.status != OK:
         outcome.status, outcome.reason = replay.status, f"MD5 replay: {replay.reason}"
         return
