@@ -26,6 +26,11 @@ setup(
             extra_compile_args=FLAGS,
         ),
         Extension(
+            "retrace.replay._guard",
+            sources=["retrace/replay/_guard.c"],
+            extra_compile_args=FLAGS,
+        ),
+        Extension(
             "retrace.writer._tsv",
             sources=["writer/_tsv.c"],
             extra_compile_args=FLAGS,

@@ -312,7 +312,7 @@ class CounterSessionBackend(MetricBackend):
     def _warn(self, message: str) -> None:
         if message not in self._warned:
             self._warned.add(message)
-            print(f"warning: {message}", file=sys.stderr)
+            print(f"retrace: warning: {message}", file=sys.stderr)
 
     # --- events ------------------------------------------------------------------------------
 

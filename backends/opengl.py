@@ -38,7 +38,10 @@ def _m(group: int, mid: int, name: str, desc: str, num: NumType, kind: Kind, uni
     return Metric(NAME, group, mid, name, desc, num, kind, unit, ("CPU", "GPU")[group])
 
 
-# The backend's own order, which is the column order of every table (as in glretrace).
+# The ids of glretrace 11.1's metrics are its ids ([1, 2] is Pixels Drawn; apitrace 13
+# numbers a GPU Disjoint it added [1, 2] and moves Pixels Drawn to [1, 3]); GPU Disjoint,
+# retrace's own, comes after them. METRICS is the backend's own order, which is the
+# column order of every table, as in glretrace (not the ids' order, which listings use).
 CPU_START = _m(
     0,
     0,
@@ -77,7 +80,7 @@ GPU_DURATION = _m(
 )
 GPU_DISJOINT = _m(
     1,
-    2,
+    3,
     "GPU Disjoint",
     "GPU timer disjoint during the event (EXT_disjoint_timer_query)",
     NumType.BOOL,
@@ -86,7 +89,7 @@ GPU_DISJOINT = _m(
 )
 PIXELS = _m(
     1,
-    3,
+    2,
     "Pixels Drawn",
     "Samples that passed the depth and stencil tests (GL_SAMPLES_PASSED)",
     NumType.INT64,

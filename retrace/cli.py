@@ -6,15 +6,20 @@ of the project's own types become one line on stderr and a non-zero exit.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
 import click
 
 from retrace.exits import ReaderGone, run_reporting
+
+F = TypeVar("F", bound=Callable[..., object])
 
 # Bounds on counts where a larger number can only be a typo: it would replay for days
 # (or forever) before anyone noticed. A trace calls fewer than 10,000 distinct functions.
@@ -23,17 +28,64 @@ MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loo
 MAX_TOP = 10_000  # info --top
 
 
+# A trace named on the command line: missing or a directory is a usage error (exit 2), as a
+# mistyped option is; a file that is no trace fails the work (exit 1).
+TRACE = click.Path(exists=True, dir_okay=False)
+
+
 def loop_option(help: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
-    """glretrace's --loop[=N]: bare, it loops forever (-1)."""
+    """glretrace's --loop[=N] (N < 0: forever); `loop_forms` reads a bare --loop as
+    --loop=-1 first."""
     return click.option(
-        "--loop",
-        type=click.IntRange(max=MAX_LOOPS),
-        is_flag=False,
-        flag_value=-1,
-        default=None,
-        metavar="N",
-        help=help,
+        "--loop", type=click.IntRange(max=MAX_LOOPS), default=None, metavar="[=N]", help=help
     )
+
+
+def loop_forms(args: list[str]) -> list[str]:
+    """glretrace's forms of --loop, which click cannot take as they are: a bare --loop
+    loops forever (click would take the trace after it as N), and --loop=-1 is N, not an
+    option; `--loop N` with a number is N, as before."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        number = i + 1 < len(args) and re.fullmatch(r"[+-]?\d+", args[i + 1])
+        out.append("--loop=-1" if arg == "--loop" and not number else arg)
+    return out
+
+
+def _sandbox_option(command: Callable[..., None]) -> Callable[..., None]:
+    """--sandbox[=best-effort], for the commands that replay (`retrace.replay.sandbox`)."""
+    from retrace.replay.sandbox import MODES
+
+    def request(ctx: click.Context, param: click.Parameter, mode: str | None) -> None:
+        if mode is not None:
+            from retrace.replay import sandbox
+
+            sandbox.request(mode)
+
+    return click.option(
+        "--sandbox",
+        type=click.Choice(MODES),
+        is_flag=False,
+        flag_value=MODES[0],
+        expose_value=False,
+        callback=request,
+        help="Replay confined (Landlock, seccomp): write only the outputs, no network, no "
+        "programs run; refused where the kernel lacks them, unless =best-effort.",
+    )(command)
+
+
+def _bare_sandbox(args: list[str]) -> list[str]:
+    """A bare --sandbox is --sandbox=on: click would take the argument after it (the trace)
+    for its value."""
+    from retrace.replay.sandbox import MODES
+
+    values = [[mode] for mode in MODES]
+    return [
+        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
+        for i, a in enumerate(args)
+    ]
 
 
 class _Cli(click.Group):
@@ -47,8 +99,20 @@ class _Cli(click.Group):
         passthrough = {"-h", "--help", "--version"}
         known = first in self.commands or first in self._LAZY
         if args and not known and not passthrough & set(args[:1]):
-            args = ["profile", *args]
-        return super().parse_args(ctx, args)
+            _refuse_misspelt_command(args[0], self.list_commands(ctx))
+            args = [self._glretrace_command(args), *args]
+        return super().parse_args(ctx, _bare_sandbox(loop_forms(args)))
+
+    def _glretrace_command(self, args: list[str]) -> str:
+        """`replay` where every option given is replay's and none is profile's alone
+        (`retrace -b TRACE`, as `glretrace -b TRACE`), else `profile`."""
+        given = {a.split("=", 1)[0] for a in args if a.startswith("-") and a not in ("-", "--")}
+        replay, profile = (
+            {o for p in self.commands[name].params for o in (*p.opts, *p.secondary_opts)}
+            for name in ("replay", "profile")
+        )
+        only_replay = given and given <= replay and not given & (profile - replay)
+        return "replay" if only_replay else "profile"
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._LAZY})
@@ -63,6 +127,53 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as e:
             raise ReaderGone from e
+
+
+def _no_effect(*decls: str, why: str, metavar: str | None = None) -> Callable[[F], F]:
+    """A glretrace option that means nothing to retrace: accepted, with one line saying why,
+    so that a glretrace command line runs as it is."""
+
+    def say_why(ctx: click.Context, param: click.Parameter, value: object) -> None:
+        if value not in (None, False):
+            click.echo(f"retrace: warning: {param.opts[0]} has no effect: {why}", err=True)
+
+    return click.option(
+        *decls,
+        is_flag=metavar is None,
+        metavar=metavar,
+        expose_value=False,
+        callback=say_why,
+        help=f"Accepted for glretrace: {why}.",
+    )
+
+
+HEADLESS = _no_effect("--headless", why="retrace always replays headless (EGL)")
+BENCHMARK_IN_PROFILE = _no_effect(
+    "-b", "--benchmark", why="a profile ends with the Rendered line and checks no errors anyway"
+)
+
+
+def _refuse_misspelt_command(word: str, commands: list[str]) -> None:
+    """A first argument that reads as a command's name and is no file is a misspelt command,
+    not a trace to profile (which would fail on an option the command has, or on nothing
+    to profile)."""
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
+        return
+    close = difflib.get_close_matches(word, commands, n=1)
+    hint = (
+        f"did you mean '{close[0]}'?"
+        if close
+        else f"nor a file of that name (the commands: {', '.join(commands)})"
+    )
+    raise click.UsageError(f"no such command '{word}'; {hint}")
+
+
+def _refuse_idle(*cases: tuple[bool, str]) -> None:
+    """An option that would do nothing where it is given is a usage error, not ignored: the
+    user meant something by it."""
+    for idle, why in cases:
+        if idle:
+            raise click.UsageError(why)
 
 
 def _cache_option(command: Callable[..., None]) -> Callable[..., None]:
@@ -96,8 +207,31 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+class _BoolEquals(click.Command):
+    """apitrace's `--name[=BOOL]` options as click flags: `--call-nos=no` is `--no-call-nos`
+    (BOOL: yes/no, true/false, 1/0), bare `--call-nos` is the flag; bare `--color` is
+    `--color=always`, as in apitrace."""
+
+    BOOLS = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
+    BARE = {"--color": "--color=always", "--colour": "--color=always"}  # apitrace's [=WHEN]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        flags = {
+            o for p in self.params for o in p.opts if isinstance(p, click.Option) and p.is_flag
+        }
+        rewritten = []
+        for arg in args:
+            name, equals, value = arg.partition("=")
+            if equals and name in flags and f"--no-{name[2:]}" != name:
+                if value.lower() not in self.BOOLS:
+                    raise click.UsageError(f"{name}: expected yes or no, not {value!r}")
+                arg = name if self.BOOLS[value.lower()] else f"--no-{name[2:]}"
+            rewritten.append(self.BARE.get(arg, arg))
+        return super().parse_args(ctx, rewritten)
+
+
+@cli.command(cls=_BoolEquals)
+@click.argument("traces", metavar="TRACE...", nargs=-1, required=True, type=TRACE)
 @click.option(
     "--calls",
     "calls_spec",
@@ -113,27 +247,60 @@ def cli() -> None:
 @click.option(
     "--color",
     "--colour",
-    type=click.Choice(["never"]),
-    default="never",
-    help="Accepted for apitrace compatibility; output is never coloured.",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    help="Accepted for apitrace compatibility: output is never coloured.",
+)
+@click.option("--thread-ids/--no-thread-ids", default=False, help="Put @THREAD before each call.")
+@click.option("--call-nos/--no-call-nos", default=True, help="Put the call number first.")
+@click.option("--arg-names/--no-arg-names", default=True, help="Name each argument.")
+@click.option("--blobs", is_flag=True, help="Write blobs to blob_call<N>.bin files, named.")
+@click.option(
+    "--multiline/--no-multiline", default=True, help="Newlines in strings as they are (or \\n)."
 )
 @_cache_option
-def dump(trace: str, calls_spec: str | None, verbose: bool, color: str) -> None:
-    """Print every call of TRACE as `apitrace dump --color=never` does."""
+def dump(
+    traces: tuple[str, ...],
+    calls_spec: str | None,
+    verbose: bool,
+    color: str,
+    thread_ids: bool,
+    call_nos: bool,
+    arg_names: bool,
+    blobs: bool,
+    multiline: bool,
+) -> None:
+    """Print every call of each TRACE as `apitrace dump --color=never` does (its options
+    take `=BOOL` too: --call-nos=no)."""
     from retrace.trace.callset import CallSet
-    from retrace.trace.dump import write_dump
+    from retrace.trace.dump import Style, write_dump
     from retrace.trace.reader import TraceReader
 
+    if color == "always":
+        click.echo(
+            "retrace: warning: --color=always has no effect: retrace dump does not colour", err=True
+        )
+    chosen = [
+        (call_nos, Style.CALL_NOS),
+        (thread_ids, Style.THREAD_IDS),
+        (not multiline, Style.ONELINE),
+        (blobs, Style.BLOBS),
+        (arg_names, Style.ARG_NAMES),
+    ]
+    style = Style(0)
+    for on, bit in chosen:
+        if on:
+            style |= bit
     calls = CallSet.parse(calls_spec) if calls_spec else None
-    reader = TraceReader(trace)
     try:
-        write_dump(reader, sys.stdout.buffer, calls, verbose)
+        for trace in traces:
+            write_dump(TraceReader(trace), sys.stdout.buffer, calls, verbose, style)
     finally:
         sys.stdout.buffer.flush()
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=TRACE)
 @click.option("--dump-frames", is_flag=True, help="Add per-frame call ranges and sizes.")
 @click.option(
     "--top",
@@ -156,13 +323,13 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=TRACE)
 @click.option("-b", "--benchmark", is_flag=True, help="Print the frame rate, as glretrace -b.")
 @click.option(
     "-s",
     "--snapshot-prefix",
     metavar="PREFIX",
-    help="Write snapshots to PREFIX<call>.png ('-' for stdout).",
+    help="Write snapshots to PREFIX<call>.png ('-': to stdout, see --snapshot-format).",
 )
 @click.option(
     "-S",
@@ -175,9 +342,17 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 )
 @click.option(
     "--snapshot-format",
-    type=click.Choice(["PNG", "MD5"], case_sensitive=False),
-    default="PNG",
+    type=click.Choice(["PNM", "RGB", "MD5"], case_sensitive=False),
+    default="PNM",
     show_default=True,
+    help="With -s -: a PPM stream (call number as comment), raw pixels, or one MD5 per line.",
+)
+@click.option(
+    "--snapshot-interval",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="Snapshot only in every Nth frame (frames 0, N, 2N...; 0: every frame).",
 )
 @click.option(
     "--calls",
@@ -191,7 +366,10 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     metavar="A-B",
     help="Replay up to the end of frame B; snapshots and -b count frames A to B (0-based).",
 )
-@loop_option("Then replay the last frame N more times (forever without N).")
+@loop_option(
+    "Then replay the calls since the last frame end N more times, as glretrace (--loop or "
+    "N < 0: until interrupted); -b counts the trace's frames and the loops'."
+)
 @click.option(
     "--sb", "single_buffer", is_flag=True, help="Single-buffered: glFlush/glFinish end frames."
 )
@@ -199,13 +377,23 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
 @click.option(
     "--core", is_flag=True, help="Create desktop contexts as core profile (3.2 at least)."
 )
-@click.option("--samples", type=int, help="Multisample the stand-in framebuffers with N samples.")
-@click.option("-v", "--verbose", is_flag=True, help="Report GL errors after every call.")
 @click.option(
-    "--headless",
-    is_flag=True,
-    help="Accepted for glretrace compatibility: replay is always headless.",
+    "--samples",
+    type=click.IntRange(0, 256),
+    metavar="N",
+    help="Multisample the stand-in framebuffers with N samples.",
 )
+@click.option("-v", "--verbose", is_flag=True, help="Report GL errors after every call.")
+@HEADLESS
+@_no_effect(
+    "--driver",
+    metavar="DRIVER",
+    why="retrace replays on the EGL device Mesa picks; choose the driver with Mesa's "
+    "environment (LIBGL_ALWAYS_SOFTWARE=1, GALLIUM_DRIVER, MESA_LOADER_DRIVER_OVERRIDE)",
+)
+@_no_effect("--fullscreen", why="retrace shows no window of the trace's (see --window)")
+@_no_effect("-w", "--wait", why="retrace shows no window of the trace's to wait on")
+@_no_effect("--singlethread", why="retrace replays every thread's calls on one thread already")
 @click.option("--window", is_flag=True, help="Also show the frames in a GLFW window.")
 @click.option(
     "--query-handling",
@@ -229,15 +417,18 @@ def info(trace: str, dump_frames: bool, top: int) -> None:
     "GL errors the program did not get).",
 )
 @_cache_option
+@_sandbox_option
 def replay(trace: str, **options) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
+    if options["single_buffer"] and options["double_buffer"]:
+        raise click.UsageError("--sb and --db contradict each other: give one")
     from retrace.replay.run import run_replay
 
     run_replay(trace, **options)
 
 
 @cli.command()
-@click.argument("trace", type=click.Path(dir_okay=False), required=False)
+@click.argument("trace", type=TRACE, required=False)
 @click.option(
     "--pframes", metavar="SPEC", help='Metrics per frame: "backend: metric, [group, id]; ..."'
 )
@@ -249,7 +440,10 @@ def replay(trace: str, **options) -> None:
 @click.option("--gen-passes", is_flag=True, help="Print how many passes the selection takes.")
 @click.option("--json", "as_json", is_flag=True, help="--list-metrics as JSON.")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the tables here."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+    help="Write the tables here ('-': standard output, the default).",
 )
 @click.option(
     "--format",
@@ -277,7 +471,7 @@ def replay(trace: str, **options) -> None:
     metavar="STORE",
     type=click.Path(file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
-    "from there; -o, --keep-store and --quiet may be given).",
+    "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )
 @click.option(
     "-v", "--verbose", is_flag=True, help="With --gen-passes: show which metrics go in which pass."
@@ -327,7 +521,7 @@ def replay(trace: str, **options) -> None:
 )
 @click.option(
     "--min-cpu-time",
-    type=int,
+    type=click.IntRange(0),
     default=1000,
     show_default=True,
     metavar="NS",
@@ -339,7 +533,10 @@ def replay(trace: str, **options) -> None:
     help="Exit 3 if the replay departed from the trace (calls not issued, lost buffer writes, "
     "GL errors the program did not get).",
 )
+@HEADLESS
+@BENCHMARK_IN_PROFILE
 @_cache_option
+@_sandbox_option
 def profile(
     trace: str | None,
     pframes: str | None,
@@ -374,8 +571,11 @@ def profile(
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
+    from retrace.profile.checks import check_profile, check_writable
     from retrace.profile.options import ProfileOptions
 
+    if output == "-":  # as everywhere: '-' is standard output
+        output = None
     options = ProfileOptions.select(
         pframes,
         pcalls,
@@ -396,7 +596,7 @@ def profile(
         given = [
             f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
             for p in ctx.command.params
-            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache")
+            if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache", "sandbox")
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
         ]
         if given:
@@ -407,6 +607,10 @@ def profile(
         return
     if trace is None:
         raise click.UsageError("missing argument 'TRACE'")
+    _refuse_idle(
+        (as_json and not list_metrics, "--json is for --list-metrics (tables: --format json)"),
+        (verbose and not gen_passes, "-v is for --gen-passes (it shows each pass's metrics)"),
+    )
     if list_metrics:
         commands.list_metrics(trace, as_json)
     elif gen_passes:
@@ -419,6 +623,7 @@ def profile(
                 "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto, --frames, "
                 "--calls or --loop"
             )
+        check_writable(output)
         commands.run_legacy_profile(
             trace,
             output,
@@ -444,6 +649,9 @@ def profile(
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
         chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
+        check_writable(output, metadata, perfetto)
+        for line in check_profile(trace, options):
+            print(line, file=sys.stderr)
         commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
 
 
@@ -461,6 +669,55 @@ def export(tables: str, perfetto: str) -> None:
     from retrace.profile.outputs import export_perfetto
 
     export_perfetto(tables, perfetto)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--frames", "frames_spec", metavar="A-B", help="The frames to keep (0-based; A- to the end)."
+)
+@click.option(
+    "--calls",
+    "calls_spec",
+    metavar="CALLSET",
+    help="Instead of --frames: the calls from the set's lowest number to its highest.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The trimmed trace to write (and OUT.json beside it).",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Replay the trim and the original, compare their frames, keep more setup until equal.",
+)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(0, 255),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Frames are equal when no channel of any pixel differs by more than N (0: by MD5).",
+)
+def trim(
+    trace: str,
+    frames_spec: str | None,
+    calls_spec: str | None,
+    output: str,
+    verify: bool,
+    tolerance: int,
+) -> None:
+    """Write frames A-B of TRACE, with the setup they need, as a trace of their own; replay
+    both and check the frames are equal (exit 1 if they never are)."""
+    from retrace.trim.command import run_trim
+
+    if (frames_spec is None) == (calls_spec is None):
+        raise click.UsageError("give --frames A-B or --calls CALLSET")
+    run_trim(trace, frames_spec, calls_spec, output, verify, tolerance)
 
 
 @cli.group("cache")
@@ -526,4 +783,4 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
-    run_reporting(run or partial(cli.main, standalone_mode=False))
+    run_reporting(run or partial(cli.main, prog_name="retrace", standalone_mode=False))

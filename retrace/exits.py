@@ -33,6 +33,9 @@ def run_reporting(run: Callable[[], object]) -> None:
         run()
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    except click.exceptions.NoArgsIsHelpError as e:  # bare `retrace`, `retrace cache`: asking
+        click.echo(e.ctx.get_help() if e.ctx else e.format_message())
+        sys.exit(0)
     except click.UsageError as e:  # a bad option value: one line, click's exit status 2
         click.echo(f"retrace: error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)

@@ -13,3 +13,21 @@ import functools
 @functools.cache
 def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
+
+
+def syscall(number: int, *args: object) -> int:
+    """The raw system call `number` (for those glibc has no wrapper of); -1 and errno set
+    (`ctypes.get_errno`) on failure."""
+    call = libc().syscall
+    call.restype = ctypes.c_long
+    return int(call(ctypes.c_long(number), *args))
+
+
+def no_new_privs() -> None:
+    """prctl(PR_SET_NO_NEW_PRIVS): nothing this process executes gains privileges; the
+    kernel requires it before an unprivileged process confines itself (seccomp, Landlock)."""
+    if libc().prctl(38, 1, 0, 0, 0) != 0:
+        import os
+
+        code = ctypes.get_errno()
+        raise OSError(code, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(code)}")

@@ -84,9 +84,9 @@ class WarmWorker:
 
     def close(self) -> None:
         """End the worker (at the end of its input)."""
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._process.wait()
+        with self._process:  # (closes its pipes once it has ended)
+            if self._process.stdin is not None:
+                self._process.stdin.close()
 
 
 class WarmRun:

@@ -22,7 +22,7 @@ SELECTION = [
     "--pcalls", "opengl: CPU Duration",
     "--pdrawcalls", "opengl: GPU Duration, Pixels Drawn",
 ]  # fmt: skip
-RECIPE = ["--warmup", "1", "--stats"]
+RECIPE = ["--warmup", "1"]
 RUNS = 5
 
 

@@ -36,6 +36,17 @@ SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
 # a bug in retrace ends with its traceback, which the tests look for, not with one line
 os.environ["RETRACE_DEBUG"] = "1"
 
+# A warning a user would see (Python hides deprecations, imports and resources from them)
+# fails the retrace a test runs: it becomes an exception, a traceback under RETRACE_DEBUG.
+os.environ["PYTHONWARNINGS"] = ",".join(
+    ["error"]
+    + [
+        f"ignore::{hidden}"
+        for hidden in ("DeprecationWarning", "PendingDeprecationWarning", "ImportWarning",
+                       "ResourceWarning")
+    ]
+)  # fmt: skip
+
 # No test reads or fills the user's trace cache: the session has its own (retrace.trace.cache).
 TRACE_CACHE = tempfile.mkdtemp(prefix="retrace-test-cache-")
 os.environ["RETRACE_CACHE_DIR"] = TRACE_CACHE

@@ -10,7 +10,8 @@
 #      the machine's GPU.
 #   3. Compiles the C files in src/: egl_two_threads (our own headless
 #      EGL/GLES2 program), persistent_map (our own GL 4.5 core program),
-#      egl_image (our own EGLImage sharing program)
+#      egl_image (our own EGLImage sharing program), readbacks (our own
+#      readbacks under pixel-store state)
 #      and stop_after_frames.so (an LD_PRELOAD helper that
 #      ends glxgears/es2gears_x11/es2tri after a fixed number of frames).
 #   4. Traces each program with apitrace 11.1 (Snappy container), checks the
@@ -70,6 +71,8 @@ gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/persistent_map" "$HERE/src/persistent_map.c" -lEGL -lGL
 gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
     -o "$WORK/egl_image" "$HERE/src/egl_image.c" -lEGL -lGLESv2
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
+    -o "$WORK/readbacks" "$HERE/src/readbacks.c" -lEGL -lGL
 gcc -shared -fPIC -O2 -Wall -Wextra -Werror \
     -o "$WORK/stop_after_frames.so" "$HERE/src/stop_after_frames.c" -ldl
 
@@ -78,6 +81,7 @@ gcc -shared -fPIC -O2 -Wall -Wextra -Werror \
 MAX_BYTES=$((1024 * 1024))
 
 # check NAME API [incomplete]: verify $WORK/NAME.trace, replay it, move it to $OUT.
+# With REFERENCE_CRASHES=1 the reference replay must die of SIGSEGV instead.
 check() {
     local name=$1 api=$2 expect_incomplete=${3:-}
     local f="$WORK/$name.trace"
@@ -97,6 +101,14 @@ check() {
     if [[ $api == egl ]]; then
         replay=(eglretrace -b "$f")
         [[ $name == egl-two-threads ]] && replay=(env WAFFLE_PLATFORM=surfaceless_egl eglretrace -b "$f")
+    fi
+    if [[ -n ${REFERENCE_CRASHES:-} ]]; then
+        local status=0
+        "${replay[@]}" >"$WORK/$name.replay" 2>&1 || status=$?
+        ((status == 139)) || die "$name: the reference replay should crash (SIGSEGV), status $status"
+        mv "$f" "$OUT/$name.trace"
+        log "$name.trace: $size bytes, the reference replay crashes (SIGSEGV)"
+        return
     fi
     "${replay[@]}" >"$WORK/$name.replay" 2>&1 || die "$name: replay failed: $(tail -n 3 "$WORK/$name.replay")"
     grep -q '^Rendered ' "$WORK/$name.replay" || die "$name: replay did not finish"
@@ -162,6 +174,11 @@ trace egl-two-threads egl "$WORK/egl_two_threads"
 trace persistent-map egl "$WORK/persistent_map"
 # Our own GLES2 program: a texture shared through an EGLImage.
 trace egl-image egl "$WORK/egl_image"
+# Our own GL 4.5 compatibility program: readbacks under pixel-store state (eglretrace dies
+# of SIGSEGV on the tile readback), of textures of every kind, and the same frames without.
+REFERENCE_CRASHES=1 trace readback-pixels egl "$WORK/readbacks" pixels
+trace readback-textures egl "$WORK/readbacks" textures
+trace readback-plain egl "$WORK/readbacks" plain
 
 # glmark2 (GLX) and glmark2-es2 (EGL on X11): 5 frames of one scene each.
 GM=(-s 256x256)

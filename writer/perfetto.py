@@ -46,6 +46,7 @@ import numpy as np
 from retrace.errors import RetraceError
 from retrace.vocabulary import Boundary
 from retrace.writer.arrays import TABLE_NAMES
+from retrace.writer.atomic import replaced
 from retrace.writer.events import Events, row_contexts
 
 SEQUENCE = 1  # every packet comes from one writer
@@ -77,11 +78,9 @@ def write_perfetto(path: str, tables: Iterable[Any], metadata: dict[str, Any]) -
         if (t.metrics if not isinstance(t, Events) else t.metrics)
     }
     timeline = Timeline(events, _columns(metadata), metadata.get("contexts") or {})
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "wb") as stream:
+    with replaced(path, "wb") as stream:
         for packet in timeline.packets(pb, metadata):
             _write(stream, pb, packet)
-    os.replace(temporary, path)
 
 
 def _write(stream: IO[bytes], pb: Any, packet: Any) -> None:

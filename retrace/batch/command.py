@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from retrace.errors import Interrupted
+from retrace.errors import Interrupted, UsageError
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -42,7 +42,7 @@ def batch() -> None:
 
 
 @batch.command("run", context_settings=_CONTEXT)
-@click.argument("manifest", type=click.Path(dir_okay=False))
+@click.argument("manifest", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--db", type=click.Path(dir_okay=False), help="The database [MANIFEST's name.duckdb]."
 )
@@ -87,8 +87,44 @@ def batch() -> None:
 )
 @click.option("--rerun", is_flag=True, help="Run every job, even those the database has.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write the jobs as JUnit XML.")
+@click.option(
+    "--device",
+    metavar="NAME",
+    help="A traces description file (.yml): the device to run it for "
+    "[PIGLIT_REPLAY_DEVICE_NAME].",
+)
+@click.option(
+    "--db-path",
+    type=click.Path(file_okay=False),
+    help="A .yml's traces folder (piglit's --db-path) [./replayer-db/].",
+)
+@click.option("--download", is_flag=True, help="Fetch a .yml's missing traces from its URL.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False),
+    help="A .yml's results folder: results.json.bz2 and images [results].",
+)
+@click.option("--keep-image", is_flag=True, help="Keep every last-frame image, not only failures.")
+@click.option(
+    "--update-checksums", is_flag=True, help="Write the checksums measured into the .yml."
+)
+@click.option(
+    "--loop",
+    type=click.IntRange(1, 10**6),
+    help="A .yml performance run: time the last frame N more times (no checksums).",
+)
+@click.option(
+    "--warmup", type=click.IntRange(0, 10**6), help="With --loop: unmeasured loops first."
+)
+@click.option("--runs", type=click.IntRange(1, 1000), help="A .yml's profile runs per trace [1].")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="A .yml's seconds per run [300].",
+)
 def run(
-    manifest: str,
+    manifest: str | None,
     db: str | None,
     build: str,
     env_pairs: tuple[str, ...],
@@ -98,10 +134,17 @@ def run(
     warm: bool,
     rerun: bool,
     junit: str | None,
+    update_checksums: bool,
+    **ci_options: Any,
 ) -> None:
     """Profile every trace of MANIFEST (`runs` times each), skipping the runs the database
-    already has. Exit status: 0 every job ok, 1 a job failed, 2 bad usage."""
+    already has. Exit status: 0 every job ok, 1 a job failed, 2 bad usage.
+
+    MANIFEST may be a Mesa traces description file (.yml, or PIGLIT_REPLAY_DESCRIPTION_FILE):
+    with --device, each trace expected on it is profiled and its last frame's checksum
+    compared with the file's, and piglit's results.json.bz2 is written (--output)."""
     from retrace.batch import database, schedule
+    from retrace.batch.ci.command import is_description, plan_run
     from retrace.batch.executors import LocalExecutor, RayExecutor
     from retrace.batch.manifest import load_manifest
     from retrace.batch.shards import parse_shard, shard_from_environment, take_shard
@@ -109,11 +152,21 @@ def run(
 
     env = parse_env("env", env_pairs)
     part = parse_shard(shard) if shard else shard_from_environment(os.environ)
-    loaded = load_manifest(manifest, env)
-    todo = take_shard(loaded.jobs, part)
+    ci = None
+    if is_description(manifest):
+        ci_options["env"] = tuple(sorted(env.items()))
+        ci = plan_run(manifest, ci_options, update_checksums, os.environ)
+        todo = take_shard(ci.jobs, part)
+        manifest = str(ci.description.file)
+    else:
+        given = [k for k, v in ci_options.items() if v] + ["update_checksums"] * update_checksums
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{option} is for a traces description file (.yml), not {manifest}")
+        todo = take_shard(load_manifest(str(manifest), env).jobs, part)
     if db is None:
         suffix = f".shard{part[0]}of{part[1]}" if part else ""
-        db = f"{Path(manifest).stem}{suffix}.duckdb"
+        db = f"{Path(str(manifest)).stem}{suffix}.duckdb"
     started = time.time()
     shard_text = f"{part[0]}/{part[1]}" if part else ""
     tally = schedule.Tally(len(todo))
@@ -130,7 +183,9 @@ def run(
             executor.close()
             progress.close()
         counts = (tally.jobs, tally.ran, tally.failed)
-        database.record_batch(con, build, manifest, shard_text, started, counts)
+        database.record_batch(con, build, str(manifest), shard_text, started, counts)
+        if ci is not None and stopped is None:
+            ci.finish(con, build, started)
         if junit:
             _write_jobs_junit(con, junit, build, todo)
     if stopped is not None:

@@ -13,6 +13,8 @@ Tables (query them with SQL: `retrace batch sql DB "..."`, or DuckDB itself;
   call_no, program, name, frame, metric, value), tbl being "frames", "calls"
   or "draw calls"; NULL where the table says ``-``;
 * ``frame_md5`` — the frames' MD5s where the manifest expects some;
+* ``last_frame`` — a CI job's last frame (traces description files): the
+  call, piglit's checksum and the one expected, the images kept;
 * ``batches`` — one row per `retrace batch` invocation.
 
 A build is a label (`--build`, default "default"): two drivers or two app
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrace.batch.job import FINISHED, Job, Outcome, first_line
+from retrace.batch.job import FINISHED, SKIP, Job, Outcome, first_line
 from retrace.compare.load import (
     TABLE_NAMES as _TABLE_NAMES,  # the tables named as compare shows them
 )
@@ -62,12 +64,14 @@ CREATE TABLE IF NOT EXISTS measurements (
     call_no BIGINT, program BIGINT, name VARCHAR, frame BIGINT, metric VARCHAR, value DOUBLE);
 CREATE TABLE IF NOT EXISTS frame_md5 (
     build VARCHAR, trace VARCHAR, frame INTEGER, md5 VARCHAR, expected VARCHAR);
+CREATE TABLE IF NOT EXISTS last_frame (
+    build VARCHAR, trace VARCHAR, call_no BIGINT, checksum VARCHAR, expected VARCHAR,
+    image VARCHAR, difference VARCHAR);
 CREATE TABLE IF NOT EXISTS batches (
     build VARCHAR, manifest VARCHAR, shard VARCHAR, started TIMESTAMP, finished TIMESTAMP,
     jobs INTEGER, ran INTEGER, failed INTEGER, retrace_version VARCHAR);
 """
-TABLES = ("runs", "measurements", "frame_md5", "batches")
-_KEYED = ("measurements", "frame_md5")  # rows replaced with their run
+TABLES = ("runs", "measurements", "frame_md5", "last_frame", "batches")
 
 
 def is_database(spec: str) -> bool:
@@ -170,6 +174,15 @@ def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcom
                 "INSERT INTO frame_md5 VALUES (?, ?, ?, ?, ?)",
                 [[*key[:2], i, md5, expected[i]] for i, md5 in enumerate(outcome.md5)],
             )
+        if job.last_frame is not None and job.run == 0:
+            con.execute("DELETE FROM last_frame WHERE build = ? AND trace = ?", key[:2])
+            frame = outcome.last_frame
+            if frame is not None:
+                con.execute(
+                    "INSERT INTO last_frame VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [*key[:2], frame.call_no, frame.checksum, job.expect.checksum, frame.image,
+                     frame.difference],
+                )  # fmt: skip
         con.commit()
     except BaseException:
         con.rollback()
@@ -284,9 +297,9 @@ def only_failed(con: duckdb.DuckDBPyConnection, build: str) -> dict[str, str]:
     marks = ",".join("?" * len(FINISHED))
     return dict(
         con.execute(
-            "SELECT trace, any_value(reason) FROM runs WHERE build = ? GROUP BY trace "
-            f"HAVING NOT bool_or(status IN ({marks}))",
-            [build, *FINISHED],
+            "SELECT trace, any_value(reason) FROM runs WHERE build = ? AND status != ? "
+            f"GROUP BY trace HAVING NOT bool_or(status IN ({marks}))",
+            [build, SKIP, *FINISHED],
         ).fetchall()
     )
 
@@ -362,10 +375,11 @@ def merge(con: duckdb.DuckDBPyConnection, shards: list[str]) -> int:
             runs = f"(SELECT build, trace, run FROM {alias}.runs)"
             con.execute(f"DELETE FROM runs WHERE (build, trace, run) IN {runs}")
             con.execute(f"DELETE FROM measurements WHERE (build, trace, run) IN {runs}")
-            con.execute(
-                "DELETE FROM frame_md5 WHERE (build, trace) IN "
-                f"(SELECT DISTINCT build, trace FROM {alias}.frame_md5)"
-            )
+            for table in ("frame_md5", "last_frame"):
+                con.execute(
+                    f"DELETE FROM {table} WHERE (build, trace) IN "
+                    f"(SELECT DISTINCT build, trace FROM {alias}.{table})"
+                )
             for table in TABLES:
                 con.execute(f"INSERT INTO {table} SELECT * FROM {alias}.{table}")
             con.execute("COMMIT")

@@ -28,10 +28,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from retrace.errors import RetraceError
 from retrace.profile.metadata import TraceFile, trace_file
 from retrace.warm import WarmRun, WarmWorkers
+
+if TYPE_CHECKING:
+    from retrace.batch.lastframe import LastFrame
 
 # Seconds between SIGTERM (retrace writes the tables measured so far) and SIGKILL.
 _GRACE = 10.0
@@ -39,7 +43,8 @@ _GRACE = 10.0
 OK = "ok"
 FAILED = "failed"  # retrace exited non-zero: a driver crash, a damaged trace, a bad selection
 TIMEOUT = "timeout"
-MISMATCH = "mismatch"  # profiled, but a frame's MD5 is not the one the manifest expects
+MISMATCH = "mismatch"  # profiled, but a frame's MD5 (or checksum) is not the one expected
+SKIP = "skip"  # not run, by the plan: a label, another device, another replayer's trace
 FINISHED = (OK, MISMATCH)
 
 # The profiles this process runs now (from the local executor's threads).
@@ -54,6 +59,7 @@ class Expect:
 
     md5: tuple[str, ...] = ()
     allowed_regression: float | None = None
+    checksum: str | None = None  # piglit's checksum of the last frame ("": none given yet)
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,11 @@ class Job:
     env: tuple[tuple[str, str], ...] = ()
     resources: tuple[tuple[str, float], ...] = ()
     expect: Expect = field(default_factory=Expect)
+    sandbox: str | None = None  # --sandbox's mode, for the profile and the MD5 replay
+    loop: int = 0  # --loop: the last frame replayed this many more times, measured
+    last_frame: str | None = None  # a CI job: the folder for its last frame's image
+    keep_image: bool = False  # keep that image when it has the expected checksum too
+    preset: tuple[str, str] | None = None  # (status, reason) decided when planned: not run
 
     @property
     def key(self) -> tuple[str, int]:
@@ -80,20 +91,26 @@ class Job:
 
     def profile_args(self) -> list[str]:
         """The profile's options, as `retrace` takes them."""
-        return [*self.selection, "--repeat", str(self.repeat), "--warmup", str(self.warmup)]
+        loop = ["--loop", str(self.loop)] if self.loop else []
+        return [*self.selection, "--repeat", str(self.repeat), "--warmup", str(self.warmup), *loop]
+
+    def sandbox_args(self) -> list[str]:
+        return [] if self.sandbox is None else [f"--sandbox={self.sandbox}"]
 
     def settings(self) -> str:
         """What decides the measurement besides the trace, as canonical JSON: a finished run
         is reused by a resumed batch only if this and the trace's SHA-256 are unchanged."""
-        return json.dumps(
-            {
-                "profile": self.profile_args(),
-                "env": dict(self.env),
-                "frames": self.frames,
-                "calls": self.calls,
-            },
-            sort_keys=True,
-        )
+        settings = {
+            "profile": self.profile_args(),
+            "env": dict(self.env),
+            "frames": self.frames,
+            "calls": self.calls,
+        }
+        if self.last_frame is not None:
+            settings["checksum"] = self.expect.checksum
+        if self.sandbox is not None:  # (absent otherwise: earlier batches' runs still match)
+            settings["sandbox"] = self.sandbox
+        return json.dumps(settings, sort_keys=True)
 
 
 @dataclass
@@ -112,6 +129,7 @@ class Outcome:
     metadata: str | None = None
     md5: list[str] = field(default_factory=list)
     attempts: int = 1
+    last_frame: LastFrame | None = None
 
 
 def first_line(exc: BaseException) -> str:
@@ -135,7 +153,7 @@ def run_job(job: Job, workers: WarmWorkers | None = None) -> Outcome:
         return Outcome(FAILED, reason, started=started, host=host)
     with tempfile.TemporaryDirectory(prefix="retrace-job-") as scratch:
         out = Path(scratch) / "profile.tsv"
-        command = ["profile", "--quiet", *job.profile_args()]
+        command = ["profile", "--quiet", *job.sandbox_args(), *job.profile_args()]
         outcome = _child([*command, "-o", str(out), job.trace.path], job, workers)
         outcome.started, outcome.host = started, host
         outcome.tsv = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
@@ -143,6 +161,8 @@ def run_job(job: Job, workers: WarmWorkers | None = None) -> Outcome:
         outcome.metadata = beside.read_text(encoding="utf-8") if beside.exists() else None
     if outcome.status == OK and job.expect.md5 and job.run == 0:  # one replay per trace
         _check_md5(job, outcome, workers)
+    if outcome.status == OK and job.last_frame is not None and job.run == 0:
+        _check_last_frame(job, outcome, workers)
     outcome.wall_s = time.time() - started
     return outcome
 
@@ -220,10 +240,43 @@ def _stop(child: subprocess.Popen[str] | WarmRun) -> tuple[str, str]:
         return child.communicate()
 
 
+def _check_last_frame(job: Job, outcome: Outcome, workers: WarmWorkers | None) -> None:
+    """Snapshot the last frame-ending call as piglit's replayer does, and compare its checksum
+    with the one expected (`retrace.batch.lastframe`)."""
+    from retrace.batch.lastframe import judge, last_frame_call
+    from retrace.errors import RetraceError
+
+    assert job.last_frame is not None
+    try:
+        call_no = last_frame_call(job.trace.path)
+    except RetraceError as exc:
+        outcome.status, outcome.reason = FAILED, str(exc)
+        return
+    if call_no is None:
+        outcome.status, outcome.reason = FAILED, "the trace has no frame-ending call"
+        return
+    name = Path(job.name).name
+    with tempfile.TemporaryDirectory(prefix="retrace-frame-") as scratch:
+        prefix = f"{scratch}/{name}-"
+        command = ["replay", "--snapshot", str(call_no)]
+        replay = _child([*command, "--snapshot-prefix", prefix, job.trace.path], job, workers)
+        shot = Path(f"{prefix}{call_no:010d}.png")
+        if replay.status != OK or not shot.exists():
+            outcome.status = replay.status if replay.status != OK else FAILED
+            outcome.reason = f"last frame replay: {replay.reason or 'no image written'}"
+            return
+        expected = job.expect.checksum or ""
+        frame = judge(shot, call_no, name, Path(job.last_frame), expected, job.keep_image)
+    outcome.last_frame = frame
+    if frame.checksum != expected:
+        outcome.status = MISMATCH
+        outcome.reason = f"checksum {frame.checksum}, expected {expected or 'none given'}"
+
+
 def _check_md5(job: Job, outcome: Outcome, workers: WarmWorkers | None) -> None:
     """Replay for the frames' MD5s and compare them with the manifest's."""
     command = ["replay", "-s", "-", "--snapshot-format=MD5"]
-    replay = _child([*command, job.trace.path], job, workers)
+    replay = _child([*command, *job.sandbox_args(), job.trace.path], job, workers)
     if replay.status != OK:
         outcome.status, outcome.reason = replay.status, f"MD5 replay: {replay.reason}"
         return

@@ -16,6 +16,7 @@
     path = "es2gears.trace"
     frames = "1-4"                  # rows kept (the whole trace still replays)
     expect = { md5 = ["C8242C5F...", ...], allowed_regression = 0.10 }
+    sandbox = true                  # replay confined (--sandbox); or "best-effort"
 
 Everything is checked before anything runs, and a mistake is one line naming
 the file, the entry and the key (with the closest key for a misspelt one).
@@ -30,21 +31,24 @@ import glob
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from retrace.batch.job import Expect, Job
 from retrace.errors import UsageError
+from retrace.profile.checks import check_profile
 from retrace.profile.metadata import TraceFile, trace_file
+from retrace.profile.options import ProfileOptions
 from retrace.profile.selection import parse_selection
-from retrace.trace.callset import CallSet
+from retrace.vocabulary import Boundary
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-SELECTIONS = ("pframes", "pcalls", "pdrawcalls")
+SELECTIONS = {"pframes": Boundary.FRAME, "pcalls": Boundary.CALL, "pdrawcalls": Boundary.DRAWCALL}
 # The defaults of the keys a [defaults] table or a [[trace]] entry may set.
 DEFAULTS: dict[str, Any] = {
     "pframes": None,
@@ -60,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
     "env": {},
     "resources": {"GPU": 1},
     "expect": {},
+    "sandbox": False,
 }
 _TRACE_ONLY = ("path", "name")
 _EXPECT_KEYS = ("md5", "allowed_regression")
@@ -97,6 +102,11 @@ def load_manifest(path: str | Path, env: dict[str, str] | None = None) -> Manife
         entry = _table(entry, at)
         _known(entry, (*_TRACE_ONLY, *DEFAULTS), at)
         settings = {**DEFAULTS, **defaults, **entry}
+
+        def origin(key: str, entry: dict[str, Any] = entry, at: str = at) -> str:
+            """Where a setting was written: this entry, or [defaults] for all of them."""
+            return f"{where}: [defaults]" if key in defaults and key not in entry else at
+
         for trace in _traces(path.parent, settings.get("path"), at):
             name = settings.get("name") or _relative(trace, path.parent)
             if not isinstance(name, str):
@@ -110,31 +120,49 @@ def load_manifest(path: str | Path, env: dict[str, str] | None = None) -> Manife
                     identities[trace] = trace_file(trace)
                 except OSError as exc:
                     raise UsageError(f"{at}: {trace}: {exc.strerror or exc}") from None
-            jobs += _jobs(name, identities[trace], settings, env or {}, at)
+            jobs += _jobs(name, identities[trace], settings, env or {}, origin)
     return Manifest(path, jobs)
 
 
 def _jobs(
-    name: str, identity: TraceFile, s: dict[str, Any], env: dict[str, str], at: str
+    name: str,
+    identity: TraceFile,
+    s: dict[str, Any],
+    env: dict[str, str],
+    origin: Callable[[str], str],
 ) -> list[Job]:
-    """The runs of one trace, its settings checked."""
+    """The runs of one trace, its settings checked (`origin`: where a key was written)."""
     selection: list[str] = []
-    for option in SELECTIONS:
-        spec = _check(s, option, str, at, lambda v: True, "a string")
+    selections: dict[Boundary, str] = {}
+    for option, boundary in SELECTIONS.items():
+        spec = _check(s, option, str, origin, lambda v: True, "a string")
         if spec is not None:
-            parse_selection(spec, f"{at}: {option}")
+            _checked(origin(option), partial(parse_selection, spec, option))
             selection += [f"--{option}", spec]
+            selections[boundary] = spec
     if not selection:
-        raise UsageError(f"{at}: nothing to profile: give pframes, pcalls or pdrawcalls")
+        raise UsageError(
+            f"{origin('pframes')}: nothing to profile: give pframes, pcalls or pdrawcalls"
+        )
     whole = "a whole number"
-    repeat = _check(s, "repeat", int, at, lambda v: v >= 1, f"{whole} of at least 1")
-    warmup = _check(s, "warmup", int, at, lambda v: v >= 0, f"{whole} of at least 0")
-    runs = _check(s, "runs", int, at, lambda v: v >= 1, f"{whole} of at least 1")
-    retries = _check(s, "retries", int, at, lambda v: v >= 0, f"{whole} of at least 0")
-    timeout = float(_check(s, "timeout", (int, float), at, lambda v: v > 0, "seconds above 0"))
-    calls = _check(s, "calls", str, at, lambda v: True, "a call set")
+    repeat = _check(s, "repeat", int, origin, lambda v: v >= 1, f"{whole} of at least 1")
+    warmup = _check(s, "warmup", int, origin, lambda v: v >= 0, f"{whole} of at least 0")
+    runs = _check(s, "runs", int, origin, lambda v: v >= 1, f"{whole} of at least 1")
+    retries = _check(s, "retries", int, origin, lambda v: v >= 0, f"{whole} of at least 0")
+    timeout = float(_check(s, "timeout", (int, float), origin, lambda v: v > 0, "seconds above 0"))
+    calls = _check(s, "calls", str, origin, lambda v: True, "a call set")
+    frames = _frames(s["frames"], origin("frames"))
+    # the command line's checks, against the trace, before any job runs: field by field
+    checks = {option: ProfileOptions({boundary: spec}) for boundary, spec in selections.items()
+              for option in SELECTIONS if SELECTIONS[option] is boundary}  # fmt: skip
+    if frames is not None:
+        checks["frames"] = ProfileOptions(frames=frames)
     if calls is not None:
-        CallSet.parse(calls)
+        checks["calls"] = ProfileOptions(call_range=calls)
+    for key, options in checks.items():
+        for line in _checked(origin(key), partial(check_profile, str(identity.path), options)):
+            said = line.removeprefix("retrace: warning: --")
+            print(f"retrace: warning: {origin(key)}: {said}", file=sys.stderr)
     return [
         Job(
             name,
@@ -143,13 +171,14 @@ def _jobs(
             tuple(selection),
             repeat,
             warmup,
-            _frames(s["frames"], at),
+            frames,
             calls,
             timeout,
             retries,
-            tuple(sorted({**_strings(s["env"], f"{at}: env"), **env}.items())),
-            _resources(s["resources"], at),
-            _expect(s["expect"], at),
+            tuple(sorted({**_strings(s["env"], f"{origin('env')}: env"), **env}.items())),
+            _resources(s["resources"], origin("resources")),
+            _expect(s["expect"], origin("expect")),
+            _sandbox(s["sandbox"], origin("sandbox")),
         )
         for run in range(runs)
     ]
@@ -215,16 +244,45 @@ def _expect(value: Any, at: str) -> Expect:
     return Expect(tuple(md5), None if allowed is None else float(allowed))
 
 
+def _sandbox(value: Any, at: str) -> str | None:
+    """`sandbox = true` (--sandbox), "best-effort" (--sandbox=best-effort) or false."""
+    from retrace.replay.sandbox import MODES
+
+    if value is True or value in MODES:
+        return MODES[0] if value is True else str(value)
+    if value is False:
+        return None
+    raise UsageError(f'{at}: sandbox must be true, false or "best-effort", not {value!r}')
+
+
 def _check(
-    s: dict[str, Any], key: str, kind: Any, at: str, ok: Callable[[Any], bool], what: str
+    s: dict[str, Any],
+    key: str,
+    kind: Any,
+    at: str | Callable[[str], str],
+    ok: Callable[[Any], bool],
+    what: str,
 ) -> Any:
-    """`s[key]` if it is None or of `kind` and `ok`; else a usage error saying `what` it must be."""
+    """`s[key]` if it is None or of `kind` and `ok`; else a usage error saying `what` it must be
+    (`at`: where, or where `key` was written)."""
     value = s.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, kind) or not ok(value):
-        raise UsageError(f"{at}: {key} must be {what}, not {value!r}")
+        where = at if isinstance(at, str) else at(key)
+        raise UsageError(f"{where}: {key} must be {what}, not {value!r}")
     return value
+
+
+T = TypeVar("T")
+
+
+def _checked(at: str, check: Callable[[], T]) -> T:
+    """`check()`, its usage error told where in the manifest (a field, as `--field`)."""
+    try:
+        return check()
+    except UsageError as e:
+        raise UsageError(f"{at}: {str(e).removeprefix('--')}") from None
 
 
 def _table(value: Any, at: str) -> dict[str, Any]:

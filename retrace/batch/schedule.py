@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from retrace.batch import database
-from retrace.batch.job import FAILED, TIMEOUT, Job, Outcome
+from retrace.batch.job import FAILED, SKIP, TIMEOUT, Job, Outcome
 
 if TYPE_CHECKING:
     import duckdb
@@ -39,7 +39,7 @@ class Tally:
 
     @property
     def failed(self) -> int:
-        return self.ran - self.statuses["ok"]
+        return self.ran - self.statuses["ok"] - self.statuses[SKIP]
 
 
 def run_batch(
@@ -58,7 +58,9 @@ def run_batch(
     done = {} if rerun else database.finished(con, build)
     attempts: Counter[tuple[str, int]] = Counter()
     for job in jobs:
-        if database.is_done(done, job):
+        if job.preset is not None:  # decided when planned: recorded, never run
+            _record(con, build, job, Outcome(*job.preset), tally, progress)
+        elif database.is_done(done, job):
             tally.skipped += 1
             progress(job, None, tally)
         else:
@@ -71,11 +73,22 @@ def run_batch(
             _say(f"{job.name} run {job.run}: {outcome.reason}; trying again")
             executor.submit(job)
             continue
-        database.record(con, build, job, outcome)
-        tally.statuses[outcome.status] += 1
-        if outcome.status != "ok":
-            _say(f"{job.name} run {job.run}: {outcome.status}: {outcome.reason}")
-        progress(job, outcome, tally)
+        _record(con, build, job, outcome, tally, progress)
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    build: str,
+    job: Job,
+    outcome: Outcome,
+    tally: Tally,
+    progress: Callable[[Job, Outcome | None, Tally], None],
+) -> None:
+    database.record(con, build, job, outcome)
+    tally.statuses[outcome.status] += 1
+    if outcome.status not in ("ok", SKIP):
+        _say(f"{job.name} run {job.run}: {outcome.status}: {outcome.reason}")
+    progress(job, outcome, tally)
 
 
 def _say(line: str) -> None:

@@ -39,7 +39,15 @@ from retrace.warm import WarmWorker
 
 
 class RunFailed(RetraceError):
-    """A profile run of one side failed: the comparison has no answer (exit 2, as bad input)."""
+    """A profile run of one side could not be made (its build is broken: the command does not
+    start, the driver crashes): the comparison has no answer. Exit 125, which `git bisect run`
+    takes as "this commit cannot be tested": skip it."""
+
+    exit_code = 125
+
+
+class RunRefused(RunFailed):
+    """A profile run refused its options (retrace's exit 2: a usage mistake, not the build)."""
 
     exit_code = 2
 
@@ -167,7 +175,8 @@ def _profile(
         status, stderr = done.returncode, done.stderr
     if status != 0:
         last = (stderr.strip().splitlines() or ["no message"])[-1]
-        raise RunFailed(f"{side.name} run failed (exit {status}): {last}")
+        failure = RunRefused if status == UsageError.exit_code else RunFailed
+        raise failure(f"{side.name} run failed (exit {status}): {last}")
     show(f"{out.name}: {time.monotonic() - started:.1f} s")
 
 

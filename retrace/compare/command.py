@@ -258,7 +258,8 @@ def _compare(
     --max-runs is reached. Then the report of `retrace diff` on the kept runs.
     Progress goes to stderr when it is a terminal.
 
-    Exit status: 0 no regression, 1 a regression, 2 bad usage or input or a failed run.
+    Exit status: 0 no regression, 1 a regression, 2 bad usage or input, 125 a run could not
+    be made (a broken build: `git bisect run` skips the commit).
     """
     import shlex
     import tempfile

@@ -12,10 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+SKIPPED = "skip"
+
 
 @dataclass(frozen=True)
 class Case:
-    """One test case: `failure` is None when it passed; `kind` names the failure's type."""
+    """One test case: `failure` is None when it passed; `kind` names the failure's type, and
+    a case of kind SKIPPED was not run: `failure` says why."""
 
     classname: str
     name: str
@@ -27,7 +30,8 @@ class Case:
 
 def write_junit(path: str | Path, suite: str, cases: Sequence[Case]) -> None:
     """Write `cases` as one JUnit test suite named `suite` to `path`."""
-    failures = sum(case.failure is not None for case in cases)
+    failures = sum(case.failure is not None and case.kind != SKIPPED for case in cases)
+    skipped = sum(case.kind == SKIPPED for case in cases)
     root = ET.Element("testsuites", tests=str(len(cases)), failures=str(failures))
     element = ET.SubElement(
         root,
@@ -36,6 +40,7 @@ def write_junit(path: str | Path, suite: str, cases: Sequence[Case]) -> None:
         tests=str(len(cases)),
         failures=str(failures),
         errors="0",
+        skipped=str(skipped),
         time=f"{sum(c.seconds for c in cases):.3f}",
     )
     for case in cases:
@@ -43,7 +48,9 @@ def write_junit(path: str | Path, suite: str, cases: Sequence[Case]) -> None:
         node = ET.SubElement(
             element, "testcase", classname=case.classname, name=case.name, time=seconds
         )
-        if case.failure is not None:
+        if case.kind == SKIPPED:
+            ET.SubElement(node, "skipped", message=case.failure or "")
+        elif case.failure is not None:
             failure = ET.SubElement(node, "failure", message=case.failure, type=case.kind)
             failure.text = case.details or case.failure
     ET.indent(root)

@@ -202,6 +202,7 @@ def _document(path: Path) -> dict[str, Any]:
 # Metadata fields and where each may be in OUT.tsv.json.
 _METADATA = {
     "trace": (("trace_sha256",), ("trace", "sha256")),
+    "trace_path": (("trace", "path"),),
     "renderer": (("renderer",), ("gl", "renderer")),
     "driver": (("driver",), ("gl", "version")),
 }
@@ -306,6 +307,17 @@ def align_runs(
     return Comparison(*sources, tables, vocabulary, notes)
 
 
+def _traces(first: Run, other: Run) -> str:
+    """Two different traces in words: by their paths, or where the metadata names one path
+    (a trace changed in place) or none, by their contents' SHA-256."""
+    paths = [r.metadata.get("trace_path") for r in (first, other)]
+    if None not in paths and paths[0] != paths[1]:
+        return f"different traces ({paths[0]} and {paths[1]})"
+    digests = " and ".join(f"{r.metadata['trace'][:12]}..." for r in (first, other))
+    where = f" of {paths[0]}" if paths[0] is not None and paths[0] == paths[1] else ""
+    return f"different traces{where} (SHA-256 {digests})"
+
+
 def _check_metadata(base: list[Run], new: list[Run], force: bool) -> list[str]:
     """Refuse runs whose metadata name different traces (`force`: a warning on stderr and
     in the notes); notes where renderers or drivers differ between the sides."""
@@ -315,15 +327,12 @@ def _check_metadata(base: list[Run], new: list[Run], force: bool) -> list[str]:
     for run in named[1:]:
         first = named[0]
         if run.metadata["trace"] != first.metadata["trace"]:
-            message = (
-                f"{first.source} and {run.source} come from different traces (their metadata "
-                f"name {first.metadata['trace'][:16]} and {run.metadata['trace'][:16]})"
-            )
+            message = f"{first.source} and {run.source} profile {_traces(first, run)}"
             if not force:
-                raise UsageError(message)
-            warning = f"WARNING: {message}; compared anyway (--force): rows may not match"
+                raise UsageError(f"{message}; compare them anyway with --force")
+            warning = f"{message}; compared anyway (--force): rows may not match"
             print(f"retrace: warning: {warning}", file=sys.stderr)
-            notes.append(warning)
+            notes.append(f"WARNING: {warning}")
             break
     for field_name in ("renderer", "driver"):
         sides = [sorted({r.metadata.get(field_name, "?") for r in side}) for side in (base, new)]

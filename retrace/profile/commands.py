@@ -3,6 +3,7 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -65,7 +66,7 @@ def _list_metrics(trace: str, as_json: bool) -> None:
                             "reason": why,
                         }
                     )
-                for metric in backend.metrics():
+                for metric in sorted(backend.metrics(), key=lambda m: (m.group, m.id)):
                     usable, reason = backend.available(metric) if ok else (False, why)
                     rows.append(
                         {
@@ -144,9 +145,11 @@ def run_legacy_profile(
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
             run_legacy(trace, out=out, store=store, **options)
 
-    ending = contain.supervise(body)
+    ending = contain.supervise(body, writes=[made.path, *([output] if output else [])])
     if ending.signal and not keep_store:  # else the child removed or kept it, and said so
         shutil.rmtree(made.path, ignore_errors=True)
+    with contextlib.suppress(OSError):  # emptied by a --sandbox child, which cannot remove it
+        os.rmdir(made.path)
     contain.check(ending, trace)
 
 
@@ -225,7 +228,7 @@ def measure(
     live = Live()
     with _exclusive(path):
         body = partial(_measure, job, path, live, progress)
-        ending = contain.supervise(body, errors_to, graceful=True)
+        ending = contain.supervise(body, errors_to, graceful=True, writes=[path])
     if progress is not None and progress.isatty():  # a live line the child left, if any
         from retrace.profile.progress import CLEAR_LINE
 
@@ -364,5 +367,6 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
         tables = f"the tables to {job.output or 'standard output'}"
         what = e.filename if e.filename and e.filename != job.output else tables  # the metadata?
         raise RetraceError(
-            f"cannot write {what}: {e.strerror or e}; the measurements are kept in {store.path}"
+            f"cannot write {what}: {e.strerror or e}; the measurements are kept: write the "
+            f"tables with retrace profile --resume {store.path} -o FILE"
         ) from None

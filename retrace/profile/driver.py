@@ -38,7 +38,7 @@ from retrace.profile.progress import PassProgress
 from retrace.profile.repeats import Key, Repeats
 from retrace.profile.results import Profile, column_key
 from retrace.profile.rows import EventRows
-from retrace.profile.window import calls_span, last_call, nothing_selected, past_the_end
+from retrace.profile.window import calls_span, last_call, nothing_selected
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
@@ -268,10 +268,16 @@ class Profiler(ReplayListener):
         replayer.last_frame = None
         self._looping = True
         began = time.perf_counter()
+        meter, per_loop = self.meter, self.profile.frames_per_loop
         try:
-            for _ in range(self.options.warmup):
+            # the loops are measured from the frame end before the first of them, the last
+            # unmeasured loop's (one runs without --warmup): the pass's last frame end may be
+            # followed by other calls (the trace's clean-up, or this first run's checkpoint)
+            unmeasured = max(self.options.warmup, 1)
+            for i in range(unmeasured):
+                if i == unmeasured - 1:
+                    meter.loops_from(meter.counts[Boundary.FRAME] + per_loop - 1)
                 program.run(start, stop)
-            self.meter.measure_loops()
             for _ in range(loops):
                 program.run(start, stop)
         finally:
@@ -312,17 +318,16 @@ class Profiler(ReplayListener):
         self.meter.last_call = None
 
     def ending(self) -> tuple[list[str], RetraceError | None]:
-        """After the passes: the replay's warnings and error (`Replayer.ending`), and
-        warnings for a --frames or --calls past the trace's end; an error when they leave
-        nothing to measure."""
+        """After the passes: the replay's warnings and error (`Replayer.ending`); an error
+        when --frames or --calls left nothing to measure (their reach past the trace's end
+        was told before the replay: `checks.check_part`)."""
         lines, error = self.replayer.ending(self.options.strict, self.fidelity)
         if self.options.loop is not None:
             looped = looped_frames(*self.profile.window)
             lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
-        calls = self.replayer.reader.calls_read
-        lines += past_the_end(self.options, self.profile.frames + 1, calls)
         if error is None and self.profile.measured_nothing():
-            error = RetraceError(f"nothing measured: {nothing_selected(self.options)}")
+            why = nothing_selected(self.options, self.replayer.program, EVENT_ROWS[Boundary.CALL])
+            error = RetraceError(f"nothing measured: {why}")
         return lines, error
 
     def _report(self, seconds: float) -> None:

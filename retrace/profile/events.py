@@ -14,8 +14,10 @@ A glBegin..glEnd block is one draw, counted at glBegin; calls compiled into
 display lists are not events, as glretrace classifies them.
 
 `--frames A-B` and `--calls` measure a window of frames; `--loop` measures nothing
-until `measure_loops`, and numbers the loops' events from there (the tables hold
-the loops only).
+before the loops, and numbers the loops' events from 0 (the tables hold the loops
+only). A frame event runs from one frame end to the next, so it holds the swap (and
+its wait) of the frame before; the first loop's first frame is no exception: it
+begins at the frame end before it (`loops_from`), not at the loop's first op.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ EVENT_ROWS = {
 }
 
 
-NOT_YET = -1  # EventMeter(frames=(NOT_YET, None)): nothing measured until `measure_loops`
+NOT_YET = -1  # EventMeter(frames=(NOT_YET, None)): nothing measured until `loops_from`
 
 
 class ProfileError(RetraceError):
@@ -82,12 +84,18 @@ class EventMeter:
         self._native = False  # the loop measures the pass's events
         self._bracketed = False  # callbacks count the calls as they run
         self._next_event: dict[Boundary, int] = {}  # (native) the next record's event number
+        self._lead: int | None = None  # --loop: the loops are measured from this frame's end
+
+    @property
+    def measuring(self) -> bool:
+        return self._measuring
 
     def reset(self) -> None:
         """Before a pass replays: nothing counted, nothing measured yet."""
         self.counts = dict.fromkeys(Boundary, 0)
         self.plan = None
         self._native = self._bracketed = self._measuring = False
+        self._lead = None
 
     def start(self, plan: PassPlan | None) -> None:
         """At the pass's first current context (its backend's pass begun): measure from
@@ -115,12 +123,12 @@ class EventMeter:
         if CALL in plan.boundaries or DRAWCALL in plan.boundaries:
             self._bracket_calls(plan, counted)
 
-    def measure_loops(self) -> None:
-        """Before the first measured loop (`--loop`; the replay so far was not measured):
-        count events from here, from 0, and measure them."""
-        self.counts = dict.fromkeys(Boundary, 0)
-        if self.plan is not None:
-            self._begin((0, 0))
+    def loops_from(self, frame: int) -> None:
+        """--loop: measure from the end of the pass's frame `frame` on (counting every frame
+        end of the pass, the loops' included), numbering events from 0 there: the last
+        frame of the loop before the first measured one, so that the loop's first frame
+        begins as every other does, before the swap that ends the frame before it."""
+        self._lead = frame
 
     def frame_end(self) -> None:
         plan = self.plan
@@ -134,7 +142,12 @@ class EventMeter:
             plan.backend.end_query(FRAME, event)
             plan.backend.begin_query(FRAME, event + 1)
         self.counts[FRAME] += 1
-        if plan is not None and not self._measuring and self.counts[FRAME] == self.first:
+        if self._lead == self.counts[FRAME] - 1:
+            self._lead = None
+            self.counts = dict.fromkeys(Boundary, 0)
+            if plan is not None:
+                self._begin((0, 0))
+        elif plan is not None and not self._measuring and self.counts[FRAME] == self.first:
             self._begin()
 
     def _past_last_call(self) -> bool:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrace.errors import RetraceError
 from retrace.vocabulary import TABLE_NAMES, Boundary, Metric
+from retrace.writer.atomic import replaced
 
 if TYPE_CHECKING:
     from retrace.profile.events import PassPlan
@@ -260,11 +261,9 @@ def describe(
 
 def write_metadata(path: str, document: dict[str, Any]) -> None:
     """Write `document` to `path` atomically (a reader never sees half a file)."""
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with replaced(path) as stream:
         json.dump(document, stream, indent=2)
         stream.write("\n")
-    os.replace(temporary, path)
 
 
 def read_metadata(tables: str | Path) -> dict[str, Any]:

@@ -28,6 +28,10 @@ class ProfileOptions:
     def __post_init__(self) -> None:
         if self.repeat < 1 or self.warmup < 0:
             raise UsageError("--repeat must be at least 1 and --warmup at least 0")
+        if self.stats and self.repeat < 2:
+            raise UsageError(
+                "--stats is over --repeat's runs (min, p95, stddev): give --repeat N, N >= 2"
+            )
         if self.loop is not None and self.loop < 1:
             raise UsageError(
                 "--loop on a profile needs a count of at least 1 (--loop=N): the tables are "

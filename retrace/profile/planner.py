@@ -11,13 +11,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import UsageError
 from retrace.profile.events import PassPlan
-from retrace.profile.selection import closest, parse_selection
+from retrace.profile.selection import MetricRef, closest, parse_selection
 from retrace.vocabulary import Boundary, Metric, MetricError
 
+B = TypeVar("B")  # a backend, or what stands for one (`checks`)
 OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
 
 
@@ -38,25 +40,11 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
     for boundary, spec in selections.items():
         option = OPTION[boundary]
         for backend_name, refs in parse_selection(spec, option):
-            backend = _backend(backend_name, backends, option)
+            backend = find_backend(backend_name, backends, option)
             if backend.name not in order:
                 order.append(backend.name)
             for ref in refs:
-                if ref.name is not None:
-                    metric = backend.metric_by_name(ref.name)
-                else:  # the grammar gives a name, or a group and an id
-                    assert ref.group is not None and ref.id is not None
-                    metric = backend.metric_by_id(ref.group, ref.id)
-                if metric is None:
-                    hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
-                    raise UsageError(
-                        f'{option}: backend "{backend.name}" has no metric "{ref.text}"{hint}'
-                    )
-                if boundary not in backend.boundaries(metric):
-                    raise UsageError(
-                        f'{option}: "{metric.name}" of {backend.name} cannot be measured per '
-                        f"{boundary.name.lower()}"
-                    )
+                metric = find_metric(backend, ref, boundary, option)
                 chosen = wanted.setdefault(boundary, {}).setdefault(backend.name, [])
                 if metric in chosen:
                     raise UsageError(
@@ -65,7 +53,7 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
                 try:
                     backend.enable(metric, boundary)
                 except MetricError as e:
-                    print(f"warning: {e}; its cells will read '-'", file=sys.stderr)
+                    print(f"retrace: warning: {e}; its cells will read '-'", file=sys.stderr)
                 chosen.append(metric)
     result = Plan()
     for boundary, per_backend in wanted.items():
@@ -81,11 +69,32 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
     return result
 
 
-def _backend(name: str, backends: Mapping[str, MetricBackend], option: str) -> MetricBackend:
+def find_metric(backend: MetricBackend, ref: MetricRef, boundary: Boundary, option: str) -> Metric:
+    """The metric `ref` names in `backend`, measurable per `boundary`; else a UsageError that
+    names the closest."""
+    if ref.name is not None:
+        metric = backend.metric_by_name(ref.name)
+    else:  # the grammar gives a name, or a group and an id
+        assert ref.group is not None and ref.id is not None
+        metric = backend.metric_by_id(ref.group, ref.id)
+    if metric is None:
+        hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
+        raise UsageError(f'{option}: backend "{backend.name}" has no metric "{ref.text}"{hint}')
+    if boundary not in backend.boundaries(metric):
+        raise UsageError(
+            f'{option}: "{metric.name}" of {backend.name} cannot be measured per '
+            f"{boundary.name.lower()}"
+        )
+    return metric
+
+
+def find_backend(name: str, backends: Mapping[str, B], option: str) -> B:
     """A backend by name, matched exactly or else case-insensitively."""
-    found = backends.get(name) or next(
-        (b for n, b in backends.items() if n.casefold() == name.casefold()), None
+    key = (
+        name
+        if name in backends
+        else next((n for n in backends if n.casefold() == name.casefold()), None)
     )
-    if found is None:
+    if key is None:
         raise UsageError(f'{option}: no backend "{name}"{closest(name, list(backends))}')
-    return found
+    return backends[key]

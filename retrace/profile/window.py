@@ -1,5 +1,5 @@
 """The part of a trace a profile measures: `--frames A-B`, `--calls CALLSET`, and what the
-user is told when they reach past the trace's end.
+user is told when they select nothing.
 
 `--frames A-B` measures frames A..B; the replay before and after them runs
 bare. `--calls CALLSET` keeps the call and draw-call rows of the calls the set
@@ -68,31 +68,88 @@ def calls_span(
     return int(in_frame[0]), int(in_frame[-1])
 
 
-def past_the_end(options: ProfileOptions, frame_count: int, call_count: int) -> list[str]:
-    """Warnings for a `--frames` or `--calls` that reaches past the trace's end (`frame_count`
-    frames, the partial last one included; `call_count` calls)."""
-    lines = []
-    first, last = options.frames
-    if (last if last is not None else first) >= frame_count:
-        spec = f"{first}-{last}" if last is not None else f"{first}-"
-        lines.append(
-            f"retrace: warning: --frames {spec} reaches past the trace's end: it has "
-            f"{frame_count} frames (0-{frame_count - 1})"
-        )
-    calls = options.calls
-    if calls is not None and max(calls.first, last_call(calls) or 0) >= call_count:
-        lines.append(
-            f"retrace: warning: --calls {options.call_range} reaches past the trace's end: it "
-            f"has {call_count} calls (0-{call_count - 1})"
-        )
-    return lines
-
-
-def nothing_selected(options: ProfileOptions) -> str:
-    """Why a profile measured nothing, in words."""
+def nothing_selected(
+    options: ProfileOptions, program: Program | None = None, rows: tuple[int, ...] = ()
+) -> str:
+    """Why a profile measured nothing, in words; with the compiled `program` (and `rows`, the
+    ops that are call events), why the calls --calls names are not measured as calls."""
     first, last = options.frames
     frames = f"frames {first}-{'' if last is None else last}"
     if options.call_range is None:
         return f"the trace has no {frames}"
     within = f" in {frames}" if options.frames != (0, None) else ""
-    return f"--calls {options.call_range} selects no call of the trace{within}"
+    count, reasons = 0, list[str]()
+    if program is not None and options.calls is not None:
+        count, reasons = unmeasured_calls(program, options.calls, rows, options.frames)
+    if not count:
+        return f"--calls {options.call_range} selects no call of the trace{within}"
+    return (
+        f"--calls {options.call_range} selects no call measured as a call{within}: of the "
+        f"trace's calls it selects ({count}), {'; '.join(reasons)}"
+    )
+
+
+# what the calls a --calls set selects are where none is measured as a call, by priority:
+# glretrace's rules for the calls table (`Compiler._row`)
+_WHY = {
+    "frames": "{n} measured, outside {frames}",
+    "list": "{n} compiled into a display list (glNewList at call {at}), measured within the "
+    "glCallList that runs the list, not one by one, as in glretrace",
+    "begin": "{n} inside glBegin/glEnd, whose block is measured as one call at its glBegin "
+    "(call {at}), as in glretrace",
+    "query": "{n} without side effects (state queries, glGetError), not measured, as in glretrace",
+    "other": "{n} window-system or apitrace's own (glX*, egl*, memcpy), not measured as "
+    "calls, as in glretrace",
+}
+
+
+def _is_gl(name: str) -> bool:
+    return name.startswith("gl") and not name.startswith("glX")
+
+
+def unmeasured_calls(
+    program: Program, calls: CallSet, rows_measured: tuple[int, ...], frames: Frames
+) -> tuple[int, list[str]]:
+    """How many existing calls `calls` selects, and why they are not measured as calls,
+    where none is: inside a display list or glBegin/glEnd, window-system calls, outside
+    `frames`, or not replayed at all (calls without side effects, made with no context
+    current). `rows_measured`: the ops that are call events."""
+    from retrace.replay.program import OpKind  # (the parent imports none of the replay)
+
+    call_nos, name_ids, rows = (
+        np.asarray(program.column(c)) for c in ("call_nos", "name_ids", "rows")
+    )
+    order = np.arange(len(rows))
+    new_list = np.isin(name_ids, [i for i, n in enumerate(program.names) if n == "glNewList"])
+    begin, end = rows == OpKind.BEGIN, rows == OpKind.END
+    # the op of the glNewList (glBegin) that opened the list (block) each op is in, or -1
+    list_at = np.maximum.accumulate(np.where(new_list, order, -1))
+    begin_at = np.maximum.accumulate(np.where(begin, order, -1))
+    in_list = np.cumsum(new_list) > np.cumsum(rows == OpKind.LIST_END)
+    in_begin = np.cumsum(begin) > np.cumsum(end) - end  # glEnd included
+    event = np.isin(rows, rows_measured)
+    chosen = selected(calls, call_nos, name_ids, program.names)
+    kinds = {
+        "frames": (chosen & event, None),
+        "list": (chosen & ~event & in_list, list_at),
+        "begin": (chosen & ~event & ~in_list & in_begin, begin_at),
+    }
+    other = chosen & ~np.isin(call_nos, call_nos[chosen & event]) & ~in_list & ~in_begin
+    gl = np.isin(name_ids, [i for i, n in enumerate(program.names) if _is_gl(n)])
+    kinds["query"], kinds["other"] = (other & gl, None), (other & ~gl, None)
+    first, last = frames
+    span = f"frames {first}-{'' if last is None else last}"
+    reasons, replayed = [], np.unique(call_nos[chosen])
+    for kind, (ops, opened_at) in kinds.items():
+        if ops.any():
+            at = opened_at[np.argmax(ops)] if opened_at is not None else 0
+            n = len(np.unique(call_nos[ops]))
+            reasons.append(_WHY[kind].format(n=n, at=int(call_nos[at]), frames=span))
+    numbers = np.arange(int(call_nos.max()) + 1 if len(call_nos) else 0)
+    numbers = numbers[calls.contains_many(numbers, np.zeros(len(numbers), np.uint64))]
+    if skipped := len(np.setdiff1d(numbers, call_nos)):
+        reasons.append(
+            f"{skipped} not replayed (made with no context current, or without side effects: "
+            "state queries), as glretrace skips them"
+        )
+    return len(replayed) + skipped, reasons

@@ -292,6 +292,7 @@ typedef struct {
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
     Events ev;                                /* what the loop measures around events */
+    int share_gil;                            /* run() lets the GIL go around direct calls */
 } Code;
 
 #define AT(vec, type) ((type *)(vec).data)
@@ -1284,7 +1285,10 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
  * Runs ops [start, end) with the current brackets; an exception from a
  * callback or an entry stops the loop and propagates.  Once the loop has run
  * the last op that points into a chunk of the data pool, the chunk's pages
- * leave the process.
+ * leave the process.  With share_gil(True), runs of direct calls that touch no
+ * Python object (no name to remap, no callback, no event to measure) run
+ * without the GIL, so that another thread (the reader: `ahead.py`) runs
+ * meanwhile; Python entries, lookups, callbacks and signals take it back.
  */
 static PyObject *Code_run(Code *c, PyObject *args) {
     Py_ssize_t start, end;
@@ -1302,6 +1306,7 @@ static PyObject *Code_run(Code *c, PyObject *args) {
     size_t drop_after = chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
     Py_INCREF(entries);
     PyObject *result = NULL;
+    PyThreadState *released = NULL; /* while direct calls run without the GIL */
     progress[PROGRESS_RUNNING] = 1;
     for (Py_ssize_t i = start; i < end; i++) {
         /* read through c each time: callbacks may change the brackets */
@@ -1312,6 +1317,16 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         c->position = i;
         progress[PROGRESS_CALL] = AT(c->call_nos, int64_t)[i];
         uint8_t row = c->ev.per_op ? AT(c->rows, uint8_t)[i] : ROW_NONE;
+        if (c->share_gil) {
+            int pure = op.proto != PY_OP && !mark && row == ROW_NONE &&
+                       !AT(c->protos, Proto)[op.proto].lookups;
+            if (pure && !released) {
+                released = PyEval_SaveThread();
+            } else if (!pure && released) {
+                PyEval_RestoreThread(released);
+                released = NULL;
+            }
+        }
         if (row != ROW_NONE && row != ROW_END && events_begin(&c->ev, row))
             goto done;
         if (mark && call_mark(c->before, i, mark))
@@ -1333,11 +1348,23 @@ static PyObject *Code_run(Code *c, PyObject *args) {
             drop_after =
                 chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
         }
-        if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0 && PyErr_CheckSignals())
-            goto done;
+        if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0) {
+            if (released) {
+                PyEval_RestoreThread(released);
+                released = NULL;
+            }
+            if (PyErr_CheckSignals())
+                goto done;
+        }
+    }
+    if (released) {
+        PyEval_RestoreThread(released);
+        released = NULL;
     }
     result = PyLong_FromSsize_t(end);
 done:
+    if (released) /* (no error comes from a call run without it; this is for safety) */
+        PyEval_RestoreThread(released);
     progress[PROGRESS_RUNNING] = 0;
     Py_DECREF(entries);
     return result;
@@ -1549,6 +1576,15 @@ static PyObject *Code_is_direct(Code *c, PyObject *arg) {
     return PyBool_FromLong(AT(c->ops, Op)[i].proto != PY_OP);
 }
 
+/* share_gil(on): whether run() lets other threads run during runs of direct calls */
+static PyObject *Code_share_gil(Code *c, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    c->share_gil = on;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Code_get_position(Code *c, void *closure) {
     (void)closure;
     return PyLong_FromSsize_t(c->position);
@@ -1585,6 +1621,8 @@ static PyMethodDef Code_methods[] = {
      "event_rows(start, stop, kinds, frame_ends, first_frame, changes) -> int64 bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
+    {"share_gil", (PyCFunction)Code_share_gil, METH_O,
+     "share_gil(on): whether run() lets other threads run during runs of direct calls"},
     {NULL, NULL, 0, NULL},
 };
 

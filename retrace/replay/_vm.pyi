@@ -161,3 +161,5 @@ class Code:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:
         """Whether op i is a direct call."""
+    def share_gil(self, on: bool, /) -> None:
+        """Whether `run` lets other threads run during runs of direct calls."""

@@ -30,10 +30,13 @@ from typing import Any
 
 from retrace.errors import TraceError
 from retrace.gl.registry import Command, CType, Param, ctypes_type
-from retrace.replay import _vm
+from retrace.replay import _guard, _vm
 from retrace.replay.dispatch import Dispatch
-from retrace.replay.effects import IMAGE_READBACKS, QUERY_RESULTS, has_side_effects
+from retrace.replay.effects import QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, OpKind, Program
+from retrace.replay.readback import LAYOUTS as READBACKS
+from retrace.replay.readback import Readbacks
+from retrace.replay.sizes import MOST_OUTPUT_BYTES, element_bytes, output_count
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
@@ -91,14 +94,12 @@ _HANDLE_TYPES = {"GLhandleARB", "GLsync"}
 _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
 # (target, image): EGLImages made from GL objects are made again (`WindowSystem.create_image`)
 _IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
-_READ_PIXELS = {"glReadPixels", "glReadnPixels", "glReadnPixelsARB", "glReadnPixelsKHR"}
 # GL functions whose calls need work beside the driver's (`_gl_call`): never direct in C
 _SPECIAL = (
     _LOCATION_QUERIES
     | _VIEWPORTS
     | _BLITS
-    | _READ_PIXELS
-    | IMAGE_READBACKS
+    | READBACKS.keys()
     | _BIND_PIPELINE
     | _ACTIVE_PROGRAM
     | _NAMES_BY_KIND.keys()
@@ -111,9 +112,6 @@ GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
 GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
 GL_QUERY_RESULT_AVAILABLE = 0x8867
-GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
-_MAX_PIXEL_BYTES = 16  # RGBA of 32-bit floats
-_MAX_FRAMEBUFFER = 1 << 15  # pixels a side: more than any driver's GL_MAX_VIEWPORT_DIMS
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
 _NOT_AN_OFFSET = 1 << 40
 
@@ -232,6 +230,7 @@ class Compiler:
         self.state = state
         self.ws = ws
         self.program = Program()
+        self._readbacks = Readbacks(dispatch, state)
         self._thread: int | None = None
         self._plans: dict[int, _Plan] = {}
         self._only: CallSet | None = None
@@ -628,13 +627,13 @@ class Compiler:
         may leave the call out."""
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
-        template, only_into_buffer = self._gl_arguments(command, args, before, after)
+        template = self._gl_arguments(command, args, before, after)
         self._result_mapping(command, ret, after)
         effect = self._after_effect(command, args, ret)
         if effect is not None:
             after.append(effect)
-        if only_into_buffer:
-            return (self._into_pack_buffer, (fn, template))
+        if command.name in READBACKS:  # its destination is chosen when it runs
+            fn = self._readbacks.wrap(command.name, fn)
         entry: Entry = (
             (fn, template)
             if not before and not after
@@ -648,13 +647,12 @@ class Compiler:
         args: list[Any],
         before: list[tuple[int, Callable[[Any], Any]]],
         after: list[Callable[[list[Any], Any], None]],
-    ) -> tuple[tuple[Any, ...], bool]:
+    ) -> tuple[Any, ...]:
         """The call's arguments as the driver takes them, with the conversions they need when
-        the call runs (`before`) and the records after it (`after`); and whether it is an
-        image readback, which runs only into a pack buffer."""
+        the call runs (`before`) and the records after it (`after`)."""
         name = command.name
         template: list[Any] = []
-        only_into_buffer = False
+        readback = READBACKS.get(name)
         classes = {
             index: _OBJECT_KINDS.get(integer(args[kind]), default)
             for index, kind, default in _NAMES_BY_KIND.get(name, ())
@@ -664,17 +662,15 @@ class Compiler:
             cls = cls or ("handle" if param.base == "GLhandleARB" else None)
             if param.pointer_depth == 0 or param.base == "GLsync":
                 template.append(self._gl_number(name, args, param, value, cls, index, before))
-            elif param.output and isinstance(value, Pointer) and name in _READ_PIXELS:
-                before.append((index, self._pack_destination(args)))
-                template.append(integer(value))
-            elif param.output and isinstance(value, Pointer) and name in IMAGE_READBACKS:
-                # into a pack buffer it changes GL state; into the program's memory it does
-                # not, and its size is unknown: run it only in the first case
-                template.append(integer(value))
-                only_into_buffer = True
+            elif readback is not None and index == readback.pointer:
+                # an offset into a pack buffer, else replaced by scratch memory when it runs
+                # (`readback.Readback`): whatever the trace recorded there
+                template.append(integer(value) if isinstance(value, int) else 0)
+            elif param.output:
+                template.append(self._output(command, args, index, cls, before, after))
             else:
-                template.append(self._pointer(param, value, cls, index, before, after))
-        return tuple(template), only_into_buffer
+                template.append(self._pointer(param, value, cls, index, before))
+        return tuple(template)
 
     def _gl_number(
         self,
@@ -746,10 +742,6 @@ class Compiler:
             return (self._conditional_render, (begin, traced_id, entry))
         return entry
 
-    def _into_pack_buffer(self, fn: Any, args: tuple[Any, ...]) -> None:
-        if self.ws.ws.gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING):
-            fn(*args)
-
     def _table(self, cls: str) -> dict[int, int] | Callable[[int], int]:
         """A class's name table; for per-context classes, a lookup through the current context."""
         if cls in CONTAINER_CLASSES:
@@ -778,38 +770,23 @@ class Compiler:
             return lambda v: st.location(traced_program, v)
         return lambda v: st.location(st.uniform_program(), v)
 
-    def _pointer(self, param, value, cls, index, before, after) -> Any:
-        """Convert a pointer argument; registers replay-time work for object names."""
+    def _pointer(self, param, value, cls, index, before) -> Any:
+        """Convert an input pointer argument; registers replay-time work for object names."""
         if value is None:
             return None
         if isinstance(value, Pointer):
-            if param.output:
-                raise Unsupported(f"output '{param.name}' points into the traced process")
             if value >= _NOT_AN_OFFSET:
                 # an address in the traced process whose memory the tracer did not capture:
                 # the driver would read from a random address here
                 raise Unsupported(f"'{param.name}' points to memory the trace did not capture")
             return integer(value)  # an offset into a bound buffer object
         if isinstance(value, bytes):
-            if param.output:
-                return ctypes.create_string_buffer(max(len(value), 1))
             return self.program.keep(value)  # in the data pool, not the heap
         if not isinstance(value, list):
             raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
         if cls is not None:
             traced = [integer(v) for v in _flatten(value)]
-            table = self._table(cls)
             lookup = self._lookup(cls)
-            if param.output:
-                out = (ctypes.c_uint * len(traced))()
-
-                def record(a, r, out=out, traced=traced, cls=cls):
-                    names = self.state.container_table(cls) if cls in CONTAINER_CLASSES else table
-                    for t, real in zip(traced, out, strict=True):
-                        names[t] = real
-
-                after.append(record)
-                return out
             before.append(
                 (
                     index,
@@ -817,24 +794,57 @@ class Compiler:
                 )
             )
             return None
-        if param.output:
-            ctype = ctypes_type(param.base) if param.base != "void" else ctypes.c_uint8
-            return ((ctype or ctypes.c_uint8) * max(len(_flatten(value)), 1))()
         return _array(param, value)
 
-    def _pack_destination(self, args: list[Any]) -> Callable[[int], Any]:
-        """glReadPixels writes into a bound pack buffer at an offset, or else into memory
-        the traced program owned: here a scratch buffer big enough for any format."""
-        width, height = integer(args[2]), integer(args[3])
-        if max(width, height) > _MAX_FRAMEBUFFER:
-            raise BadValue(f"a readback of {width} x {height} pixels")
-        scratch = ctypes.create_string_buffer(max(width * height * _MAX_PIXEL_BYTES, 1))
-        gl = self.ws.ws.gl
+    def _output(
+        self,
+        command: Command,
+        args: list[Any],
+        index: int,
+        cls: str | None,
+        before: list[tuple[int, Callable[[Any], Any]]],
+        after: list[Callable[[list[Any], Any], None]],
+    ) -> Any:
+        """Memory for the driver to write an output into, sized by the specification
+        (`sizes.output_count`), never by what the trace recorded there; where the registry
+        gives no size, the recorded size in scratch memory ending at a guard (`_guard.c`).
+        Object names the driver writes (glGenTextures) are recorded after the call."""
+        param, value = command.params[index], args[index]
+        if value is None:
+            return None
+        if isinstance(value, Pointer):
+            raise Unsupported(f"output '{param.name}' points into the traced process")
+        if not isinstance(value, (list, bytes)):
+            raise Unsupported(f"cannot marshal '{param.name}' ({type(value).__name__})")
+        recorded = _flatten(value) if isinstance(value, list) else []
+        element = element_bytes(param)
+        count = output_count(command, param, args)
+        guarded = count is None
+        if count is None:
+            count = len(recorded) if isinstance(value, list) else len(value) // element
+        if count * element > MOST_OUTPUT_BYTES:
+            raise Unsupported(f"'{param.name}' would take {count * element} bytes")
+        out: Any
+        if guarded:
+            nbytes = count * element
+            before.append((index, lambda _: _guard.scratch(nbytes)))
+            out = None
+        else:
+            out = ctypes.create_string_buffer(max(count * element, 1))
+        if cls is not None:
+            traced = [integer(v) for v in recorded]
+            st = self.state
 
-        def destination(offset: int) -> Any:
-            return offset if gl.get_integer(GL_PIXEL_PACK_BUFFER_BINDING) else scratch
+            def record(a: list[Any], r: Any) -> None:
+                container = cls in CONTAINER_CLASSES
+                names = st.container_table(cls) if container else st.name_table(cls)
+                where = a[index] if guarded else ctypes.addressof(a[index])
+                written = (ctypes.c_uint * count).from_address(where)
+                for t, real in zip(traced, written, strict=False):  # the driver's may be more
+                    names[t] = real
 
-        return destination
+            after.append(record)
+        return out
 
     def _result_mapping(self, command: Command, ret: Any, after: list) -> None:
         """Map names the driver returns (glCreateProgram, glFenceSync...) to the traced ones."""

@@ -9,7 +9,11 @@ store's files on disk), and the parent only waits and reports.
 The child's replay loop publishes the number of the call it is running in a
 word shared with the parent (`_vm.publish`: one memory store per op, no
 syscall). When the child dies of a signal, the parent reads that word and names
-the call: ``driver crashed (SIGSEGV) at call 11 glDrawArrays(...)``.
+the call: ``driver crashed (SIGSEGV) at call 11 glDrawArrays(...)``. The driver
+is blamed only when what retrace gave it was within bounds: memory the replay
+sizes for the driver to write into ends at a guard (`_guard.c`), whose fault
+handler tells the parent, through a second shared pair of words, that the crash
+was a write past retrace's own destination -- retrace's error, said as such.
 
 SIGINT and SIGTERM sent to the parent kill the child; `Ending.interrupted`
 says which arrived, for the caller to report and keep what is complete. A
@@ -17,7 +21,8 @@ says which arrived, for the caller to report and keep what is complete. A
 having saved everything up to there (`stop_requested`, `stop_here`), and is
 killed only if it has not within `GRACE_SECONDS` or at a second signal. The
 child dies with the parent too (PR_SET_PDEATHSIG), so a SIGKILL of the parent
-leaves no replay running on its own.
+leaves no replay running on its own. With --sandbox the child confines itself before
+the body runs (`retrace.replay.sandbox`), to writing only the paths `writes` names.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import mmap
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from retrace.errors import Interrupted, RetraceError
@@ -48,6 +54,7 @@ class Ending(NamedTuple):
     interrupted: int  # SIGINT or SIGTERM received by the parent meanwhile, or 0
     call: int  # number of the call the loop ran last, -1 before the first
     in_call: bool  # whether the loop was running that call when the child died
+    overrun: int = -1  # how far past retrace's scratch memory the fatal write was, or -1
 
     @property
     def crashed(self) -> bool:
@@ -61,15 +68,22 @@ class Ending(NamedTuple):
 
 
 def supervise(
-    body: Callable[[], None], errors_to: str | None = None, graceful: bool = False
+    body: Callable[[], None],
+    errors_to: str | None = None,
+    graceful: bool = False,
+    writes: Sequence[str] = (),
+    display: bool = False,
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
-    or in the file `errors_to`); wait for it. `graceful`: see the module's docstring."""
-    from retrace.replay import _vm
+    or in the file `errors_to`); wait for it. `graceful`: see the module's docstring.
+    Under --sandbox, the child may write only beneath `writes` (folders, or files: made
+    empty now where missing), and talk to a display server if `display`."""
+    from retrace.replay import _guard, _vm, sandbox
 
     # anonymous and MAP_SHARED: the same page after fork
-    words = mmap.mmap(-1, _vm.PROGRESS_WORDS * 8)
-    progress = memoryview(words).cast("q")  # native int64, as _vm writes them
+    words = mmap.mmap(-1, (_vm.PROGRESS_WORDS + _guard.OVERRUN_WORDS) * 8)
+    progress = memoryview(words).cast("q")  # native int64, as _vm and _guard write them
+    overrun = progress[_vm.PROGRESS_WORDS :]
     progress[_vm.PROGRESS_CALL], progress[_vm.PROGRESS_RUNNING] = -1, 0
     received: list[int] = []
     child: list[int] = []
@@ -92,10 +106,11 @@ def supervise(
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
     try:
-        child.append(_fork(body, words, errors_to, graceful))
-        if received:  # a signal came between the handler and the fork
-            stop(received.pop(), None)
-        _, status = os.waitpid(child[0], 0)
+        with sandbox.prepared(writes, display) as confine:
+            child.append(_fork(body, words, errors_to, graceful, confine))
+            if received:  # a signal came between the handler and the fork
+                stop(received.pop(), None)
+            _, status = os.waitpid(child[0], 0)
     finally:
         signal.alarm(0)
         for number, handler in previous.items():
@@ -107,12 +122,20 @@ def supervise(
         interrupted=received[0] if received else 0,
         call=int(progress[_vm.PROGRESS_CALL]),
         in_call=bool(progress[_vm.PROGRESS_RUNNING]),
+        overrun=int(overrun[_guard.OVERRUN_PAST]) if overrun[_guard.OVERRUN_HIT] else -1,
     )
 
 
-def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None, graceful: bool) -> int:
-    """Fork; the child publishes its replay progress in `words`, runs `body` and exits."""
-    from retrace.replay import _vm
+def _fork(
+    body: Callable[[], None],
+    words: mmap.mmap,
+    errors_to: str | None,
+    graceful: bool,
+    confine: Callable[[], None] | None,
+) -> int:
+    """Fork; the child publishes its replay progress in `words`, confines itself (`confine`,
+    under --sandbox), runs `body` and exits."""
+    from retrace.replay import _guard, _vm
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -126,13 +149,19 @@ def _fork(body: Callable[[], None], words: mmap.mmap, errors_to: str | None, gra
             signal.signal(number, _stopping_at if graceful else signal.SIG_DFL)
         _die_with(parent)
         _vm.publish(words)
+        _guard.watch(memoryview(words)[_vm.PROGRESS_WORDS * 8 :])
         if errors_to is not None:
             sys.stderr = open(errors_to, "w")  # noqa: SIM115 - the child's until it exits
-        code = _run_reporting(body)
+        code = _run_reporting(body if confine is None else partial(_confined, confine, body))
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _confined(confine: Callable[[], None], body: Callable[[], None]) -> None:
+    confine()
+    body()
 
 
 def _stopping_at(number: int, frame: object) -> None:
@@ -151,9 +180,11 @@ def stop_here() -> None:
     os._exit(0)
 
 
-def contained(trace: str, body: Callable[[], None]) -> None:
+def contained(
+    trace: str, body: Callable[[], None], writes: Sequence[str] = (), display: bool = False
+) -> None:
     """Run `body`, which replays `trace`, in a child; raise what `check` raises."""
-    check(supervise(body), trace)
+    check(supervise(body, writes=writes, display=display), trace)
 
 
 def check(ending: Ending, trace: str) -> None:
@@ -187,8 +218,14 @@ def signal_name(number: int) -> str:
 
 def crash_message(ending: Ending, trace: str) -> str:
     """``driver crashed (SIGSEGV) at call N glFoo(...)``; "killed" when something outside
-    (the OOM killer, a user) sent the child SIGKILL or SIGTERM."""
+    (the OOM killer, a user) sent the child SIGKILL or SIGTERM; retrace's own error when
+    the driver wrote past memory retrace sized for it."""
     what = "the replay process was killed" if ending.killed else "driver crashed"
+    if ending.overrun >= 0:
+        what = (
+            "retrace's own error (a bug in retrace, please report it): the driver wrote "
+            f"{ending.overrun} bytes past the end of the memory retrace gave it"
+        )
     if ending.call < 0:
         where = "before the first call"
     else:

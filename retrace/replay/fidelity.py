@@ -141,41 +141,44 @@ class Fidelity:
     def warnings(self) -> list[str]:
         """One line per kind of departure, with its count and why."""
         lines = [
-            f"warning: skipped {count} call(s) to {name}: {why}"
+            f"retrace: warning: skipped {count} call(s) to {name}: {why}"
             for name, (count, why) in sorted(self.skipped.items())
         ]
         if self.lost_memcpys:
             lines.append(
-                f"warning: {self.lost_memcpys} memcpy(s) into mapped buffers landed in no "
+                f"retrace: warning: {self.lost_memcpys} memcpy(s) into mapped buffers landed in no "
                 f"live mapping (the first at {self.first_lost:#x}): their data is missing"
             )
         if self.unexpected_errors:
             lines.append(
-                "warning: GL errors the traced program did not get "
+                "retrace: warning: GL errors the traced program did not get "
                 f"({_listed(self.unexpected_errors)}), the first before call "
                 f"{self.first_unexpected}, where its own glGetError said otherwise"
             )
         if self.left_out_queries:
             lines.append(
-                f"note: left out the program's own queries ({_listed(self.left_out_queries)}) "
+                "retrace: warning: left out the program's own queries "
+                f"({_listed(self.left_out_queries)}) "
                 "while the profiler's queries used their target; the replay never reads "
                 "their results"
             )
         if self.unconditional_renders:
             lines.append(
-                f"warning: {self.unconditional_renders} conditional render(s) on the "
+                f"retrace: warning: {self.unconditional_renders} conditional render(s) on the "
                 "program's own queries, left out while the profiler used their target, "
                 "drew unconditionally"
             )
         if self.first_query_mismatch is not None:
             call, got, traced = self.first_query_mismatch
             lines.append(
-                f"warning: {self.query_mismatches} query result(s) differ from the trace's "
+                f"retrace: warning: {self.query_mismatches} query result(s) differ from the "
+                "trace's "
                 f"(the first at call {call}: {got}, the trace has {traced})"
             )
         if self.gl_errors:
             lines.append(
-                f"warning: GL errors where the trace does not show whether the program had them "
+                "retrace: warning: GL errors where the trace does not show whether the program "
+                "had them "
                 f"({_listed(self.gl_errors)}), the first by the end of frame "
                 f"{self.first_error_frame}; `retrace replay -v` names the calls"
             )

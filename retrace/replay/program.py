@@ -148,6 +148,11 @@ class Program:
         """Run ops [start, end); returns where it stopped."""
         return self.code.run(start, len(self.code) if end is None else end, self.entries)
 
+    def share_gil(self, on: bool) -> None:
+        """Whether `run` lets other threads run (a reader: `trace/ahead.py`) while it runs
+        direct calls, which need no Python object."""
+        self.code.share_gil(on)
+
     def bracket(
         self,
         marks: Marks = Marks.NONE,

@@ -18,6 +18,7 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sys
 import time
@@ -36,6 +37,7 @@ from retrace.replay.state import ReplayState
 from retrace.replay.ws.core import WindowSystem
 from retrace.replay.ws.headless import Drawable, EglDisplay
 from retrace.replay.ws.reader import WsCompiler
+from retrace.trace.ahead import wanted as read_ahead_wanted
 from retrace.trace.callset import CallSet
 from retrace.trace.reader import TraceReader
 
@@ -114,6 +116,7 @@ class Replayer:
         self.ws.gl_errors = self.gl_errors
         self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end
+        self.ws.after_frame_end = self._stop_after_last
         self.ws.before_switch = self._before_switch
         self.ws.after_switch = self._after_switch
         self.state.on_program_change = self._program_change
@@ -153,6 +156,10 @@ class Replayer:
         self.frame += 1
         for listener in self.listeners:
             listener.frame_end(self.frame)
+
+    def _stop_after_last(self) -> None:
+        """After a frame's end is done (a swap's included, which a --loop's first frame
+        holds as every other frame does): stop once `last_frame` has ended."""
         if self.last_frame is not None and self.frame > self.last_frame:
             raise StopReplay
 
@@ -205,8 +212,12 @@ class Replayer:
     def _compile_and_run(self) -> None:
         done = 0
         running = True  # until a hook stops the replay (with `compile_all`, compiling goes on)
+        # the next batch is read on another core while this one compiles and replays
+        ahead = read_ahead_wanted()
+        batches = self.reader.batches(ahead)
+        self.program.share_gil(ahead)
         try:
-            for batch in self.reader.batches():
+            for batch in batches:
                 self.compiler.add_batch(batch, self.reader.signatures)
                 del batch  # its data is compiled: not kept while the next batch is read
                 if running:
@@ -217,6 +228,9 @@ class Replayer:
         except OSError as e:  # a full disk under the data pool (`program.py`), a read error
             where = f"{e.filename}: " if e.filename else ""
             self.stop_error = RetraceError(f"{where}{e.strerror or e}")
+        finally:
+            batches.close()  # (a hook stopped the replay: reading stops)
+            self.program.share_gil(False)
         if self.stop_error is not None and running:  # what was compiled before it still runs
             self.program.run(done)
         self._compiled = True
@@ -249,11 +263,22 @@ class Replayer:
             )
         return (ends[first - 1] + 1 if first else 0), ends[last] + 1
 
+    def last_calls(self) -> tuple[int, int]:
+        """Ops [start, end) of the calls since the last frame end the pass replayed, which
+        glretrace's --loop repeats: frame `last_frame` where the pass stopped after it, else
+        the calls after the trace's last frame end (its program's clean-up, often) or, where
+        it ends with a frame end, its last frame (the whole trace if it has none)."""
+        ends = self.program.frame_ends
+        last = self.last_frame
+        end = ends[last] + 1 if last is not None and self.frame > last else len(self.program)
+        before = bisect.bisect_left(ends, end - 1)  # frame ends before the last op
+        return (ends[before - 1] + 1 if before else 0), end
+
     def loop_last_frame(self, times: int) -> PassResult:
-        """Replay the last frame replayed (`last_frame` when set: --frames A-B stops there)
-        again `times` times (forever if negative), as glretrace --loop does; state the
-        frame expects from its own start may differ, as there."""
-        first, end = self.frame_ops(last=self.last_frame)
+        """Replay the calls since the last frame end (`last_calls`) again `times` times
+        (forever if negative), as glretrace --loop does; state those calls expect from
+        their own start may differ, as there. Returns the frames the loops ended."""
+        first, end = self.last_calls()
         start, count = time.perf_counter(), 0
         self.frame = 0
         last_frame, self.last_frame = self.last_frame, None  # (it ends passes, not loops)

@@ -16,9 +16,16 @@ if TYPE_CHECKING:
 
 def run_replay(trace: str, **options) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
+    import os
+
     import retrace.replay.contain as contain
 
-    contain.contained(trace, lambda: _replay(trace, **options))
+    prefix = options["snapshot_prefix"]
+    pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
+    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
+    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
+    display = options["window"]
+    contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 
 
 def _replay(
@@ -28,6 +35,7 @@ def _replay(
     snapshot_prefix: str | None,
     snapshot_spec: str,
     snapshot_format: str,
+    snapshot_interval: int,
     calls_spec: str | None,
     frames_spec: str | None,
     loop: int | None,
@@ -36,7 +44,6 @@ def _replay(
     core: bool,
     samples: int | None,
     verbose: bool,
-    headless: bool,
     window: bool,
     strict: bool,
     query_handling: str,
@@ -67,14 +74,16 @@ def _replay(
             viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 
         def on_snapshot(call_no: int, image: Image) -> None:
-            if replayer.frame < first_frame:
+            if replayer.frame < first_frame or (
+                snapshot_interval and replayer.frame % snapshot_interval
+            ):
                 return
             if viewer is not None and not viewer.show(image):
                 raise StopReplay  # the user closed the window
             if snapshot_prefix is None:
                 return
-            if snapshot_format.upper() == "MD5" or snapshot_prefix == "-":
-                click.echo(image.md5())
+            if snapshot_prefix == "-":  # --snapshot-format says how, as in glretrace
+                sys.stdout.buffer.write(image.on_stdout(snapshot_format, call_no))
             else:
                 image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
 
@@ -82,15 +91,17 @@ def _replay(
         if verbose:
             replayer.check_errors()
         result = replayer.run_pass()
-        if loop is not None:
+        frames, seconds = max(result.frames - first_frame, 0), result.seconds
+        if loop:  # (glretrace's --loop=0 does not loop)
             print(
-                f"warning: --loop replays the last frame's calls again; {LOOP_CAVEAT}",
+                "retrace: warning: --loop replays the calls since the last frame end again; "
+                f"{LOOP_CAVEAT}",
                 file=sys.stderr,
             )
             if verbose:  # (a pass's brackets end with it)
                 replayer.check_errors()
-            result = replayer.loop_last_frame(loop)
+            looped = replayer.loop_last_frame(loop)  # glretrace counts both
+            frames, seconds = frames + looped.frames, seconds + looped.seconds
         if benchmark:
-            frames = max(result.frames - first_frame, 0) if loop is None else result.frames
-            click.echo(rendered(frames, result.seconds))
+            click.echo(rendered(frames, seconds))
         replayer.finish(strict)

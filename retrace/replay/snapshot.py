@@ -119,6 +119,25 @@ class Image(NamedTuple):
 
         return hashlib.md5(self.pixels).hexdigest().upper()
 
+    def rgb(self) -> bytes:
+        """The pixels without their alpha channel, if they have one."""
+        if self.channels == 3:
+            return self.pixels
+        out = bytearray(self.width * self.height * 3)
+        for c in range(3):
+            out[c::3] = self.pixels[c :: self.channels]
+        return bytes(out)
+
+    def on_stdout(self, fmt: str, call_no: int) -> bytes:
+        """What glretrace writes to standard output for `-s -`: with `fmt` PNM, a binary
+        PPM (alpha dropped) whose comment is the call number, so that a stream of frames
+        pipes into ffmpeg or ImageMagick; RGB, the raw pixels as read; MD5, their hash."""
+        if fmt == "MD5":
+            return f"{self.md5()}\n".encode()
+        if fmt == "RGB":
+            return self.pixels
+        return b"P6\n#%d\n%d %d\n255\n" % (call_no, self.width, self.height) + self.rgb()
+
     def save_png(self, path: Path | str) -> None:
         """Write a PNG, creating missing folders of `path` first, as glretrace does."""
         from PIL import Image as PILImage

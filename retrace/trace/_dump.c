@@ -20,6 +20,12 @@
 
 #define MAX_DEPTH 256 /* nesting the formatter follows; deeper values print as "?" */
 
+/* apitrace dump's options, as bits of format_calls' `style` */
+#define STYLE_CALL_NOS 1   /* "N " before each call (--call-nos, the default) */
+#define STYLE_THREAD_IDS 2 /* "@T " before each call's name (--thread-ids) */
+#define STYLE_ONELINE 4    /* --multiline=no: newlines in strings as \n; no backtrace, no blank line */
+#define STYLE_BLOBS 8      /* blobs written to blob_call<N>[_K].bin and named (--blobs) */
+
 typedef struct {
     PyObject *bytes;
     size_t len, cap;
@@ -69,6 +75,9 @@ typedef struct {
     Py_ssize_t pool_len;
     PyObject *enums, *bitmasks, *structs; /* id -> {value: name}, ((name, flag), ...), (name, ...) */
     Out *out;
+    unsigned style;   /* STYLE_* bits */
+    uint32_t call_no; /* of the call being formatted (blob file names) */
+    unsigned blobs;   /* its blobs written so far */
 } Batch;
 
 /* A dict or tuple entry by signature id; KeyError when the trace never defined it. */
@@ -86,7 +95,7 @@ static PyObject *by_id(PyObject *table, uint32_t id) {
 /* A C string literal as apitrace writes it, up to the first NUL: plain chars are
    signed, and the high octal digit repeats the middle one. */
 static int quote(Out *o, const char *wide_prefix, const uint8_t *p8, const uint32_t *p32,
-                 size_t n) {
+                 size_t n, int oneline) {
     if (puts_(o, wide_prefix) < 0 || put(o, "\"", 1) < 0)
         return -1;
     for (size_t k = 0; k < n; k++) {
@@ -101,6 +110,8 @@ static int quote(Out *o, const char *wide_prefix, const uint8_t *p8, const uint3
             memcpy(text, "\\\"", len = 2);
         } else if (c == 0x5C) {
             memcpy(text, "\\\\", len = 2);
+        } else if (c == 0x0A && oneline) {
+            memcpy(text, "\\n", len = 2);
         } else if ((c >= 0x20 && c <= 0x7E) || c == 0x09 || c == 0x0A) {
             text[len++] = (char)c;
         } else if (c == 0x0D) {
@@ -212,6 +223,31 @@ static int bitmask(const Batch *b, const Node *n) {
     return 0;
 }
 
+/* --blobs: the blob's bytes into blob_call<N>.bin in the working folder, named in the text. */
+static int blob_file(const Batch *b, const Node *n) {
+    char name[64];
+    unsigned *count = (unsigned *)&b->blobs; /* the formatter's one mutable counter */
+    if (*count)
+        snprintf(name, sizeof name, "blob_call%u_%u.bin", (unsigned)b->call_no, *count);
+    else
+        snprintf(name, sizeof name, "blob_call%u.bin", (unsigned)b->call_no);
+    ++*count;
+    if (n->v.u > (uint64_t)b->pool_len || (uint64_t)n->aux > (uint64_t)b->pool_len - n->v.u)
+        return put(b->out, "?", 1);
+    FILE *f = fopen(name, "wb");
+    if (!f || fwrite(b->pool + n->v.u, 1, (size_t)n->aux, f) != (size_t)n->aux) {
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, name);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0) {
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, name);
+        return -1;
+    }
+    return (puts_(b->out, "blob(\"") < 0 || puts_(b->out, name) < 0) ? -1 : puts_(b->out, "\")");
+}
+
 static int value(const Batch *b, Py_ssize_t i, int depth) {
     if (i < 0 || i >= b->node_count || depth > MAX_DEPTH)
         return put(b->out, "?", 1);
@@ -244,13 +280,15 @@ static int value(const Batch *b, Py_ssize_t i, int depth) {
             if (!codes)
                 return PyErr_NoMemory(), -1;
             memcpy(codes, p, size); /* the pool need not be aligned for uint32 */
-            int r = quote(o, "L", NULL, codes, n->aux);
+            int r = quote(o, "L", NULL, codes, n->aux, (b->style & STYLE_ONELINE) != 0);
             PyMem_Free(codes);
             return r;
         }
-        return quote(o, "", (const uint8_t *)p, NULL, n->aux);
+        return quote(o, "", (const uint8_t *)p, NULL, n->aux, (b->style & STYLE_ONELINE) != 0);
     }
     case T_BLOB:
+        if (b->style & STYLE_BLOBS)
+            return blob_file(b, n);
         return (puts_(o, "blob(") < 0 || put_unsigned(o, n->aux) < 0) ? -1 : put(o, ")", 1);
     case T_ENUM:
         return enum_value(b, n);
@@ -300,10 +338,11 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
     PyObject *calls_obj, *slots_obj, *nodes_obj, *backtraces_obj, *chosen_obj, *flags_obj;
     PyObject *pool_obj, *shapes, *enums, *bitmasks, *structs, *frames;
     unsigned int fake, incomplete, end_frame; /* the CallFlag bits the text shows */
-    if (!PyArg_ParseTuple(args, "OOOOOOO(III)O!O!O!O!O!", &calls_obj, &slots_obj, &nodes_obj,
+    unsigned int style;
+    if (!PyArg_ParseTuple(args, "OOOOOOO(III)O!O!O!O!O!I", &calls_obj, &slots_obj, &nodes_obj,
                           &pool_obj, &backtraces_obj, &chosen_obj, &flags_obj, &fake, &incomplete,
                           &end_frame, &PyDict_Type, &shapes, &PyDict_Type, &enums, &PyDict_Type,
-                          &bitmasks, &PyDict_Type, &structs, &PyDict_Type, &frames))
+                          &bitmasks, &PyDict_Type, &structs, &PyDict_Type, &frames, &style))
         return NULL;
     Py_buffer views[7];
     PyObject *objs[7] = {calls_obj, slots_obj, nodes_obj, backtraces_obj, chosen_obj, flags_obj,
@@ -326,7 +365,7 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
         goto done;
     }
     Batch b = {views[2].buf, views[2].len / (Py_ssize_t)sizeof(Node), views[6].buf, views[6].len,
-               enums, bitmasks, structs, &out};
+               enums, bitmasks, structs, &out, style, 0, 0};
     ends = PyList_New(0);
     if (!ends)
         goto done;
@@ -338,8 +377,14 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
         if (!shape)
             goto done;
         PyObject *prefixes = PyTuple_GET_ITEM(shape, 1);
-        if (put_unsigned(&out, r->no) < 0 || put(&out, " ", 1) < 0 ||
-            put_bytes(&out, PyTuple_GET_ITEM(shape, 0)) < 0)
+        b.call_no = r->no;
+        b.blobs = 0;
+        if ((style & STYLE_CALL_NOS) && (put_unsigned(&out, r->no) < 0 || put(&out, " ", 1) < 0))
+            goto done;
+        if ((style & STYLE_THREAD_IDS) &&
+            (put(&out, "@", 1) < 0 || put_unsigned(&out, r->thread) < 0 || put(&out, " ", 1) < 0))
+            goto done;
+        if (put_bytes(&out, PyTuple_GET_ITEM(shape, 0)) < 0)
             goto done;
         Py_ssize_t nargs = PyTuple_GET_SIZE(prefixes);
         if ((uint64_t)r->slot_start + r->nargs > (uint64_t)nslots || (Py_ssize_t)r->nargs != nargs) {
@@ -366,7 +411,7 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
         }
         if (put(&out, "\n", 1) < 0)
             goto done;
-        if (r->bt_count) {
+        if (r->bt_count && !(style & STYLE_ONELINE)) { /* apitrace leaves them out then */
             if (puts_(&out, "Backtrace:\n") < 0)
                 goto done;
             for (uint32_t k = 0; k < r->bt_count && (Py_ssize_t)(r->bt_start + k) < nbts; k++) {
@@ -375,7 +420,7 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
                     goto done;
             }
         }
-        if ((f & end_frame) && put(&out, "\n", 1) < 0)
+        if ((f & end_frame) && !(style & STYLE_ONELINE) && put(&out, "\n", 1) < 0)
             goto done;
         PyObject *end = PyLong_FromSize_t(out.len);
         if (!end || PyList_Append(ends, end) < 0) {
@@ -407,7 +452,7 @@ static PyObject *quote_bytes(PyObject *self, PyObject *arg) {
     }
     Out out = {0};
     if (quote(&out, "", (const uint8_t *)PyBytes_AS_STRING(arg), NULL,
-              (size_t)PyBytes_GET_SIZE(arg)) < 0 ||
+              (size_t)PyBytes_GET_SIZE(arg), 0) < 0 ||
         _PyBytes_Resize(&out.bytes, (Py_ssize_t)out.len) < 0) {
         Py_XDECREF(out.bytes);
         return NULL;
@@ -419,12 +464,14 @@ static PyMethodDef methods[] = {
     {"quote", quote_bytes, METH_O, "quote(text) -> bytes: a C string literal as apitrace writes it"},
     {"format_calls", format_calls, METH_VARARGS,
      "format_calls(calls, slots, nodes, pool, backtraces, chosen, flags, (fake, incomplete, "
-     "end_frame), shapes, enums, bitmasks, structs, frames) -> (text, ends): the dump lines of "
+     "end_frame), shapes, enums, bitmasks, structs, frames, style) -> (text, ends): the dump "
+     "lines of "
      "the chosen calls of one batch (chosen: one byte per call; flags: each call's uint32 "
      "CallFlag bits, of which the three named show) and the "
      "offset where each call's text ends. The tables map signature ids to bytes: shapes to "
      "(b'name(', (b'arg = ', ...)), enums to {value: name}, bitmasks to ((name, flag), ...), "
-     "structs to member names, frames to backtrace lines."},
+     "structs to member names, frames to backtrace lines. style: bits 1 call numbers, 2 thread "
+     "ids, 4 newlines in strings escaped, 8 blobs written to files."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

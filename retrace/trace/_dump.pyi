@@ -16,5 +16,6 @@ def format_calls(
     bitmasks: dict[int, Any],
     structs: dict[int, Any],
     frames: dict[int, Any],
+    style: int,
     /,
 ) -> tuple[bytes, list[int]]: ...

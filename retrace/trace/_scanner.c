@@ -16,6 +16,11 @@
  * Data arrives in arbitrary chunks.  An event that runs past the end of the
  * buffered data is rolled back (every side effect of the partial event is
  * undone) and parsed again once more data has been fed.
+ *
+ * feed() scans without holding the GIL, so that a reader on another thread
+ * scans while the replay loop runs: the GIL is taken back (hold()) only by
+ * the code that makes Python objects (definitions, errors), until the next
+ * event begins.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -38,6 +43,13 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
+/* PyErr_NoMemory(), also where scan() runs without the GIL. */
+static void no_memory(void) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyErr_NoMemory();
+    PyGILState_Release(gil);
+}
+
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap)
         return 0;
@@ -46,7 +58,7 @@ static int buf_reserve(Buf *b, size_t extra) {
         cap *= 2;
     char *d = realloc(b->data, cap);
     if (!d) {
-        PyErr_NoMemory();
+        no_memory();
         return -1;
     }
     b->data = d;
@@ -108,7 +120,7 @@ static int table_set(Table *t, uint64_t id, int64_t value) {
             size *= 2;
         int64_t *c = realloc(t->count, size * sizeof *c);
         if (!c) {
-            PyErr_NoMemory();
+            no_memory();
             return -1;
         }
         for (size_t i = t->size; i < size; ++i)
@@ -150,7 +162,17 @@ typedef struct {
     int depth;
     /* error state: set when a format error was found */
     PyObject *error;         /* (offset, message) or None */
+    PyThreadState *released; /* while scan() runs without the GIL */
 } Scanner;
+
+/* Take the GIL back, for code that makes Python objects; scan() lets it go again at the
+   next event. */
+static void hold(Scanner *s) {
+    if (s->released) {
+        PyEval_RestoreThread(s->released);
+        s->released = NULL;
+    }
+}
 
 /* Parse results. */
 #define OK 0
@@ -166,6 +188,7 @@ static int bad(Scanner *s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    hold(s);
     uint64_t off = s->in_offset + (uint64_t)(s->p - (const uint8_t *)s->in.data);
     Py_XDECREF(s->error);
     s->error = Py_BuildValue("(Ks)", (unsigned long long)off, msg);
@@ -213,6 +236,7 @@ static int rd_string_obj(Scanner *s, PyObject **obj) {
     const uint8_t *d;
     TRY(rd_uint(s, &n));
     TRY(rd_bytes(s, n, &d));
+    hold(s);
     *obj = PyBytes_FromStringAndSize((const char *)d, (Py_ssize_t)n);
     return *obj ? OK : FAIL;
 }
@@ -230,6 +254,7 @@ static int rd_sint(Scanner *s, int64_t *value) {
 }
 
 static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *def) {
+    hold(s); /* (its callers held it to make `def`) */
     if (!def)
         return FAIL;
     if (id >= MAX_SIG_ID) {
@@ -244,7 +269,7 @@ static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *de
         size_t cap = s->caplog ? s->caplog * 2 : 16;
         void *l = realloc(s->log, cap * sizeof *s->log);
         if (!l) {
-            PyErr_NoMemory();
+            no_memory();
             return FAIL;
         }
         s->log = l;
@@ -260,6 +285,7 @@ static int define(Scanner *s, int kind, uint64_t id, int64_t count, PyObject *de
 static int rd_names(Scanner *s, uint64_t count, PyObject **tuple) {
     if (count > (uint64_t)(s->end - s->p) && count > (1u << 20))
         return bad(s, "implausible name count %llu", (unsigned long long)count);
+    hold(s);
     PyObject *t = PyTuple_New((Py_ssize_t)count);
     if (!t)
         return FAIL;
@@ -363,6 +389,7 @@ static int parse_enum(Scanner *s) {
             TRY(rd_uint(s, &count));
             if (count > (1u << 20))
                 return bad(s, "implausible enum size %llu", (unsigned long long)count);
+            hold(s);
             PyObject *values = PyTuple_New((Py_ssize_t)count);
             if (!values)
                 return FAIL;
@@ -409,6 +436,7 @@ static int parse_bitmask(Scanner *s) {
         TRY(rd_uint(s, &count));
         if (count > (1u << 20))
             return bad(s, "implausible bitmask size %llu", (unsigned long long)count);
+        hold(s);
         PyObject *flags = PyTuple_New((Py_ssize_t)count);
         if (!flags)
             return FAIL;
@@ -523,6 +551,7 @@ static int parse_frame(Scanner *s, uint64_t *id_out) {
     uint64_t id;
     TRY(rd_uint(s, &id));
     if (table_get(&s->tables[K_FRAME], id) < 0) {
+        hold(s);
         PyObject *parts[3] = {NULL, NULL, NULL};  /* module, function, file name */
         long long line = -1, offset = -1;
         int r = OK, c;
@@ -671,7 +700,7 @@ static Pending *new_pending(Scanner *s) {
         size_t cap = s->cappending ? s->cappending * 2 : 8;
         Pending *p = realloc(s->pending, cap * sizeof *p);
         if (!p) {
-            PyErr_NoMemory();
+            no_memory();
             return NULL;
         }
         memset(p + s->cappending, 0, (cap - s->cappending) * sizeof *p);
@@ -699,6 +728,7 @@ static int rollback_defs(Scanner *s) {
     for (size_t i = 0; i < s->nlog; ++i)
         s->tables[s->log[i].kind].count[s->log[i].id] = -1;
     s->nlog = 0;
+    hold(s);
     return PyList_SetSlice(s->defs, s->ndefs_before, PyList_GET_SIZE(s->defs), NULL);
 }
 
@@ -756,7 +786,7 @@ static int parse_leave(Scanner *s) {
     int32_t slots_small[32];
     int32_t *slots_saved = p->rec.nargs <= 32 ? slots_small : malloc(p->slots.len + 1);
     if (!slots_saved) {
-        PyErr_NoMemory();
+        no_memory();
         return FAIL;
     }
     memcpy(slots_saved, p->slots.data, p->slots.len);
@@ -785,6 +815,8 @@ static int scan(Scanner *s) {
     s->end = base + s->in.len;
     int r = OK;
     while (s->p < s->end) {
+        if (!s->released)
+            s->released = PyEval_SaveThread();
         const uint8_t *start = s->p;
         uint64_t offset = s->in_offset + (uint64_t)(start - base);
         int c = *s->p++;
@@ -808,6 +840,7 @@ static int scan(Scanner *s) {
             break;
         }
     }
+    hold(s);
     size_t used = (size_t)(s->p - base);
     memmove(s->in.data, s->in.data + used, s->in.len - used);
     s->in.len -= used;

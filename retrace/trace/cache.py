@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from retrace import __version__
 from retrace.cachedir import user_cache_dir
-from retrace.errors import RetraceError, TraceError
+from retrace.errors import TraceError, UsageError
 from retrace.trace._scanner import RECORD_LAYOUT
 from retrace.trace.digest import file_digest, remembered_digest
 
@@ -85,6 +85,9 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)  # (Linux and the BSDs)
 
 _switched_off = False  # --no-cache
+_noted = False  # the note that a trace is too large for the cache was printed
+# a scan's size is foreseen from the share of the trace it came from once it is this large
+_FORESEEN = 64 << 20
 
 
 def switch_off() -> None:
@@ -118,7 +121,7 @@ def size_limit() -> int:
         return DEFAULT_SIZE
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", raw, re.IGNORECASE)
     if match is None:
-        raise RetraceError(
+        raise UsageError(  # configuration, as an option's value is: exit 2
             f"RETRACE_CACHE_SIZE={raw!r} is not a size: give bytes, or a number with K, M or G"
         )
     return int(float(match[1]) * _UNITS[match[2].upper()])
@@ -126,11 +129,15 @@ def size_limit() -> int:
 
 def entry_for(path: str, file_size: int) -> Entry | None:
     """The cache entry of the trace at `path`, or None where the cache is off, the trace
-    too small for it to pay, or the trace's digest cannot be had."""
+    too small for it to pay or too large for the cache to hold (a note says so: its scan
+    is larger than the file), or the trace's digest cannot be had."""
     if _switched_off:
         return None
     limit = size_limit()  # (a bad $RETRACE_CACHE_SIZE is an error whatever the trace)
     if limit <= 0 or file_size < MIN_TRACE_SIZE:
+        return None
+    if file_size > limit:
+        _too_large(path, file_size, limit)
         return None
     folder = directory()
     try:
@@ -203,12 +210,13 @@ class Entry:
             os.utime(self.path)  # recently used: evicted last
         return kept
 
-    def writer(self, header: Header) -> Writer | None:
-        """A writer of this trace's scan, or None (and a warning) where none can be made."""
+    def writer(self, header: Header, trace: str, trace_size: int) -> Writer | None:
+        """A writer of the scan of `trace` (of `trace_size` bytes), or None (and a warning)
+        where none can be made."""
         try:
             os.makedirs(self.folder, exist_ok=True)
             temporary = os.path.join(self.folder, f".{os.getpid()}-{time.monotonic_ns()}.part")
-            return Writer(self, header, temporary, open(temporary, "xb"))
+            return Writer(self, header, temporary, open(temporary, "xb"), trace, trace_size)
         except OSError as e:
             _warn(self.folder, e)
             return None
@@ -218,8 +226,18 @@ class Writer:
     """Writes a scan while the trace is read: buffers as they are taken, the index at the
     end. Any failure drops the file; the read goes on."""
 
-    def __init__(self, entry: Entry, header: Header, temporary: str, file: BinaryIO) -> None:
+    def __init__(
+        self,
+        entry: Entry,
+        header: Header,
+        temporary: str,
+        file: BinaryIO,
+        trace: str,
+        trace_size: int,
+    ) -> None:
         self.entry = entry
+        self.trace = trace  # the trace's path, for the note when it cannot be kept
+        self.trace_size = trace_size  # its file's bytes
         self.header = header
         self.temporary = temporary
         self.file: BinaryIO | None = file
@@ -227,8 +245,10 @@ class Writer:
         self.index: Index = []
         file.write(bytes(_PREFIX.size))
 
-    def add(self, taken: Taken, stream_bytes: int) -> None:
-        """Keep one batch as `Scanner.take()` gave it."""
+    def add(self, taken: Taken, stream_bytes: int, file_offset: int) -> None:
+        """Keep one batch as `Scanner.take()` gave it, read up to `file_offset` of the
+        trace's file. Once its scan is known to outgrow the cache, from its size so far
+        in the share of the file read, the rest is not written (and a note says so)."""
         if self.file is None:
             return
         try:
@@ -237,8 +257,10 @@ class Writer:
             self.abandon(e)
             return
         self.index.append((sections, taken[5], stream_bytes))
-        if self.at > self.entry.limit:
-            self.abandon()  # bigger than the whole cache may be: not kept
+        expected = self.at * self.trace_size // max(file_offset, 1)
+        if self.at > self.entry.limit or (self.at > _FORESEEN and expected > self.entry.limit):
+            self.abandon()
+            _too_large(self.trace, self.trace_size, self.entry.limit, max(expected, self.at))
 
     def _section(self, data: memoryview) -> tuple[int, int, int]:
         assert self.file is not None
@@ -314,6 +336,29 @@ def _release(mapped: mmap.mmap, start: int, end: int) -> None:
     if _DONTNEED is not None and end > start:
         start -= start % mmap.PAGESIZE
         mapped.madvise(_DONTNEED, start, end - start)
+
+
+def _too_large(trace: str, size: int, limit: int, scan: int | None = None) -> None:
+    """The note, once per process, that a trace is read without the cache: the cache
+    cannot hold its scan (`scan` bytes, about; the file's `size` at least)."""
+    global _noted
+    if _noted:
+        return
+    _noted = True
+    what = f"its scan (about {_size(scan)})" if scan else f"it ({_size(size)}; its scan is larger)"
+    print(
+        f"retrace: note: {trace} is read without the trace cache: {what} would not fit in "
+        f"the cache's {_size(limit)} (RETRACE_CACHE_SIZE)",
+        file=sys.stderr,
+    )
+
+
+def _size(n: int) -> str:
+    """Bytes, readably: 3.2 GiB, 280 MiB, 96 KiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.{1 if shift == 30 else 0}f} {unit}"
+    return f"{n / 1024:.0f} KiB"
 
 
 def _warn(folder: str, error: OSError) -> None:

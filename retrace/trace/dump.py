@@ -12,6 +12,7 @@ structs are printed member by member here (GL traces have none).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from typing import IO
 
@@ -28,6 +29,20 @@ _SHOWN = (int(CallFlag.FAKE), int(CallFlag.INCOMPLETE), int(CallFlag.END_FRAME))
 _VERBOSE = int(CallFlag.VERBOSE)
 
 
+class Style(enum.IntFlag):
+    """apitrace dump's options that change the text (the bits `_dump.format_calls` takes),
+    and whether arguments are named."""
+
+    CALL_NOS = 1  # --call-nos (default yes)
+    THREAD_IDS = 2  # --thread-ids
+    ONELINE = 4  # --multiline=no: newlines in strings as \n; no backtraces, no blank lines
+    BLOBS = 8  # --blobs: blobs into blob_call<N>.bin files, their names in the text
+    ARG_NAMES = 16  # --arg-names (default yes); the Python side's
+
+
+DEFAULT_STYLE = Style.CALL_NOS | Style.ARG_NAMES  # apitrace dump's
+
+
 def _text(name: str) -> bytes:
     """A name as the trace spelled it: every byte kept."""
     return name.encode("utf-8", "surrogateescape")
@@ -37,8 +52,9 @@ class _Tables:
     """The signatures as the C formatter reads them (text as bytes, keyed by id), kept in
     step with the reader's as definitions arrive."""
 
-    def __init__(self, sigs: Signatures) -> None:
+    def __init__(self, sigs: Signatures, arg_names: bool = True) -> None:
         self.sigs = sigs
+        self.arg_names = arg_names
         self.shapes: dict[int, tuple[bytes, tuple[bytes, ...]]] = {}
         self.enums: dict[int, dict[int, bytes]] = {}
         self.bitmasks: dict[int, tuple[tuple[bytes, int], ...]] = {}
@@ -56,7 +72,7 @@ class _Tables:
             for sid, f in sigs.functions.items():
                 self.shapes[sid] = (
                     _text(f.name + "("),
-                    tuple(_text(f"{a} = ") for a in f.arg_names),
+                    tuple(_text(f"{a} = " if self.arg_names else "") for a in f.arg_names),
                 )
                 self.flags[sid] = f.flags
                 self.get_error[sid] = f.name == "glGetError"
@@ -87,23 +103,25 @@ def _frame_line(frame: StackFrame) -> str:
     return line
 
 
-def _properties(reader: TraceReader) -> bytes:
+def _properties(reader: TraceReader, style: Style = DEFAULT_STYLE) -> bytes:
     """The ``// key = "value"`` lines apitrace dump starts with, sorted by key's bytes."""
-    lines = [
-        b"// " + _text(key) + b" = " + _dump.quote(_text(value)) + b"\n"
-        for key, value in sorted(reader.properties.items(), key=lambda kv: _text(kv[0]))
-    ]
+    lines = []
+    for key, value in sorted(reader.properties.items(), key=lambda kv: _text(kv[0])):
+        quoted = _dump.quote(_text(value))  # its only newlines are the value's
+        if Style.ONELINE in style:
+            quoted = quoted.replace(b"\n", b"\\n")
+        lines.append(b"// " + _text(key) + b" = " + quoted + b"\n")
     return b"".join(lines)
 
 
 def _dumped(
-    reader: TraceReader, calls: CallSet | None, verbose: bool
+    reader: TraceReader, calls: CallSet | None, verbose: bool, style: Style = DEFAULT_STYLE
 ) -> Iterator[tuple[bytes, list[int]]]:
     """Per batch: the text of the calls it prints, and the offset where each call's ends.
 
     Which calls print is decided here, a batch at a time; the text is made in C.
     """
-    tables = _Tables(reader.signatures)
+    tables = _Tables(reader.signatures, Style.ARG_NAMES in style)
     stop = None if calls is None else calls.last + _DUMP_TOLERANCE
     for batch in reader.batches():
         tables.update()
@@ -142,6 +160,7 @@ def _dumped(
             t.bitmasks,
             t.structs,
             t.frames,
+            int(style & ~Style.ARG_NAMES),
         )
         if len(beyond):
             return
@@ -163,12 +182,16 @@ def dump_calls(
 
 
 def write_dump(
-    reader: TraceReader, out: IO[bytes], calls: CallSet | None = None, verbose: bool = False
+    reader: TraceReader,
+    out: IO[bytes],
+    calls: CallSet | None = None,
+    verbose: bool = False,
+    style: Style = DEFAULT_STYLE,
 ) -> None:
     """Write the dump to a binary stream, keeping every byte of names and strings; a
     damaged trace raises after its last intact call is written."""
-    _write_all(out, _properties(reader))
-    for text, _ in _dumped(reader, calls, verbose):
+    _write_all(out, _properties(reader, style))
+    for text, _ in _dumped(reader, calls, verbose, style):
         _write_all(out, text)
 
 

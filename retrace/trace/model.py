@@ -131,6 +131,11 @@ class EnumSig:
         return f"EnumSig(id={self.id}, values={self.values!r})"
 
     @property
+    def pairs(self) -> tuple[tuple[bytes, int], ...]:
+        """(name, value) as the trace lists them, names undecoded (for a writer)."""
+        return self._raw
+
+    @property
     def values(self) -> tuple[tuple[str, int], ...]:
         return tuple((_text(n), v) for n, v in self._raw)
 

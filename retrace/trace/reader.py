@@ -12,15 +12,20 @@ and the problem.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from retrace.errors import TraceError
 from retrace.trace import cache
 from retrace.trace._scanner import Scanner
+from retrace.trace.ahead import ReadAhead
 from retrace.trace.container import TraceStream
 from retrace.trace.model import CallBatch, Signatures
 
 MAX_VERSION = 6
+# The scanner is fed a quarter of a container chunk at a time, and what each feed completes
+# is a batch: small batches start the replay sooner where the trace is read ahead
+# (`ahead.py`: the first batch is read before anything runs), and cost little each.
+_FEED = 256 << 10
 
 _API_BY_PREFIX = (("glX", "GL"), ("wgl", "GL"), ("CGL", "GL"), ("egl", "EGL"))
 
@@ -72,6 +77,7 @@ class TraceReader:
         self.container = self.stream.container
         self.signatures = Signatures()
         self.calls_read = 0
+        self.read_ahead: ReadAhead[cache.Taken] | None = None  # the last one, for its timing
         self.stream_bytes = 0  # decompressed bytes read so far
         self._entry = cache.entry_for(self.path, self.stream.file_size)
         self._kept = self._entry.load() if self._entry is not None else None
@@ -137,40 +143,62 @@ class TraceReader:
                     return api
         return "unknown"
 
-    def batches(self) -> Iterator[CallBatch]:
+    def batches(self, ahead: bool = False) -> Generator[CallBatch, None, None]:
         """Yield every call of the trace, in delivery order, in batches: from the cache
-        where this trace was read before, else from the file (keeping them for next time)."""
+        where this trace was read before, else from the file (keeping them for next time).
+        With `ahead`, the file is read a batch ahead on another thread (`ahead.py`; a
+        cached read costs too little to pay for one); close the iterator to stop early."""
         if self._kept is not None:
-            return self._kept_batches(self._kept)
-        return self._scanned_batches()
+            return self._batches(self._kept_batches(self._kept))
+        if ahead:
+            self.read_ahead = ReadAhead(self._scanned_batches())
+            return self._batches(self.read_ahead)
+        return self._batches(self._scanned_batches())
 
-    def _kept_batches(self, kept: cache.Kept) -> Iterator[CallBatch]:
+    def _batches(
+        self, taken: Generator[cache.Taken, None, None] | ReadAhead[cache.Taken]
+    ) -> Generator[CallBatch, None, None]:
+        """The batches as the scanner took them (here, on the reading thread, or from the
+        cache), made `CallBatch`es on the caller's thread, which alone adds signatures;
+        closing them stops the reading (and drops the cache file being written)."""
+        try:
+            for one in taken:
+                yield self._batch(one)
+        finally:
+            taken.close()
+
+    def _kept_batches(self, kept: cache.Kept) -> Generator[cache.Taken, None, None]:
         for taken, self.stream_bytes in kept.batches():
-            batch = self._batch(taken)
-            if len(batch):
-                yield batch
+            if len(taken[0]):
+                yield taken
         self.stream_bytes = kept.stream_bytes
         damage = kept.error(self.path)
         if damage is not None:
             raise damage
 
-    def _scanned_batches(self) -> Iterator[CallBatch]:
+    def _scanned_batches(self) -> Generator[cache.Taken, None, None]:
         header = (self.version, self.semantic_version, self.properties, self.header_size)
-        keep = self._entry.writer(header) if self._entry is not None else None
+        keep = None
+        if self._entry is not None:
+            keep = self._entry.writer(header, self.path, self.stream.file_size)
         try:
             yield from self._scan(keep)
         finally:
             if keep is not None:
                 keep.abandon()  # (nothing left to drop once finished)
 
-    def _scan(self, keep: cache.Writer | None) -> Iterator[CallBatch]:
+    def _scan(self, keep: cache.Writer | None) -> Generator[cache.Taken, None, None]:
         scanner = Scanner(self.version, self.header_size)
         damage: TraceError | None = None
         data: bytes | None = self._rest
         self._rest = b""
         while True:
-            if data and scanner.feed(data):
-                yield self._take(scanner, keep)
+            view = memoryview(data or b"")
+            for at in range(0, len(view), _FEED):
+                if scanner.feed(view[at : at + _FEED]):
+                    yield self._take(scanner, keep)
+                if scanner.error is not None:
+                    break
             if scanner.error is not None:
                 offset, problem = scanner.error
                 damage = TraceError.in_stream(self.path, offset, problem)
@@ -190,16 +218,16 @@ class TraceReader:
         final = self._take(scanner, keep)
         if keep is not None:
             keep.finish(damage, self.stream_bytes)
-        if len(final):
+        if len(final[0]):
             yield final
         if damage is not None:
             raise damage
 
-    def _take(self, scanner: Scanner, keep: cache.Writer | None) -> CallBatch:
+    def _take(self, scanner: Scanner, keep: cache.Writer | None) -> cache.Taken:
         taken = scanner.take()
         if keep is not None:
-            keep.add(taken, self.stream_bytes)
-        return self._batch(taken)
+            keep.add(taken, self.stream_bytes, self.stream.compressed_offset)
+        return taken
 
     def _batch(self, taken: cache.Taken) -> CallBatch:
         """One batch as the scanner took it (now, or from the cache) as a `CallBatch`."""

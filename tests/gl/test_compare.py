@@ -24,6 +24,7 @@ import json
 import math
 import os
 import pty
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,12 +71,25 @@ def test_softpipe_is_a_regression(runs):
     assert pixels["direction"] == "no direction" and pixels["verdict"] == "same"
     assert pixels["counts"]["same"] == pixels["rows"] - pixels["startup"]["rows"]
     assert pixels["change"] == 0
-    # CPU Start is a position in time, --stats columns are a spread: neither is a cost.
-    compared = {f"{m['table']}: {m['metric']}" for m in report["metrics"]}
+    # CPU Start is a position in time: no cost.
     assert "frames: CPU Start" in report["skipped"]
-    for name in ("frames: CPU Duration", "calls: CPU Duration", "draw calls: Pixels Drawn"):
-        derived = [f"{name} {suffix}" for suffix in ("min", "p95", "stddev")]
-        assert set(derived) <= set(report["skipped"]) and not set(derived) & compared
+
+
+def test_stats_columns_are_not_compared(tmp_path):
+    """--stats columns are a spread, not a cost: diff skips them."""
+    sides = [tmp_path / "base.tsv", tmp_path / "new.tsv"]
+    for out in sides:
+        done = retrace(
+            "--pframes", "opengl: CPU Duration", "--repeat", "2", "--stats", "--quiet",
+            "-o", out, TRACES / "es2tri.trace",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        shutil.rmtree(f"{out}.runs")  # else diff reads the runs, which have no such columns
+    _, report = diff_json(sides[0], "--", sides[1])
+    compared = {f"{m['table']}: {m['metric']}" for m in report["metrics"]}
+    derived = {f"frames: CPU Duration {suffix}" for suffix in ("min", "p95", "stddev")}
+    assert "frames: CPU Duration" in compared
+    assert derived <= set(report["skipped"]) and not derived & compared
 
 
 def test_softpipe_text_output(runs):
@@ -179,7 +193,8 @@ def test_frames_only_runs_are_told_apart_by_metadata(runs, tmp_path):
     Path(f"{new}.json").write_text(json.dumps({"trace": {"sha256": "b" * 64}}))
     done = retrace("diff", base, new)
     assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
-    assert "come from different traces (their metadata name aaaa" in done.stderr
+    assert "profile different traces (SHA-256 aaaaaaaaaaaa... and bbbbbbbbbbbb...); " in done.stderr
+    assert done.stderr.rstrip().endswith("compare them anyway with --force")
     Path(f"{new}.json").write_text(json.dumps({"trace_sha256": "a" * 64, "renderer": "two"}))
     code, report = diff_json(base, new)
     assert "the sides ran on different renderers: base one; new two" in report["notes"]
@@ -234,16 +249,28 @@ def test_compare_shows_progress_on_a_terminal():
     [
         (["--base", "GALLIUM_DRIVER"], "--base: expected KEY=VALUE, got 'GALLIUM_DRIVER'"),
         (["--min-runs", "5", "--max-runs", "4"], "--max-runs must be at least --min-runs"),
-        (["--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
-         "new run: cannot start /nonexistent/wrapper"),
-        (["--no-warm", "--new-cmd", "/nonexistent/wrapper", "--warmup", "0"],
-         "new run: cannot start /nonexistent/wrapper"),
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
     ],
 )  # fmt: skip
 def test_compare_bad_usage_exits_2(args, message):
     done = retrace("compare", TRACES / "es2tri.trace", *args)
     assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--new-cmd", "/nonexistent/wrapper"], "new run: cannot start /nonexistent/wrapper"),
+        (["--no-warm", "--new-cmd", "/nonexistent/wrapper"],
+         "new run: cannot start /nonexistent/wrapper"),
+        (["--new", "GALLIUM_DRIVER=nosuchdriver"], "new run failed (exit 1): retrace: error: "),
+    ],
+)
+def test_compare_run_that_cannot_be_made_exits_125(args, message):
+    """git bisect run's convention: a build that cannot run is skipped, not judged."""
+    done = retrace("compare", TRACES / "es2tri.trace", "--warmup", "0", *args)
+    assert done.returncode == 125 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 

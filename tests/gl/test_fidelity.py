@@ -79,7 +79,7 @@ def test_a_lost_mapped_buffer_write_is_a_departure_for_replay_and_profile(tmp_pa
     r = run_retrace("replay", "-b", trace)
     assert r.returncode == 0
     warning, summary = stderr_lines(r)
-    assert warning.startswith("warning: 1 memcpy(s) into mapped buffers landed in no live")
+    assert warning.startswith("retrace: warning: 1 memcpy(s) into mapped buffers landed in no live")
     assert "0x7f0000001000" in warning
     assert summary.startswith(SUMMARY + "1 mapped-buffer write(s) lost")
     profile = run_retrace("--pframes", "opengl: CPU Duration", "--quiet", "--strict", trace)
@@ -109,6 +109,10 @@ def test_conditional_rendering_on_a_query_left_out_is_a_departure(tmp_path):
     r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", trace)
     assert r.returncode == 0
     note, warning, summary = stderr_lines(r)
-    assert note.startswith("note: left out the program's own queries (1 GL_SAMPLES_PASSED)")
-    assert warning.startswith("warning: 1 conditional render(s) on the program's own queries")
+    assert note.startswith(
+        "retrace: warning: left out the program's own queries (1 GL_SAMPLES_PASSED)"
+    )
+    assert warning.startswith(
+        "retrace: warning: 1 conditional render(s) on the program's own queries"
+    )
     assert summary.startswith(SUMMARY + "1 conditional render(s) drawn always")

@@ -8,6 +8,7 @@ import io
 import pytest
 from compare_runs import retrace
 from conftest import TRACES
+from tracegen import TraceWriter, glx_context
 
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
@@ -169,3 +170,75 @@ def test_a_part_past_the_end_is_one_warning_and_nothing_measured_an_error(args, 
     assert done.returncode == status
     assert done.stderr.strip().splitlines() == lines
     assert done.stdout.startswith("#\tPixels Drawn\n")  # the tables are written either way
+
+
+def immediate_trace(path) -> dict[str, int]:
+    """Two frames of a glBegin/glEnd triangle, a glGetError (a checkpoint of the replay)
+    and a glGetIntegerv (not replayed); returns the first frame's call numbers by name."""
+    w = TraceWriter()
+    glx_context(w)
+    nos: dict[str, int] = {}
+    for _ in range(2):
+        nos.setdefault("glClear", w.call("glClear", ("mask",), {0: w.int(0x4000)}))
+        nos.setdefault("glBegin", w.call("glBegin", ("mode",), {0: w.int(4)}))
+        for x, y in ((-1, -1), (1, -1), (-1, 1)):
+            nos.setdefault(
+                "glVertex2f", w.call("glVertex2f", ("x", "y"), {0: w.float(x), 1: w.float(y)})
+            )
+        nos.setdefault("glEnd", w.call("glEnd"))
+        nos.setdefault("glGetError", w.call("glGetError", (), {}, ret=w.int(0)))
+        viewport = w.array(*(w.int(v) for v in (0, 0, 64, 64)))
+        nos.setdefault(
+            "glGetIntegerv",
+            w.call("glGetIntegerv", ("pname", "params"), {0: w.int(0x0BA2), 1: viewport}),
+        )
+        nos.setdefault(
+            "glXSwapBuffers", w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+        )
+    path.write_bytes(w.snappy())
+    return nos
+
+
+def test_calls_that_exist_but_are_not_measured_as_calls_say_why(tmp_path):
+    """A --calls set that selects calls of the trace, none of which is a row of the calls
+    table, says what those calls are instead of that the trace has none."""
+    trace = tmp_path / "immediate.trace"
+    nos = immediate_trace(trace)
+    vertex, begin = nos["glVertex2f"], nos["glBegin"]
+    cases = {
+        f"{vertex}-{vertex + 2}": f"of the trace's calls it selects (3), 3 inside glBegin/glEnd, "
+        f"whose block is measured as one call at its glBegin (call {begin}), as in glretrace",
+        str(nos["glXSwapBuffers"]): "of the trace's calls it selects (1), 1 window-system or "
+        "apitrace's own (glX*, egl*, memcpy), not measured as calls, as in glretrace",
+        str(nos["glGetError"]): "of the trace's calls it selects (1), 1 without side effects "
+        "(state queries, glGetError), not measured, as in glretrace",
+        str(nos["glGetIntegerv"]): "of the trace's calls it selects (1), 1 not replayed (made "
+        "with no context current, or without side effects: state queries), as glretrace "
+        "skips them",
+        f"{vertex}-{nos['glGetError']}": "of the trace's calls it selects (5), 4 inside "
+        "glBegin/glEnd, whose block is measured as one call at its glBegin (call "
+        f"{begin}), as in glretrace; 1 without side effects",
+    }
+    for spec, why in cases.items():
+        done = retrace("--pcalls", "opengl: CPU Duration", "--calls", spec, "--quiet", trace)
+        assert done.returncode == 1
+        (line,) = [x for x in done.stderr.splitlines() if "error" in x]
+        assert line.startswith(
+            f"retrace: error: nothing measured: --calls {spec} selects no call measured as a "
+            f"call: {why}"
+        ), line
+    # glxgears: calls 500-600 are compiled into its first display list
+    done = retrace(
+        "--pcalls", "opengl: CPU Duration", "--calls", "500-600", TRACES / "glxgears.trace"
+    )
+    assert done.stderr.strip().splitlines()[-1] == (
+        "retrace: error: nothing measured: --calls 500-600 selects no call measured as a call: "
+        "of the trace's calls it selects (101), 101 compiled into a display list (glNewList at "
+        "call 15), measured within the glCallList that runs the list, not one by one, as in "
+        "glretrace"
+    )
+    # in part measured, outside --frames
+    done = retrace(
+        "--pcalls", "opengl: CPU Duration", "--calls", str(nos["glClear"]), "--frames", "1", trace
+    )
+    assert "of the trace's calls it selects (1), 1 measured, outside frames 1-1" in done.stderr

@@ -151,7 +151,10 @@ def test_a_driver_crash_is_told_from_a_crash_of_retrace(tmp_path, number, sha256
     fetch crashes in a glDrawArrays (glretrace crashes on 922 too): the replay ends
     cleanly, or dies in the driver (containing that is issue 11's item 3), never in
     retrace."""
-    seeds = [Seed.load(path) for path in sorted(TRACES.glob("*.trace"))]
+    # the seeds of that run: the traces of issue 26 (readback-*), recorded later, would
+    # renumber every case
+    paths = sorted(p for p in TRACES.glob("*.trace") if not p.name.startswith("readback-"))
+    seeds = [Seed.load(path) for path in paths]
     path = tmp_path / f"{number}.trace"
     data = numbered_case(seeds, 1, number)[1]
     # (a new trace in traces/ changes every case: then find these again by their hash)

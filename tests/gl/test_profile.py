@@ -77,7 +77,7 @@ def test_pixels_drawn_inside_the_programs_own_occlusion_queries():
             recorded[query] = int(call.split("params = &")[1].rstrip(")"))
     r = run_retrace("--pdrawcalls", "opengl: Pixels Drawn", "--quiet", "--strict", str(trace))
     assert r.returncode == 0, r.stderr
-    assert r.stderr.decode().startswith("note: left out the program's own queries (")
+    assert r.stderr.decode().startswith("retrace: warning: left out the program's own queries (")
     (draws,) = tables(r.stdout.decode()).values()
     pixels = dict(zip(draws.call_nos, draws.column("Pixels Drawn"), strict=True))
     assert len(inside) >= 10 and len(set(recorded.values())) >= 3
@@ -401,7 +401,12 @@ def test_a_full_disk_is_one_line_and_keeps_the_measurements(tmp_path):
     assert r.returncode == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "cannot write the tables to /dev/full: No space left on device" in err
     (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("retrace-store-")]
-    assert str(kept) in err and any(kept.iterdir())
+    assert any(kept.iterdir())
+    recover = f"retrace profile --resume {kept} -o FILE"
+    assert recover in err
+    out = tmp_path / "out.tsv"
+    done = run_retrace(*recover.split()[1:-1], str(out))  # the command it names does recover
+    assert done.returncode == 0 and out.read_text().startswith("#\tCPU Duration\n")
 
 
 def test_repeated_runs_count_each_frame_once():

@@ -24,10 +24,40 @@ def test_frames_range_limits_the_replay_and_its_count():
     assert md5.stdout.split() == every.stdout.split()[2:4]
 
 
-def test_loop_replays_the_last_frame():
-    r = run_retrace("replay", "-b", "--loop", "7", GEARS)
-    assert r.returncode == 0 and rendered(r) == 7
-    assert b"--loop" in r.stderr  # the warning glretrace also gives
+def test_loop_replays_the_last_frame_and_counts_as_glretrace():
+    """Rendered N frames counts the trace's frames and the loops', as glretrace does
+    (tests/reference/test_replay.py compares them); with --frames A-B, frames A-B and the
+    loops of frame B."""
+    for form in (["--loop", "7"], ["--loop=7"]):
+        r = run_retrace("replay", "-b", *form, GEARS)
+        assert r.returncode == 0 and rendered(r) == 5 + 7
+        assert b"--loop" in r.stderr  # the warning glretrace also gives
+    assert rendered(run_retrace("replay", "-b", "--frames", "1-2", "--loop=3", GEARS)) == 2 + 3
+    r = run_retrace("replay", "-b", "--loop=0", GEARS)  # glretrace's --loop=0: no loop
+    assert rendered(r) == 5 and b"--loop" not in r.stderr
+
+
+def test_a_bare_loop_or_a_negative_one_loops_until_interrupted():
+    """glretrace's `--loop` and `--loop=-1` (N < 0: continuously), and click's `--loop -1`."""
+    import os
+    import signal
+    import time
+
+    for form in (["--loop"], ["--loop=-1"], ["--loop", "-1"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrace", "replay", "-b", *form, GEARS],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        try:
+            time.sleep(3)  # the trace replays in a tenth of that: still looping
+            assert proc.poll() is None, proc.communicate()
+            os.killpg(proc.pid, signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 128 + signal.SIGINT, stderr
+        assert b"--loop replays the calls since the last frame end again" in stderr
 
 
 def test_calls_limit_what_is_replayed():

@@ -61,7 +61,8 @@ def is_egl(trace: Path) -> bool:
     return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
 
 
-def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
+def reference_run(trace: Path, display: str, *args: str) -> bytes:
+    """What glretrace (eglretrace for an EGL trace) writes to stdout with ARGS."""
     env = dict(os.environ)
     if is_egl(trace):
         exe = reference_tool("eglretrace")
@@ -69,13 +70,40 @@ def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
     else:
         exe = reference_tool("glretrace")
         env["DISPLAY"] = display
-    out = subprocess.run(
-        [exe, "-s", "-", "--snapshot-format=MD5", "-S", callset, str(trace)],
-        capture_output=True,
-        env=env,
-        timeout=300,
+    return subprocess.run(
+        [exe, *args, str(trace)], capture_output=True, env=env, timeout=300
     ).stdout
-    return out.decode().split()
+
+
+def reference_stdout(trace: Path, display: str, *args: str) -> bytes:
+    """What glretrace writes to stdout with `-s - ARGS`."""
+    return reference_run(trace, display, "-s", "-", *args)
+
+
+def reference_md5s(trace: Path, callset: str, display: str) -> list[str]:
+    return reference_stdout(trace, display, "--snapshot-format=MD5", "-S", callset).decode().split()
+
+
+def rendered_frames(stdout: str) -> int:
+    line = stdout.strip().splitlines()[-1]
+    assert line.startswith("Rendered "), line
+    return int(line.split()[1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["glxgears.trace", "es2gears.trace", "glmark2-es2-pulsar.trace", "egl-two-threads.trace"],
+)
+@pytest.mark.parametrize("loop", ["--loop=3", "--loop=0", "--loop=1"])
+def test_loop_renders_as_many_frames_as_glretrace(name, loop, x_display):
+    """glretrace's --loop repeats the calls since the last frame end: the trace's last frame
+    (glxgears, es2gears: 5 frames and 3 more), or the calls after it where the program
+    cleans up after its last swap (pulsar, egl-two-threads: no frame more)."""
+    trace = TRACES / name
+    theirs = rendered_frames(reference_run(trace, x_display, "-b", loop).decode())
+    done = run_retrace("replay", "-b", loop, str(trace))
+    assert done.returncode == 0, done.stderr
+    assert rendered_frames(done.stdout.decode()) == theirs
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -93,3 +121,44 @@ def test_frames_match_glretrace(name, x_display):
     # glretrace itself varies (its first window is resized by the X server in its own time:
     # instanced-arrays' draw 1 matched once under load), so they may match too
     assert differing <= known_differences, sorted(differing - known_differences)
+
+
+def pnm_frames(stream: bytes) -> list[tuple[bytes, bytes]]:
+    """(header, pixels) of each binary PPM in a stream: `P6`, a `#` comment line, the size
+    and the maximum value, each on its line, then the RGB rows."""
+    frames = []
+    while stream:
+        magic, comment, size, depth, rest = stream.split(b"\n", 4)
+        assert magic == b"P6" and comment.startswith(b"#") and depth == b"255", stream[:40]
+        width, height = map(int, size.split())
+        header, end = stream[: len(stream) - len(rest)], width * height * 3
+        frames.append((header, rest[:end]))
+        stream = rest[end:]
+    return frames
+
+
+PNM_CASES = ("glxgears.trace", "es2gears.trace", "piglit-fbo-blit.trace")  # window RGB/RGBA, FBO
+
+
+@pytest.mark.parametrize("name", PNM_CASES)
+def test_snapshot_stream_is_glretraces(name, x_display):
+    """`-s -` writes glretrace's PNM stream: its headers (call number as comment, size)
+    byte for byte, and its pixels wherever the frames are equal (see CASES)."""
+    trace = TRACES / name
+    callset, known_differences = CASES[name]
+    expected = pnm_frames(reference_stdout(trace, x_display, "-S", callset))
+    got = run_retrace("replay", "-s", "-", "-S", callset, str(trace))
+    assert got.returncode == 0, got.stderr
+    ours = pnm_frames(got.stdout)
+    assert len(expected) > 0 and [h for h, _ in ours] == [h for h, _ in expected]
+    differing = {i for i, (a, b) in enumerate(zip(expected, ours, strict=True)) if a[1] != b[1]}
+    assert differing <= known_differences, sorted(differing - known_differences)
+
+
+def test_raw_snapshot_stream_is_glretraces(x_display):
+    """--snapshot-format=RGB: the pixels as read, alpha kept (RGBA on GLES), no header."""
+    trace = TRACES / "es2gears.trace"
+    expected = reference_stdout(trace, x_display, "--snapshot-format=RGB")
+    got = run_retrace("replay", "-s", "-", "--snapshot-format=RGB", str(trace))
+    assert got.returncode == 0 and len(expected) == 5 * 300 * 300 * 4
+    assert got.stdout == expected

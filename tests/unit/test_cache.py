@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 from collections.abc import Generator
 from pathlib import Path
@@ -187,13 +188,38 @@ def test_least_recently_used_scans_go_first(cache_dir: Path) -> None:
     assert scans(cache_dir) == sorted([fbo, mipmap])
 
 
+@pytest.mark.parametrize(
+    ("bound", "foreseen", "note"),
+    [
+        ("100K", None, r"it \(280 KiB; its scan is larger\)"),  # the file alone is larger
+        ("1M", None, r"its scan \(about [1-9] MiB\)"),  # its scan outgrows the bound
+        ("1M", 0, r"its scan \(about [1-9] MiB\)"),  # foreseen from the first batch on
+    ],
+)
 def test_a_scan_bigger_than_the_bound_is_not_kept(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    bound: str,
+    foreseen: int | None,
+    note: str,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("RETRACE_CACHE_SIZE", "100K")
-    assert read(BIG)[0] == read_uncached(BIG)
+    """Read without the cache, one note said (a multi-GB trace would otherwise write up to
+    the whole bound in every run, to drop it)."""
+    monkeypatch.setenv("RETRACE_CACHE_SIZE", bound)
+    monkeypatch.setattr(cache, "_noted", False)
+    if foreseen is not None:
+        monkeypatch.setattr(cache, "_FORESEEN", foreseen)
+    assert read(BIG)[0] == read(BIG)[0] == read_uncached(BIG)
     assert not scans(cache_dir)
-    assert not [p for p in cache_dir.iterdir() if p.name.endswith(".part")]
+    assert not [p for p in cache_dir.glob("*") if p.name.endswith(".part")]
+    (line,) = capfd.readouterr().err.splitlines()
+    limit = bound.replace("K", " KiB").replace("M", " MiB")
+    assert re.fullmatch(
+        f"retrace: note: {re.escape(str(BIG))} is read without the trace cache: {note} would "
+        f"not fit in the cache's {limit} \\(RETRACE_CACHE_SIZE\\)",
+        line,
+    )
 
 
 def test_a_cache_that_cannot_be_written_costs_one_warning(

@@ -103,6 +103,8 @@ class WindowSystem:
         self.state = state
         self.gl = gl  # the replayer's own GL functions (GetIntegerv, Scissor)
         self.on_frame_end: Callable[[Drawable | None], None] = lambda drawable: None
+        # once the frame's end is done (a swap's buffers swapped and its wait waited)
+        self.after_frame_end: Callable[[], None] = lambda: None
         self.gl_errors: GlErrors | None = None  # counted at every frame end when set
         # a window's first viewport on its default framebuffer, read ahead in the trace
         # (`compiler.Compiler._scan_window_sizes`): its stand-in starts that big
@@ -282,6 +284,7 @@ class WindowSystem:
             st.display.swap_buffers(drawable.surface)
         if st.current is not None:
             self._throttle(st.current)
+        self.after_frame_end()
 
     def _throttle(self, context: TracedContext) -> None:
         """What a window's swap does besides showing the frame: submit it, and wait while
@@ -306,6 +309,7 @@ class WindowSystem:
     def frame_terminator(self) -> None:
         self._count_errors()
         self.on_frame_end(self.state.current_drawable)
+        self.after_frame_end()
 
     def _count_errors(self) -> None:
         """The program's GL errors of the frame, before the replayer's own calls at its end."""

@@ -1,0 +1,145 @@
+"""`retrace trim` against apitrace's two trimmers on traces of real programs, same run.
+
+    python benchmarks/trim.py [TRACE ...]
+        (default: every *.trace in $RETRACE_CORPUS, else /work/corpus/traces, and traces/corpus)
+
+Needs: apitrace (`apitrace trim`, `apitrace gltrim`, glretrace, eglretrace), Xvfb,
+Mesa's EGL and llvmpipe, and the corpus `traces/corpus/record.sh` records.
+
+For each trace, three single frames (early: 1, middle, late: the last complete
+one; frame 0 where the trace has one), each trimmed by
+
+  retrace       `retrace trim TRACE --frames N -o OUT` (its self-check on)
+  apitrace      `apitrace trim --frames=N`
+  gltrim        `apitrace gltrim -f N`
+
+A trim is right when the reference replayer (glretrace; eglretrace for EGL
+programs), not retrace, draws the trim's last frame with the MD5 it draws the
+original's frame N with. A frame the reference draws differently in two
+replays of the original is not deterministic and left out of the shares. The
+table gives, per case, right or wrong per trimmer, its size as a share of the
+original, and retrace's time to trim (self-check included) as a ratio of one
+`retrace replay -b` of the original; then per trimmer the share of right trims,
+the median size and retrace's median time ratio. Run by hand; timing is not a test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from reference import private_display, reference_replayer
+from tabulate import tabulate
+
+from retrace.trim.outline import outline
+
+ROOT = Path(__file__).parents[1]
+DEFAULT_CORPUS = Path("/work/corpus/traces")
+TRIMMERS = ("retrace", "apitrace trim", "gltrim")
+
+
+def corpus(given: list[str]) -> list[Path]:
+    if given:
+        return [Path(p) for p in given]
+    folder = Path(os.environ.get("RETRACE_CORPUS", DEFAULT_CORPUS))
+    traces = sorted(folder.glob("*.trace")) + sorted((ROOT / "traces/corpus").glob("*.trace"))
+    if not traces:
+        sys.exit(
+            f"benchmarks/trim.py: no traces in {folder}: record them (traces/corpus/record.sh)"
+        )
+    return traces
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, env=env, timeout=600)
+    return time.perf_counter() - start, done
+
+
+def md5s(trace: Path, callset: str, env: dict[str, str]) -> list[str]:
+    """The reference replayer's MD5s of the snapshots `callset` names."""
+    exe = reference_replayer(trace)
+    _, done = run([exe, "-s", "-", "--snapshot-format=MD5", "-S", callset, str(trace)], env)
+    return done.stdout.decode().split()
+
+
+def frames_of(trace: Path) -> int:
+    done = subprocess.run(
+        [sys.executable, "-m", "retrace", "info", str(trace)], capture_output=True, check=True
+    )
+    return int(json.loads(done.stdout)["FramesCount"])
+
+
+def trim_commands(trace: Path, frame: int, out: Path) -> dict[str, list[str]]:
+    return {
+        "retrace": [sys.executable, "-m", "retrace", "trim", str(trace), "--frames", str(frame)],
+        "apitrace trim": ["apitrace", "trim", f"--frames={frame}", str(trace)],
+        "gltrim": ["apitrace", "gltrim", "-f", str(frame), str(trace)],
+    }
+
+
+def case(trace: Path, frame: int, env: dict[str, str], folder: Path) -> dict[str, object]:
+    end_call = outline(str(trace), frame, frame, None).checks[0][1]
+    expected = md5s(trace, str(end_call), env)
+    deterministic = bool(expected) and expected == md5s(trace, str(end_call), env)
+    replay_s, _ = run([sys.executable, "-m", "retrace", "replay", "-b", str(trace)], env)
+    row: dict[str, object] = {"deterministic": deterministic, "replay_s": replay_s}
+    size = trace.stat().st_size
+    for name, argv in trim_commands(trace, frame, folder).items():
+        out = folder / f"{name.replace(' ', '-')}.trace"
+        out.unlink(missing_ok=True)
+        seconds, done = run([*argv, "-o", str(out)], env)
+        got = md5s(out, "*/frame", env)[-1:] if out.exists() else []
+        row[name] = {
+            "right": bool(expected) and got == expected,
+            "size": out.stat().st_size / size if out.exists() else None,
+            "seconds": seconds,
+            "exit": done.returncode,
+        }
+    return row
+
+
+def main() -> None:
+    traces = corpus(sys.argv[1:])
+    rows, results = [], []
+    with private_display() as env, tempfile.TemporaryDirectory() as tmp:
+        for trace in traces:
+            count = frames_of(trace)
+            for frame in sorted({min(1, count - 1), count // 2, count - 1} - {-1}):
+                r = case(trace, frame, env, Path(tmp))
+                results.append(r)
+                cells = []
+                for name in TRIMMERS:
+                    t = r[name]
+                    assert isinstance(t, dict)
+                    mark = "right" if t["right"] else "WRONG"
+                    cells.append(f"{mark} {100 * t['size']:.1f}%" if t["size"] else "no output")
+                ratio = r["retrace"]["seconds"] / r["replay_s"]  # type: ignore[index]
+                det = "" if r["deterministic"] else " (not deterministic)"
+                rows.append([f"{trace.stem} {frame}{det}", *cells, f"{ratio:.2f}"])
+                print(*rows[-1], sep="\t", file=sys.stderr)
+    print(tabulate(rows, ["trace frame", *TRIMMERS, "retrace time / replay"], tablefmt="github"))
+    judged = [r for r in results if r["deterministic"]]
+    summary = []
+    for name in TRIMMERS:
+        right = sum(1 for r in judged if r[name]["right"])  # type: ignore[index]
+        sizes = [r[name]["size"] for r in results if r[name]["size"]]  # type: ignore[index]
+        summary.append(
+            f"{name}: {right}/{len(judged)} right, median size "
+            f"{100 * statistics.median(sizes):.1f}%"
+            if sizes
+            else f"{name}: no output"
+        )
+    ratios = [r["retrace"]["seconds"] / r["replay_s"] for r in results]  # type: ignore[index]
+    summary.append(f"retrace time to trim / one replay: median {statistics.median(ratios):.2f}")
+    print("\n" + "\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""What a profile's options are checked against before anything replays, so that a mistake
+costs a second, not a whole replay: the selection against the backends whose metrics need
+no driver, and `--frames`/`--calls` against the trace's frame and call counts (`retrace
+info`'s, read through the trace cache, which the replay then reads again for free).
+
+The command line, the Python API and every job of a `retrace batch` manifest use these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from retrace.errors import UsageError
+from retrace.vocabulary import Boundary
+
+if TYPE_CHECKING:
+    from retrace.backends.base import MetricBackend
+    from retrace.profile.options import ProfileOptions
+
+
+def check_profile(trace: str, options: ProfileOptions, where: str = "") -> list[str]:
+    """Raise UsageError (prefixed with `where`) for a selection no backend has or a part of
+    the trace that does not exist; return the warnings for a part that reaches past the
+    trace's end."""
+    try:
+        check_selection(options.selections)
+        return check_part(trace, options)
+    except UsageError as e:
+        if not where:
+            raise
+        raise UsageError(f"{where}: {e}") from None
+
+
+def check_selection(selections: Mapping[Boundary, str]) -> None:
+    """Every backend named exists, and every metric of a backend that lists its metrics
+    without a driver (opengl, cpu, pipeline) exists and is measurable at its boundary. The
+    counters of GL_AMD_performance_monitor and GL_INTEL_performance_query come from the
+    driver: only a replay can check them."""
+    from retrace.profile.planner import OPTION, find_backend, find_metric
+    from retrace.profile.selection import parse_selection
+
+    backends = _driverless_backends()
+    for boundary, spec in selections.items():
+        option = OPTION[boundary]
+        for name, refs in parse_selection(spec, option):
+            backend = find_backend(name, backends, option)
+            if backend is not None:
+                for ref in refs:
+                    find_metric(backend, ref, boundary, option)
+
+
+def _driverless_backends() -> dict[str, MetricBackend | None]:
+    """Every backend by name, made without a replay; None for those that need one."""
+    from retrace.backends.registry import load_backends
+
+    made: dict[str, MetricBackend | None] = {}
+    for name, cls in load_backends().items():
+        try:
+            made[name] = cls(None)
+        except RuntimeError:  # its metrics come from the driver
+            made[name] = None
+    return made
+
+
+def check_part(trace: str, options: ProfileOptions) -> list[str]:
+    """A `--frames` or `--calls` that selects nothing of the trace is a usage error; one that
+    reaches past its end, a warning (returned). Frames count as `retrace info` and the
+    `Rendered N frames` line count them: N frame-ending calls, frames 0 to N-1, and frame N
+    for the calls after the last one."""
+    if options.call_range is not None and not options.call_range.strip():
+        raise UsageError("--calls is empty: give a call set (10-20, */draw, @FILE)")
+    first, last = options.frames
+    calls = options.calls
+    if options.frames == (0, None) and calls is None:
+        return []
+    from retrace.trace.info import trace_info
+
+    info, damage = trace_info(trace)
+    if damage is not None:  # the replay says where it is damaged, and measures what it can
+        return []
+    frame_count, call_count = info["FramesCount"], info["CallCount"]
+    frames = f"{frame_count} frames (0-{frame_count - 1})" if frame_count else "no frame end"
+    spec = f"{first}-{'' if last is None else last}"
+    lines = []
+    if first > frame_count:
+        raise UsageError(f"--frames {spec}: the trace has {frames}")
+    if last is not None and last > frame_count:
+        lines.append(f"retrace: warning: --frames {spec} reaches past the trace's end: {frames}")
+    if calls is not None:
+        from retrace.profile.window import last_call
+
+        if calls.first >= call_count:
+            raise UsageError(
+                f"--calls {options.call_range}: the trace has {call_count} calls "
+                f"(0-{call_count - 1})"
+            )
+        if (last_call(calls) or 0) >= call_count:
+            lines.append(
+                f"retrace: warning: --calls {options.call_range} reaches past the trace's end: "
+                f"it has {call_count} calls (0-{call_count - 1})"
+            )
+    return lines
+
+
+def check_writable(*paths: str | None) -> None:
+    """Each file to write can be: its folder exists and is writable (checked before the
+    replay, not found after it)."""
+    for path in paths:
+        if path is None or path == "-":
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"{path}: no such folder {folder}")
+        if not os.access(folder, os.W_OK):
+            raise UsageError(f"{path}: the folder {folder} is not writable")

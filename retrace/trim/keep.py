@@ -1,0 +1,159 @@
+"""Which calls before a trim's part the trimmed trace keeps, at each level of caution.
+
+The frames of the part need the state and objects the calls before them made,
+not the images those calls drew. So, at the first level, every call before the
+part is kept (but for uploads the part cannot see: `data.py`) except what can
+only draw or read pixels: draws, clears and blits
+(apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
+glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
+rule, `replay/effects.py`) and the frame ends but the last one (so the part
+starts on a fresh frame, as in the original). Display lists being compiled are
+kept whole: their calls are the list's content.
+
+Whether a frame needed more is for the self-check to find (`verify.py`); each
+level keeps more (`LEVELS`): draws that can leave something behind for later
+frames (into a framebuffer object, with transform feedback active, compute),
+then every upload, then the last frames before the part whole (frames drawn
+over the previous image), then every call.
+"""
+
+from __future__ import annotations
+
+import re
+
+from retrace.gl.registry import Registry, load_registry
+from retrace.replay.effects import has_side_effects
+from retrace.replay.ws.core import is_window_system_call
+from retrace.trace.flags import CallFlag
+from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
+
+# what each level keeps before the part, in the order they are tried
+LEVELS = (
+    "state, objects and the data the part can see; no draws",
+    "the same, and offscreen work: draws into framebuffer objects, transform feedback, compute",
+    "state, objects and all their data, and offscreen work",
+    "the same, and the two frames before the part whole",
+    "every call before the part",
+)
+CUT_LEVELS = 2  # the levels that leave out the uploads the part cannot see (`data.py`)
+OFFSCREEN = 1  # the first level that keeps offscreen work
+WHOLE_FRAMES = 2  # frames before the part kept whole, from the level after it
+
+KEEP, DROP, DRAW, BEGIN, END, FRAME_END = range(6)
+NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(6, 13)
+
+MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSetCurrentContext$")
+_BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
+_DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
+_PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
+
+
+def kind_of(sig: FunctionSig, gl: Registry) -> int:
+    """What a function is to the filter; decided once per signature."""
+    name = sig.name
+    if MAKE_CURRENT_CALL.match(name):
+        return MAKE_CURRENT
+    if sig.flags & CallFlag.END_FRAME:
+        return FRAME_END
+    if is_window_system_call(name) or not name.startswith("gl"):
+        return KEEP  # contexts, surfaces, memcpy into mapped buffers
+    if name == "glBegin":
+        return BEGIN
+    if name == "glEnd":
+        return END
+    if name == "glNewList":
+        return NEW_LIST
+    if name == "glEndList":
+        return END_LIST
+    if _BIND_FRAMEBUFFER.match(name):
+        return BIND_FRAMEBUFFER
+    if name.startswith("glBeginTransformFeedback"):
+        return XFB_BEGIN
+    if name.startswith("glEndTransformFeedback"):
+        return XFB_END
+    if _PRODUCERS.match(name):
+        return PRODUCER
+    if sig.flags & CallFlag.RENDER:
+        return DRAW
+    if name in ("glFinish", "glFlush"):
+        return DROP
+    if not has_side_effects(name, gl.command(name)):
+        return DROP
+    return KEEP
+
+
+class SetupFilter:
+    """Decides, call by call in delivery order, what a trim keeps before its part."""
+
+    def __init__(self, level: int, start: int, frame_ends: list[int]) -> None:
+        self.level = level
+        before = [p for p in frame_ends if p < start]
+        self._last_end = before[-1] if before else -1  # the frame end kept
+        whole = before[-WHOLE_FRAMES - 1] + 1 if len(before) > WHOLE_FRAMES else 0
+        self._whole_from = (start, start, start, whole, 0)[level]
+        self._kinds: dict[int, int] = {}
+        self._gl = load_registry()
+        self._context: dict[int, object] = {}  # per thread: the context current
+        self._framebuffer: dict[object, int] = {}  # per context: the draw framebuffer bound
+        self._feedback: dict[object, bool] = {}  # per context: transform feedback active
+        self._listing: set[int] = set()  # threads compiling a display list
+        self._block: dict[int, bool] = {}  # per thread in glBegin/glEnd: whether it is kept
+
+    def keep(
+        self, batch: CallBatch, values: NodeLists, index: int, position: int, sigs: Signatures
+    ) -> bool:
+        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = batch.call(index)
+        kind = self._kinds.get(sid)
+        if kind is None:
+            kind = self._kinds[sid] = kind_of(sigs.functions[sid], self._gl)
+        whole = position >= self._whole_from
+        if kind == KEEP:
+            return True
+        context = self._context.get(thread)
+        if kind >= NEW_LIST and kind != PRODUCER:  # state the filter follows: always kept
+            args = batch.arguments(slot_start, nargs)
+
+            def arg(n: int) -> object:
+                if n >= len(args) or args[n] < 0:
+                    return None
+                return values.value(node_start + args[n], sigs)
+
+            if kind == MAKE_CURRENT:
+                self._context[thread] = arg(nargs - 1)
+            elif kind == BIND_FRAMEBUFFER:
+                if arg(0) in _DRAW_TARGETS:
+                    framebuffer = arg(1)
+                    self._framebuffer[context] = framebuffer if isinstance(framebuffer, int) else 0
+            elif kind in (XFB_BEGIN, XFB_END):
+                self._feedback[context] = kind == XFB_BEGIN
+            elif kind == NEW_LIST:
+                self._listing.add(thread)
+            else:
+                self._listing.discard(thread)
+            return True
+        if thread in self._listing:
+            return True  # a display list's content
+        block = self._block.get(thread)
+        if kind == BEGIN:
+            block = self._block[thread] = whole or self._offscreen(context)
+            return block
+        if kind == END:
+            self._block.pop(thread, None)
+            return bool(block) or whole
+        if block is not None:
+            return block
+        if whole:
+            return True
+        if kind == FRAME_END:
+            return position == self._last_end
+        if kind == PRODUCER:
+            return self.level >= OFFSCREEN
+        if kind == DRAW:
+            return self._offscreen(context)
+        return False  # DROP
+
+    def _offscreen(self, context: object) -> bool:
+        """Whether a draw now may leave something for later frames other than its image."""
+        if self.level < OFFSCREEN:
+            return False
+        return bool(self._framebuffer.get(context) or self._feedback.get(context))

@@ -1,0 +1,77 @@
+"""Writing a trimmed trace: the calls a `SetupFilter` keeps before the part, then the part.
+
+Calls are copied from the scanner's records (`TraceWriter.copy_call`), in the
+order they are delivered, with the original's header, properties, thread ids and
+FAKE flags; the trace ends after the part's last call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import NamedTuple
+
+from retrace.trace.model import NodeLists
+from retrace.trace.reader import TraceReader
+from retrace.trace.writer import SnappyFile, TraceWriter
+from retrace.trim.data import Cut
+from retrace.trim.keep import SetupFilter
+from retrace.trim.outline import Part
+
+
+class Written(NamedTuple):
+    """What one trimmed trace holds."""
+
+    calls: int
+    setup_calls: int  # of them, before the part
+    frames: int  # frames that end in it
+    checks: list[int]  # the call numbers in it of the part's checks, in order
+    size: int  # bytes of the file
+    stream_bytes: dict[str, int]  # decompressed bytes: "setup", "part", and per function
+
+
+def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]) -> Written:
+    """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
+    drop, or to keep with null data), then the part whole."""
+    reader = TraceReader(path)
+    writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
+    keep = SetupFilter(level, part.start, part.frame_ends)
+    frame_ends = set(part.frame_ends)
+    checks = {p for p, _ in part.checks}
+    found: list[int] = []
+    per_function: Counter[str] = Counter()
+    setup_calls = frames = setup_bytes = 0
+    position = 0
+    sigs = reader.signatures
+    with open(out, "wb") as f:
+        sink = SnappyFile(f)
+        sink.write(writer.take())
+        for batch in reader.batches():
+            values = NodeLists(batch)
+            for i in range(len(batch)):
+                if position > part.end:
+                    break
+                cut = cuts.get(position)
+                if position >= part.start or (
+                    keep.keep(batch, values, i, position, sigs)
+                    and (cut is None or cut.blank is not None)
+                ):
+                    before = writer.tell()
+                    blank = None if cut is None else cut.blank
+                    number = writer.copy_call(batch, values, i, sigs, blank)
+                    size = writer.tell() - before
+                    per_function[sigs.functions[batch.call(i)[2]].name] += size
+                    if position < part.start:
+                        setup_calls += 1
+                        setup_bytes += size
+                    frames += position in frame_ends
+                    if position in checks:
+                        found.append(number)
+                position += 1
+            sink.write(writer.take())
+            if position > part.end:
+                break
+        sink.close()
+    stream_bytes = {"setup": setup_bytes, "part": sink.stream_bytes - setup_bytes}
+    stream_bytes.update(per_function.most_common(8))
+    return Written(writer.calls, setup_calls, frames, found, os.path.getsize(out), stream_bytes)

@@ -1,0 +1,128 @@
+"""`retrace trim` on real traces: the trim's frames equal the original's, by its own check.
+
+The check itself is tested too: trims with setups broken on purpose (uploads or
+programs left out) are found to differ, and a trim that never matches ends in
+exit 1 naming the first differing frame.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_retrace
+
+from retrace.errors import RetraceError
+from retrace.trace.reader import TraceReader
+from retrace.trim import command
+from retrace.trim.data import Cut
+from retrace.trim.outline import outline
+from retrace.trim.verify import snapshots
+from retrace.trim.write import write_trim
+
+TRACES = Path(__file__).parents[2] / "traces"
+
+# trace: the part to trim (what each stands for in the issue's list)
+CASES = {
+    "persistent-map.trace": ("--frames", "2"),  # persistent mapped buffers
+    "egl-two-threads.trace": ("--frames", "3"),  # two threads, two contexts; draws over frame 2
+    "piglit-glx-multithread.trace": ("--frames", "0"),  # GLX contexts on two threads
+    "glxgears.trace": ("--frames", "2-3"),  # display lists
+    "piglit-dlist-beginend.trace": ("--calls", "480-497"),  # lists compiled and run, no frames
+    "es2gears.trace": ("--frames", "2"),  # GLES 2 through EGL
+    "glmark2-desktop-fbo.trace": ("--frames", "2"),  # frames drawn through framebuffer objects
+}
+
+
+def trim(name: str, out: Path, *how: str) -> tuple[str, dict]:
+    got = run_retrace("trim", str(TRACES / name), *how, "-o", str(out))
+    assert got.returncode == 0, got.stderr
+    return got.stdout.decode(), json.loads(Path(f"{out}.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_trims_of_real_traces_equal_the_original(name, tmp_path):
+    out = tmp_path / "trim.trace"
+    line, facts = trim(name, out, *CASES[name])
+    checks = facts["levels"][-1]["checks"]
+    assert re.fullmatch(
+        rf"trim: \w+ [\d-]+: {len(checks)}/{len(checks)} equal to the original, "
+        r"[\d.]+ [kM]B \([\d.]+% of [\d.]+ [kM]B\)\n",
+        line,
+    ), line
+    assert all(c["equal"] for c in checks) and checks
+    assert out.stat().st_size == facts["size"] <= facts["trace_size"]
+    assert facts["levels"][-1]["calls"] == sum(
+        1 for b in TraceReader(out).batches() for _ in range(len(b))
+    )
+
+
+def test_frames_drawn_over_the_previous_frame_need_more_than_state(tmp_path):
+    """egl-two-threads' frames draw over the previous image: the check sees that the state
+    alone is not enough, and the trim keeps the frames before."""
+    _, facts = trim("egl-two-threads.trace", tmp_path / "t.trace", "--frames", "3")
+    tried = facts["levels"]
+    assert [t["equal"] for t in tried[:-1]] == [0] * (len(tried) - 1) and len(tried) > 1
+    assert tried[-1]["equal"] == 1
+
+
+def test_a_trim_profiles_like_any_trace(tmp_path):
+    out = tmp_path / "t.trace"
+    _, facts = trim("glmark2-desktop-fbo.trace", out, "--frames", "2-3")
+    got = run_retrace("--pframes", "opengl: GPU Duration", str(out))
+    assert got.returncode == 0, got.stderr
+    rows = [r for r in got.stdout.decode().splitlines() if r.startswith("frame\t")]
+    assert len(rows) >= facts["levels"][-1]["frames_in_trim"] >= 3  # the setup's, and 2-3
+
+
+def broken(name: str, spec: str, tmp_path: Path, drop: re.Pattern[str]) -> bool:
+    """Trim with every call before the part whose name matches `drop` left out; whether the
+    self-check's comparison finds every frame equal."""
+    trace = str(TRACES / name)
+    part = outline(trace, int(spec), int(spec), None)
+    reader = TraceReader(trace)
+    cuts, position = {}, 0
+    for batch in reader.batches():
+        for i in range(len(batch)):
+            if position < part.start and drop.match(
+                reader.signatures.functions[batch.call(i)[2]].name
+            ):
+                cuts[position] = Cut(None)
+            position += 1
+    out = str(tmp_path / "broken.trace")
+    written = write_trim(trace, part, 0, out, cuts)
+    original = snapshots(trace, [no for _, no in part.checks], part.frames[1], str(tmp_path), False)
+    got = snapshots(out, written.checks, 1 << 62, str(tmp_path), False)
+    return all(command._compare(part, written, original, got, 0))
+
+
+@pytest.mark.parametrize(
+    "name, frame, drop",
+    [
+        ("glmark2-texture-mipmap.trace", "2", r"glTexImage2D$"),  # textures left empty
+        ("es2gears.trace", "2", r"glBufferData$"),  # vertex buffers left empty
+        ("es2gears.trace", "2", r"glLinkProgram$"),  # programs never linked
+    ],
+)
+def test_the_check_never_calls_a_broken_trim_equal(name, frame, drop, tmp_path):
+    assert not broken(name, frame, tmp_path, re.compile(drop))
+    assert broken(name, frame, tmp_path, re.compile(r"$^"))  # (the same trim, unbroken)
+
+
+def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch):
+    """Every level written broken: exit status 1, the first differing frame named, the trim
+    and its facts kept."""
+    real = command.write_trim
+
+    def without_programs(trace, part, level, out, cuts):
+        return real(trace, part, 0, out, {p: Cut(None) for p in range(part.start)})
+
+    monkeypatch.setattr(command, "write_trim", without_programs)
+    out = tmp_path / "t.trace"
+    with pytest.raises(RetraceError, match=r"frame 3 \(call \d+\) differs .*\(0/2 equal") as e:
+        command.run_trim(str(TRACES / "es2gears.trace"), "3-4", None, str(out), True, 0)
+    assert e.value.exit_code == 1
+    facts = json.loads(Path(f"{out}.json").read_text())
+    assert len(facts["levels"]) == len(command.LEVELS) and out.exists()
