@@ -9,6 +9,7 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -75,11 +76,10 @@ class Profile:
 
     def tables(self, store: Store, run: int | None = None) -> list[Table]:
         """The measured tables, ready for `MetricWriter`; columns not measured read '-'.
-        With `run`: the values of that measured run (0-based) instead of their median."""
-        import numpy as np
-
+        With `run`: the values of that measured run (0-based) instead of their median.
+        (numpy is imported only for a part of the tables: a TSV of them all needs none.)"""
         tables = []
-        nothing = np.empty(0, np.int64)
+        nothing = array("q")
         for boundary, chosen in self.metrics.items():
             metrics, values = [], []
             for m in chosen:
@@ -100,8 +100,6 @@ class Profile:
     ) -> Table:
         """One table, of the frames measured (`window`) only: their rows, frames counted
         from the first of them."""
-        import numpy as np
-
         first, last = self.window
         if boundary == Boundary.FRAME:
             if self.loops:  # the loops' frames, one after the other, numbered from 0
@@ -113,6 +111,8 @@ class Profile:
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
         meta[CONTEXT] = meta_column(store, boundary, CONTEXT)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
+            import numpy as np
+
             frames = meta["frame"].view()[:stop]
             if last is not None:
                 stop = int(np.searchsorted(frames, last + 1, "left"))

@@ -262,8 +262,10 @@ def test_compare_bad_usage_exits_2(args, message):
     ("args", "message"),
     [
         (["--new-cmd", "/nonexistent/wrapper"], "new run: cannot start /nonexistent/wrapper"),
-        (["--no-warm", "--new-cmd", "/nonexistent/wrapper"],
-         "new run: cannot start /nonexistent/wrapper"),
+        (
+            ["--no-warm", "--new-cmd", "/nonexistent/wrapper"],
+            "new run: cannot start /nonexistent/wrapper",
+        ),
         (["--new", "GALLIUM_DRIVER=nosuchdriver"], "new run failed (exit 1): retrace: error: "),
     ],
 )
