@@ -81,7 +81,8 @@ class Profile:
         tables = []
         nothing = array("q")
         for boundary, chosen in self.metrics.items():
-            metrics, values = [], []
+            metrics: list[Metric] = []
+            values: list[Values] = []
             for m in chosen:
                 metrics.append(m)
                 if run is None:
