@@ -224,7 +224,8 @@ def test_memory_stays_bounded_on_a_million_calls(tmp_path):
         )
         assert r.returncode == 0, r.stderr
         peak_kib = int(r.stdout.split()[-1])
-        rows = [line for line in out.open() if line.startswith("call\t")]
+        with out.open() as lines:
+            rows = [line for line in lines if line.startswith("call\t")]
         assert len(rows) == 1_000_000 and not any(line.endswith("\t-\n") for line in rows)
         # the compiled trace is about 30 MB; the rest is Python, numpy and Mesa
         assert peak_kib < 400_000, f"{metric}: peak RSS {peak_kib} KiB"
