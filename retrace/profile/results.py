@@ -9,6 +9,7 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,11 @@ def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
 def meta_key(boundary: Boundary, what: str) -> str:
     """The store key of per-event metadata (call_no, name, program, frame) of a boundary."""
     return f"events.{boundary.name}.{what}"
+
+
+def meta_column(store: Store, boundary: Boundary, what: str) -> Column:
+    """The store column of one per-event metadata field (`META_FIELDS`, `CONTEXT`)."""
+    return store.column(meta_key(boundary, what), INT64)
 
 
 @dataclass
@@ -87,13 +93,13 @@ class Profile:
 
     def tables(self, store: Store, run: int | None = None) -> list[Table]:
         """The measured tables, ready for `MetricWriter`; columns not measured read '-'.
-        With `run`: the values of that measured run (0-based) instead of their median."""
-        import numpy as np
-
+        With `run`: the values of that measured run (0-based) instead of their median.
+        (numpy is imported only for a part of the tables: a TSV of them all needs none.)"""
         tables = []
-        nothing = np.empty(0, np.int64)
+        nothing = array("q")
         for boundary, chosen in self.metrics.items():
-            metrics, values = [], []
+            metrics: list[Metric] = []
+            values: list[Values] = []
             for m in chosen:
                 metrics.append(m)
                 if run is None:
@@ -112,8 +118,6 @@ class Profile:
     ) -> Table:
         """One table, of the frames measured (`window`) only: their rows, frames counted
         from the first of them."""
-        import numpy as np
-
         first, last = self.window
         if boundary == Boundary.FRAME:
             if self.loops:  # the loops' frames, one after the other, numbered from 0
@@ -121,10 +125,12 @@ class Profile:
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
-        meta = {w: store.column(meta_key(boundary, w), INT64) for w in META_FIELDS}
+        meta = {w: meta_column(store, boundary, w) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
-        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), INT64)
+        meta[CONTEXT] = meta_column(store, boundary, CONTEXT)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
+            import numpy as np
+
             frames = meta["frame"].view()[:stop]
             if last is not None:
                 stop = int(np.searchsorted(frames, last + 1, "left"))
