@@ -212,11 +212,20 @@ def _perf_event_open(counter: _Counter, group_fd: int) -> int:
 
 
 def _refusal(error: OSError) -> str:
-    try:
-        paranoid = _PARANOID.read_text().strip()
-    except OSError:
-        paranoid = "unknown"
-    return f"perf_event_open: {error.strerror} (kernel.perf_event_paranoid={paranoid})"
+    """Why perf_event_open refused, by its real cause: the kernel's errno says whether the
+    counter is missing (a VM or CPU without it) or not permitted."""
+    if error.errno in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP):
+        return f"no such hardware counter on this machine (perf_event_open: {error.strerror})"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        try:
+            paranoid = _PARANOID.read_text().strip()
+        except OSError:
+            paranoid = "unknown"
+        return (
+            f"not permitted: kernel.perf_event_paranoid={paranoid} (perf_event_open: "
+            f"{error.strerror}; needs CAP_PERFMON or a lower setting)"
+        )
+    return f"perf_event_open: {error.strerror}"
 
 
 # --- the backend --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import click
 
-from retrace.exits import ReaderGone, run_reporting
+from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -82,10 +82,13 @@ def _bare_sandbox(args: list[str]) -> list[str]:
     from retrace.replay.sandbox import MODES
 
     values = [[mode] for mode in MODES]
-    return [
-        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
-        for i, a in enumerate(args)
+    end = args.index("--") if "--" in args else len(args)
+    bare = [
+        i
+        for i, a in enumerate(args[:end])
+        if a == "--sandbox" and args[i + 1 : i + 2] not in values
     ]
+    return [f"{a}={MODES[0]}" if i in bare else a for i, a in enumerate(args)]
 
 
 class _Cli(click.Group):
@@ -216,16 +219,19 @@ class _BoolEquals(click.Command):
     BARE = {"--color": "--color=always", "--colour": "--color=always"}  # apitrace's [=WHEN]
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        flags = {
-            o for p in self.params for o in p.opts if isinstance(p, click.Option) and p.is_flag
+        # --name=BOOL -> --name or --no-name, for the options that have both
+        pairs = {
+            p.opts[0]: p.secondary_opts[0]
+            for p in self.params
+            if isinstance(p, click.Option) and p.secondary_opts
         }
         rewritten = []
         for arg in args:
             name, equals, value = arg.partition("=")
-            if equals and name in flags and f"--no-{name[2:]}" != name:
+            if equals and name in pairs:
                 if value.lower() not in self.BOOLS:
                     raise click.UsageError(f"{name}: expected yes or no, not {value!r}")
-                arg = name if self.BOOLS[value.lower()] else f"--no-{name[2:]}"
+                arg = name if self.BOOLS[value.lower()] else pairs[name]
             rewritten.append(self.BARE.get(arg, arg))
         return super().parse_args(ctx, rewritten)
 
@@ -469,7 +475,7 @@ def replay(trace: str, **options) -> None:
 @click.option(
     "--resume",
     metavar="STORE",
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="Finish the interrupted or killed profile kept in STORE (trace and options come "
     "from there; -o, --keep-store, --quiet and --sandbox may be given).",
 )
@@ -783,4 +789,5 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
+    outlive_stderr()
     run_reporting(run or partial(cli.main, prog_name="retrace", standalone_mode=False))

@@ -263,6 +263,7 @@ def _compare(
     """
     import shlex
     import tempfile
+    from dataclasses import replace
     from pathlib import Path
 
     from retrace.compare.alternate import Budget, Side, alternate, parse_env
@@ -292,6 +293,13 @@ def _compare(
             lambda b, n: judge(b, n, diff_options),
             warm,
         )
+        if not keep:  # the runs go with the scratch folder: name none of its files
+            gone = "not kept: --keep DIR keeps them"
+            result = replace(
+                result,
+                base_sources=[gone] * len(result.base_sources),
+                new_sources=[gone] * len(result.new_sources),
+            )
         click.echo(render_diff(result, fmt), nl=False)
     return result.exit_code
 

@@ -57,10 +57,13 @@ def _driverless_backends() -> dict[str, MetricBackend | None]:
 
     made: dict[str, MetricBackend | None] = {}
     for name, cls in load_backends().items():
+        backend = cls(None)
         try:
-            made[name] = cls(None)
-        except RuntimeError:  # its metrics come from the driver
+            backend.metrics()
+        except RuntimeError:  # its metrics come from the driver ("made without a replay")
             made[name] = None
+        else:
+            made[name] = backend
     return made
 
 
@@ -81,13 +84,19 @@ def check_part(trace: str, options: ProfileOptions) -> list[str]:
     if damage is not None:  # the replay says where it is damaged, and measures what it can
         return []
     frame_count, call_count = info["FramesCount"], info["CallCount"]
+    after = info["CallsAfterLastFrame"]
     frames = f"{frame_count} frames (0-{frame_count - 1})" if frame_count else "no frame end"
-    spec = f"{first}-{'' if last is None else last}"
+    if after:
+        frames += f" and {after} calls after the last one (frame {frame_count})"
+    final = frame_count if after else frame_count - 1  # the last frame --frames can name
+    spec = str(first) if last == first else f"{first}-{'' if last is None else last}"
     lines = []
-    if first > frame_count:
+    if first > final:
         raise UsageError(f"--frames {spec}: the trace has {frames}")
-    if last is not None and last > frame_count:
-        lines.append(f"retrace: warning: --frames {spec} reaches past the trace's end: {frames}")
+    if last is not None and last > final:
+        lines.append(
+            f"retrace: warning: --frames {spec} reaches past the trace's end: it has {frames}"
+        )
     if calls is not None:
         from retrace.profile.window import last_call
 

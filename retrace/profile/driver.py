@@ -20,6 +20,7 @@ frame end the child publishes its progress to the parent; see `checkpoint.py`.
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections.abc import Callable
 from typing import IO, Any
@@ -27,7 +28,7 @@ from typing import IO, Any
 import retrace.replay.contain as contain
 from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
-from retrace.errors import RetraceError
+from retrace.errors import RetraceError, UsageError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
@@ -35,18 +36,20 @@ from retrace.profile.loops import looped_frames
 from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
-from retrace.profile.repeats import Key, Repeats
-from retrace.profile.results import Profile, column_key
+from retrace.profile.repeats import Key, Repeats, store_column
+from retrace.profile.results import Profile
 from retrace.profile.rows import EventRows
 from retrace.profile.window import calls_span, last_call, nothing_selected
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, Metric
-from retrace.writer.store import FLOAT64, INT64, Column, Store
+from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
+
+REPORT_SECONDS = 1.0  # a complete run's progress line at most this often (a pass's last: always)
 
 
 class _Stop(Exception):
@@ -84,6 +87,7 @@ class Profiler(ReplayListener):
         self.live, self.progress = live, progress
         self.backends: dict[str, MetricBackend] = {}
         self.plan: list[PassPlan] = []
+        self._planned = False  # `plan` is made (at the first context)
         self.profile = Profile(window=options.frames, calls=options.call_range)
         self._rows = EventRows()
         self._pass = 0  # index into `plan`
@@ -95,6 +99,7 @@ class Profiler(ReplayListener):
         self._on_ready: Callable[[], None] = lambda: None
         self.context_facts: dict[str, Any] = {}  # the first context's, for the metadata
         self._last_seconds = 0.0
+        self._reported = -REPORT_SECONDS  # when the last run's line was printed (monotonic)
         self._looping = False  # replaying the --loop frames (not the trace's own)
         self._contexts: dict[int, int] = {}  # id() of a traced context -> its number
         self.fidelity: Fidelity | None = None  # how every pass so far departed from the trace
@@ -177,7 +182,14 @@ class Profiler(ReplayListener):
     def _resolve(self) -> None:
         """At the first context: the tables' metrics and the passes."""
         planned = planner.plan(self.options.selections, self.backends_now())
+        self._planned = True
         self.profile.metrics, self.plan = planned.metrics, planned.passes
+        loop = self.options.loop
+        if loop is not None and loop < 0 and len(self.plan) > 1:
+            raise UsageError(
+                f"--loop without a count loops until interrupted, but the selection takes "
+                f"{len(self.plan)} passes: the later ones would never run (give --loop=N)"
+            )
         self._rows.plan(list(self.profile.metrics))
         if self._saved is not None:
             self._restore_columns(self._saved)
@@ -192,11 +204,12 @@ class Profiler(ReplayListener):
         ]
 
     def _column(self, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
-        dtype = FLOAT64 if metric.num_type.is_float or suffix else INT64
-        return self.store.column(column_key(metric, boundary, suffix), dtype)
+        return store_column(self.store, metric, boundary, suffix)
 
     def _start_pass(self) -> None:
         """At the pass's first current context: begin its backend's pass and measure."""
+        if self._live_line is not None:  # the passes are planned now: 'pass k of N'
+            self._live_line.label = self._pass_label()
         if self._pass >= len(self.plan):
             self.meter.start(None)
             return
@@ -278,7 +291,7 @@ class Profiler(ReplayListener):
                 if i == unmeasured - 1:
                     meter.loops_from(meter.counts[Boundary.FRAME] + per_loop - 1)
                 program.run(start, stop)
-            for _ in range(loops):
+            for _ in range(loops) if loops >= 0 else itertools.count():  # (< 0: until stopped)
                 program.run(start, stop)
         finally:
             program.bracket()  # (callbacks the loops were measured with)
@@ -330,9 +343,13 @@ class Profiler(ReplayListener):
             error = RetraceError(f"nothing measured: {why}")
         return lines, error
 
-    def _report(self, seconds: float) -> None:
-        """The progress line of a run, once it is complete (checkpointed)."""
-        if self.progress is not None:
+    def _report(self, seconds: float, last_of_pass: bool) -> None:
+        """The progress line of a run, once it is complete (checkpointed): that of the
+        pass's last run, and of others at most once a second (`--repeat 500` of a fast
+        trace would print 500 lines)."""
+        now = time.monotonic()
+        if self.progress is not None and (last_of_pass or now - self._reported >= REPORT_SECONDS):
+            self._reported = now
             rate = self.replayer.frame / seconds if seconds else 0.0
             print(
                 f"{self._pass_label()} done in {seconds:.2f} s ({rate:.1f} frames/s)",
@@ -341,9 +358,10 @@ class Profiler(ReplayListener):
             )
 
     def _pass_label(self) -> str:
-        """'retrace: pass k of N (run r of R)'; N is 1 until planned (at the first context)."""
-        passes = max(len(self.plan), 1)
-        return f"retrace: pass {self._pass + 1} of {passes}{self.repeats.label(self._run)}"
+        """'retrace: pass k of N (run r of R)'; 'of N' once the passes are planned (at the
+        first context)."""
+        of = f" of {max(len(self.plan), 1)}" if self._planned else ""  # (0: one bare replay)
+        return f"retrace: pass {self._pass + 1}{of}{self.repeats.label(self._run)}"
 
     def run(self) -> Profile:
         """Every pass (each `warmup + repeat` times); returns what was measured.
@@ -369,7 +387,7 @@ class Profiler(ReplayListener):
                             keys = self._keys(self.plan[self._pass])
                             self.repeats.combine(keys, self.profile, self._pass)
                         self._checkpoint(self._pass + 1, 0)
-                    self._report(seconds)
+                    self._report(seconds, run + 1 == runs)
                     if self.live is not None and contain.stop_requested():
                         contain.stop_here()  # between runs: the checkpoint has it all
                 self._first_run = 0

@@ -37,6 +37,7 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
     warning and '-' cells)."""
     order: list[str] = []
     wanted: dict[Boundary, dict[str, list[Metric]]] = {}
+    warnings: dict[str, str] = {}
     for boundary, spec in selections.items():
         option = OPTION[boundary]
         for backend_name, refs in parse_selection(spec, option):
@@ -52,9 +53,11 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
                     )
                 try:
                     backend.enable(metric, boundary)
-                except MetricError as e:
-                    print(f"retrace: warning: {e}; its cells will read '-'", file=sys.stderr)
+                except MetricError as e:  # told once, whichever tables select it
+                    warnings.setdefault(str(e), f"retrace: warning: {e}; its cells will read '-'")
                 chosen.append(metric)
+    for line in warnings.values():
+        print(line, file=sys.stderr)
     result = Plan()
     for boundary, per_backend in wanted.items():
         columns: list[Metric] = []

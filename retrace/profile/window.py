@@ -114,6 +114,8 @@ def unmeasured_calls(
     where none is: inside a display list or glBegin/glEnd, window-system calls, outside
     `frames`, or not replayed at all (calls without side effects, made with no context
     current). `rows_measured`: the ops that are call events."""
+    import numpy as np  # (in the child that replays: the parent's profile path has none)
+
     from retrace.replay.program import OpKind  # (the parent imports none of the replay)
 
     call_nos, name_ids, rows = (

@@ -36,7 +36,7 @@ from retrace.replay.effects import QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, OpKind, Program
 from retrace.replay.readback import LAYOUTS as READBACKS
 from retrace.replay.readback import Readbacks
-from retrace.replay.sizes import MOST_OUTPUT_BYTES, element_bytes, output_count
+from retrace.replay.sizes import MOST_OUTPUT_VALUES, element_bytes, output_count
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
@@ -822,8 +822,8 @@ class Compiler:
         guarded = count is None
         if count is None:
             count = len(recorded) if isinstance(value, list) else len(value) // element
-        if count * element > MOST_OUTPUT_BYTES:
-            raise Unsupported(f"'{param.name}' would take {count * element} bytes")
+        if count > MOST_OUTPUT_VALUES:
+            raise Unsupported(f"'{param.name}' would take {count} values")
         out: Any
         if guarded:
             nbytes = count * element

@@ -76,8 +76,9 @@ def supervise(
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
     or in the file `errors_to`); wait for it. `graceful`: see the module's docstring.
-    Under --sandbox, the child may write only beneath `writes` (folders, or files: made
-    empty now where missing), and talk to a display server if `display`."""
+    Under --sandbox, the child may write only beneath `writes` (folders, written with a
+    trailing separator, and files; made now where missing), and talk to a display server
+    if `display`."""
     from retrace.replay import _guard, _vm, sandbox
 
     # anonymous and MAP_SHARED: the same page after fork
@@ -200,12 +201,17 @@ def check(ending: Ending, trace: str) -> None:
 
 def _run_reporting(body: Callable[[], None]) -> int:
     """Run `body` as the CLI runs a command: an error is one stderr line; the exit status."""
-    from retrace.exits import run_reporting
+    from retrace.exits import INTERNAL_ERROR, run_reporting
 
     try:
         run_reporting(body)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 1
+    except Exception:  # a bug, re-raised under RETRACE_DEBUG: its traceback, not silence
+        import traceback
+
+        traceback.print_exc()
+        return INTERNAL_ERROR
     return 0
 
 

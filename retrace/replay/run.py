@@ -21,9 +21,8 @@ def run_replay(trace: str, **options) -> None:
     import retrace.replay.contain as contain
 
     prefix = options["snapshot_prefix"]
-    pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
-    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
-    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
+    pngs = prefix not in (None, "-")
+    writes = [os.path.join(os.path.abspath(os.path.dirname(prefix)), "")] if pngs else []
     display = options["window"]
     contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 

@@ -14,6 +14,7 @@ import click
 
 from retrace.compare.command import SIDE_BREAK, VERDICT_OPTIONS, SidesCommand, split_sides
 from retrace.errors import RetraceError
+from retrace.writer.atomic import replaced
 
 
 @click.command(cls=SidesCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,13 +60,14 @@ def _report(paths: tuple[str, ...], output: str, trace: str | None, **options: A
         trace = named if named and os.path.isfile(named) else None
     sources = program_sources(trace) if trace else {}
     page = render(sides, verdict, sources)
-    temporary = f"{output}.tmp{os.getpid()}"
+    existed = os.path.exists(output)
     try:
-        with open(temporary, "w", encoding="utf-8") as stream:
+        with replaced(output) as stream:
             stream.write(page)
-        os.replace(temporary, output)
     except OSError as e:
         raise RetraceError(f"cannot write {output}: {e.strerror or e}") from None
+    if existed:  # (the default name makes it easy to lose an earlier page)
+        click.echo(f"retrace: warning: overwrote {output}", err=True)
     return 0
 
 

@@ -39,6 +39,7 @@ def trace_info(
     threads: set[int] = set()
     calls = incomplete = fake = 0
     frame_count = 0
+    after_last_frame = 0  # calls after the last frame-ending call (a partial frame)
     frames: list[dict[str, int]] = []
     frame_first: tuple[int, int] | None = None  # (call no, stream offset) of the open frame
     frame_calls = 0
@@ -54,6 +55,11 @@ def trace_info(
             fake += int(np.count_nonzero(recs["flags"] & CallFlag.FAKE))
             ends = _frame_end_mask(reader, recs["sig"])
             frame_count += int(np.count_nonzero(ends))
+            last_end = np.flatnonzero(ends)
+            if len(last_end):
+                after_last_frame = len(recs) - 1 - int(last_end[-1])
+            else:
+                after_last_frame += len(recs)
             if not dump_frames:
                 continue
             for no, offset, end in zip(
@@ -95,6 +101,7 @@ def trace_info(
             "SemanticVersion": reader.semantic_version,
             "Properties": reader.properties,
             "CallCount": calls,
+            "CallsAfterLastFrame": after_last_frame,
             "ThreadCount": len(threads),
             "IncompleteCalls": incomplete,
             "FakeCalls": fake,

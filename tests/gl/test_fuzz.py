@@ -139,7 +139,10 @@ def test_a_display_list_that_calls_itself_is_skipped(tmp_path):
         timeout=120,
     )
     assert r.returncode == 0 and r.stdout.startswith(b"Rendered 1 frames")
-    skipped = "warning: skipped 3 call(s) to glCallList: it would make a display list call itself"
+    skipped = (
+        "retrace: warning: skipped 3 call(s) to glCallList: it would make a display list call "
+        "itself"
+    )
     assert skipped in r.stderr.decode().splitlines()
 
 

@@ -199,7 +199,8 @@ def test_a_cpu_and_a_gpu_track_per_context(tmp_path):
     done = run_retrace("--pframes", cpu_gpu, "--pcalls", cpu_gpu, "--quiet", "-o", str(out),
                        "--perfetto", str(timeline), str(trace))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    calls = read_tables(out.open())[Boundary.CALL]
+    tables = read_tables(out.read_text().splitlines(keepends=True))
+    calls = tables[Boundary.CALL]
     # the oracle: apitrace's dump with thread ids; a thread's calls run in the context its
     # last eglMakeCurrent made current, numbered in the order contexts were first current
     context_of_thread: dict[str, str] = {}
@@ -238,7 +239,9 @@ def test_a_cpu_and_a_gpu_track_per_context(tmp_path):
             seen += [s["args"]["call_no"] for s in nested if clock == "CPU"]
     assert sorted(seen) == sorted(calls.call_nos)  # every call on one context's track
     frame_track = slices(packets, 2)  # the frames table's frames, with no calls in them
-    assert [s["depth"] for s in frame_track] == [0] * len(read_tables(out.open())[Boundary.FRAME])
+    assert [s["depth"] for s in frame_track] == [0] * len(
+        read_tables(out.read_text().splitlines(keepends=True))[Boundary.FRAME]
+    )
     again = tmp_path / "again.pftrace"  # export from the TSV and its metadata: the same file
     assert run_retrace("export", str(out), "--perfetto", str(again)).returncode == 0
     assert again.read_bytes() == timeline.read_bytes()

@@ -151,7 +151,7 @@ def test_unsupported_metric_warns_and_prints_dashes():
     assert rows and all(r[-1] == "-" for r in rows)
 
 
-def test_list_metrics_shows_every_backend(tmp_path):
+def test_list_metrics_shows_every_backend(tmp_path, monkeypatch):
     import json
 
     r = run_retrace("--list-metrics", "--json", str(TRACES / "glxgears.trace"))
@@ -168,8 +168,21 @@ def test_list_metrics_shows_every_backend(tmp_path):
     assert not amd["supported"] and "not exposed by llvmpipe" in amd["reason"]
     pixels = next(m for m in metrics if m["name"] == "Pixels Drawn")
     assert pixels["available"] and pixels["unit"] == "samples"
+    # no terminal: whole lines, for grep. (A library of this process may have set $COLUMNS
+    # behind os.environ's back: set it there first, so that deleting it reaches the C level.)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("COLUMNS")
     r = run_retrace("--list-metrics", str(TRACES / "es2gears.trace"))
     assert b"no (OpenGL ES has no GL_SAMPLES_PASSED" in r.stdout
+
+
+def test_list_metrics_fits_the_terminal(monkeypatch):
+    """On a terminal ($COLUMNS) a table per backend, the long cells wrapped to its width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    r = run_retrace("--list-metrics", str(TRACES / "glxgears.trace"))
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 0 and max(len(line) for line in lines) <= 80
+    assert {"opengl:", "cpu:", "pipeline:"} <= set(lines)
 
 
 def big_trace(path, calls: int) -> None:
@@ -224,7 +237,8 @@ def test_memory_stays_bounded_on_a_million_calls(tmp_path):
         )
         assert r.returncode == 0, r.stderr
         peak_kib = int(r.stdout.split()[-1])
-        rows = [line for line in out.open() if line.startswith("call\t")]
+        with out.open() as stream:
+            rows = [line for line in stream if line.startswith("call\t")]
         assert len(rows) == 1_000_000 and not any(line.endswith("\t-\n") for line in rows)
         # the compiled trace is about 30 MB; the rest is Python, numpy and Mesa
         assert peak_kib < 400_000, f"{metric}: peak RSS {peak_kib} KiB"

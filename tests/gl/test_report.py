@@ -72,6 +72,10 @@ def test_report_of_one_profile(runs, browser, tmp_path):
     assert len(loaded.images) == 5
     assert all(i["complete"] and i["width"] > 300 and i["height"] > 150 for i in loaded.images)
     assert len(loaded.screenshot) > 50_000
+    again = run_retrace("report", str(runs[0]), "-o", str(page))  # the page is there now
+    assert (
+        again.returncode == 0 and again.stderr == f"retrace: warning: overwrote {page}\n".encode()
+    )
 
 
 def test_report_of_two_sides(runs, browser, tmp_path):

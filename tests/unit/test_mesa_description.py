@@ -172,8 +172,10 @@ def test_the_cli_says_it_in_one_line_exit_2(tmp_path):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"retrace: error: {path}:3:5: checksum must be an MD5 in hex, not "\
+    assert (
+        done.stderr == f"retrace: error: {path}:3:5: checksum must be an MD5 in hex, not "
         "'CommentedSeq'\n"
+    )
 
 
 def test_an_all_digit_checksum_reads_as_its_text(tmp_path):

@@ -64,6 +64,12 @@ def test_bare_commands_print_their_help(args):
         (["replay", "--samples", "-1", GEARS], {}, "-1 is not in the range"),
         (["--min-cpu-time", "-5", "--pcpu", GEARS], {}, "-5 is not in the range"),
         (["replay", "--bogus", GEARS], {}, "No such option"),
+        (["cache", "info"], {"RETRACE_CACHE_SIZE": "banana"}, "RETRACE_CACHE_SIZE='banana'"),
+        (["profile", "--resume", "/nonexistent"], {}, "does not exist"),
+        (["export", "missing.tsv", "--perfetto", "x.pftrace"], {}, "missing.tsv"),
+        (["batch", "missing.toml"], {}, "missing.toml"),
+        (["summary", "missing.tsv"], {}, "missing.tsv"),
+        (["diff", "missing.tsv", "other.tsv"], {}, "missing.tsv"),
     ],
 )
 def test_usage_errors_exit_2(args, env, message, monkeypatch):
