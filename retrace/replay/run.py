@@ -21,7 +21,7 @@ def run_replay(trace: str, **options) -> None:
     import retrace.replay.contain as contain
 
     prefix = options["snapshot_prefix"]
-    pngs = prefix not in (None, "-") and options["snapshot_format"].upper() == "PNG"
+    pngs = prefix not in (None, "-")  # (a file prefix: PNGs, whatever --snapshot-format)
     folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
     writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
     display = options["window"]
