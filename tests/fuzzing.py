@@ -511,7 +511,7 @@ class Harness:
         line = proc.stdout.readline()
         if not line:
             code = proc.wait()
-            self._proc = None
+            self.close()
             return crash_site(argv), f"worker died with status {code}"
         result = json.loads(line)
         return classify(result["code"], result["stderr"]), result["stderr"]
@@ -520,6 +520,9 @@ class Harness:
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                if pipe is not None:
+                    pipe.close()
             self._proc = None
 
     def __enter__(self) -> Harness:

@@ -84,8 +84,7 @@ def batch() -> None:
 @click.option(
     "--device",
     metavar="NAME",
-    help="A traces description file (.yml): the device to run it for "
-    "[PIGLIT_REPLAY_DEVICE_NAME].",
+    help="A traces description file (.yml): the device to run it for [PIGLIT_REPLAY_DEVICE_NAME].",
 )
 @click.option(
     "--db-path",
