@@ -307,29 +307,39 @@ CALL_METRICS = "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration, VSIZE 
 
 def interrupted_repeat(tmp_path: Path, *extra: str, to_file: bool = True) -> tuple[str, Path]:
     """A --repeat profile of glxgears' Pixels Drawn (and `extra` selections; its tables to
-    out.tsv, or to stdout) interrupted (SIGINT to its group) once stderr says run 3 is
-    done; returns (stderr, its store)."""
-    stores = tmp_path / "stores"
+    out.tsv, or to stdout) interrupted (SIGINT to its group) once its checkpoint says 3
+    runs are done; returns (stderr, its store)."""
+    import json
+
+    stores, err = tmp_path / "stores", tmp_path / "stderr"
     stores.mkdir()
     args = ["--pframes", "opengl: Pixels Drawn", *extra, "--repeat", str(REPEAT), "--stats"]
     out: list[str | Path] = ["-o", tmp_path / "out.tsv"] if to_file else []
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "retrace", *args, "--store-dir", stores, *out, GEARS],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if f"(run 3 of {REPEAT}) done" in line:
-                break
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 128 + signal.SIGINT and "Traceback" not in err, err
+
+    def runs_done() -> int:
+        for manifest in stores.glob("*/manifest.json"):
+            with contextlib.suppress(ValueError, OSError, KeyError):  # (not yet written)
+                return json.loads(manifest.read_text())["meta"]["progress"]["run"]
+        return 0
+
+    with err.open("w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrace", *args, "--store-dir", stores, *out, GEARS],
+            stdout=subprocess.DEVNULL, stderr=err_file, start_new_session=True,
+        )  # fmt: skip
+        try:
+            while runs_done() < 3:
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.02)
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    text = err.read_text()
+    assert proc.returncode == 128 + signal.SIGINT and "Traceback" not in text, text
     (store,) = stores.iterdir()
-    return err, store
+    return text, store
 
 
 def test_an_interrupted_repeat_writes_the_runs_it_finished(tmp_path):
