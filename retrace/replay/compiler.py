@@ -182,6 +182,19 @@ class _Call:
             finish(args, result)
 
 
+class _Scratch:
+    """The scratch memory an output of unknown size gets when its call runs (`_guard.c`):
+    one per call, as every call's scratch is the same arena."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+    def __call__(self, traced: Any) -> int:
+        return _guard.scratch(self.nbytes)
+
+
 def _flatten(values: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for v in values:
@@ -826,8 +839,9 @@ class Compiler:
             raise Unsupported(f"'{param.name}' would take {count} values")
         out: Any
         if guarded:
-            nbytes = count * element
-            before.append((index, lambda _: _guard.scratch(nbytes)))
+            if any(isinstance(convert, _Scratch) for _, convert in before):
+                raise Unsupported("two outputs of unknown size would share the scratch")
+            before.append((index, _Scratch(count * element)))
             out = None
         else:
             out = ctypes.create_string_buffer(max(count * element, 1))

@@ -21,8 +21,10 @@ def run_replay(trace: str, **options) -> None:
     import retrace.replay.contain as contain
 
     prefix = options["snapshot_prefix"]
-    pngs = prefix not in (None, "-")
-    writes = [os.path.join(os.path.abspath(os.path.dirname(prefix)), "")] if pngs else []
+    pngs = prefix not in (None, "-")  # (a file prefix: PNGs, whatever --snapshot-format)
+    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
+    # (a folder, written with its separator; a missing one fails the snapshots anyway)
+    writes = [os.path.join(folder, "")] if os.path.isdir(folder) else []
     display = options["window"]
     contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 
