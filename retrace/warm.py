@@ -45,7 +45,6 @@ class WarmWorker:
             return int(json.loads(answers[1])["status"]), err.read()
 
     def close(self) -> None:
-        """End the worker (at the end of its input)."""
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._process.wait()
+        """End the worker (at the end of its input), its pipes closed."""
+        with self._process:  # closes its output and input, then waits for it
+            pass
