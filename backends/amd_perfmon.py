@@ -73,11 +73,11 @@ GL_PERCENTAGE_AMD = 0x8BC3
 GL_PERFMON_RESULT_AVAILABLE_AMD = 0x8BC4
 GL_PERFMON_RESULT_AMD = 0x8BC6
 
-_TYPES = {  # GL type -> (struct format, numeric type, kind, unit, name)
-    GL_UNSIGNED_INT: ("I", NumType.UINT, Kind.GENERIC, "", "unsigned int"),
-    GL_UNSIGNED_INT64_AMD: ("Q", NumType.UINT64, Kind.GENERIC, "", "unsigned int64"),
-    GL_FLOAT: ("f", NumType.FLOAT, Kind.GENERIC, "", "float"),
-    GL_PERCENTAGE_AMD: ("f", NumType.FLOAT, Kind.PERCENT, "%", "percentage"),
+_TYPES = {  # GL type -> (numeric type, kind, unit, name)
+    GL_UNSIGNED_INT: (NumType.UINT, Kind.GENERIC, "", "unsigned int"),
+    GL_UNSIGNED_INT64_AMD: (NumType.UINT64, Kind.GENERIC, "", "unsigned int64"),
+    GL_FLOAT: (NumType.FLOAT, Kind.GENERIC, "", "float"),
+    GL_PERCENTAGE_AMD: (NumType.FLOAT, Kind.PERCENT, "%", "percentage"),
 }
 _PAIR = struct.Struct("<II")
 _MONITOR_BATCH = 16
@@ -243,7 +243,8 @@ class AmdPerfMonitorBackend(CounterSessionBackend):
                 gl.GetPerfMonitorCounterInfoAMD(
                     group, counter, GL_COUNTER_TYPE_AMD, ctypes.byref(gl_type)
                 )
-                fmt, num, kind, unit, type_name = _TYPES.get(gl_type.value, _TYPES[GL_UNSIGNED_INT])
+                num, kind, unit, type_name = _TYPES.get(gl_type.value, _TYPES[GL_UNSIGNED_INT])
+                fmt = num.code
                 bounds = ctypes.create_string_buffer(16)
                 gl.GetPerfMonitorCounterInfoAMD(group, counter, GL_COUNTER_RANGE_AMD, bounds)
                 low, high = struct.unpack_from(f"<2{fmt}", bounds)

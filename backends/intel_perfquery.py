@@ -76,12 +76,12 @@ GL_PERFQUERY_COUNTER_DESC_LENGTH_MAX_INTEL = 0x94FF
 # the spec's implementation-dependent minimums, where glGetIntegerv does not answer
 NAME_LENGTH, DESCRIPTION_LENGTH = 256, 1024
 
-_DATA_TYPES = {  # counter data type -> (struct format, numeric type)
-    GL_PERFQUERY_COUNTER_DATA_UINT32_INTEL: ("I", NumType.UINT),
-    GL_PERFQUERY_COUNTER_DATA_UINT64_INTEL: ("Q", NumType.UINT64),
-    GL_PERFQUERY_COUNTER_DATA_FLOAT_INTEL: ("f", NumType.FLOAT),
-    GL_PERFQUERY_COUNTER_DATA_DOUBLE_INTEL: ("d", NumType.DOUBLE),
-    GL_PERFQUERY_COUNTER_DATA_BOOL32_INTEL: ("I", NumType.BOOL),
+_DATA_TYPES = {  # counter data type -> numeric type (whose `code` is the data's format)
+    GL_PERFQUERY_COUNTER_DATA_UINT32_INTEL: NumType.UINT,
+    GL_PERFQUERY_COUNTER_DATA_UINT64_INTEL: NumType.UINT64,
+    GL_PERFQUERY_COUNTER_DATA_FLOAT_INTEL: NumType.FLOAT,
+    GL_PERFQUERY_COUNTER_DATA_DOUBLE_INTEL: NumType.DOUBLE,
+    GL_PERFQUERY_COUNTER_DATA_BOOL32_INTEL: NumType.BOOL,
 }
 _KINDS = {  # counter type -> kind, as glretrace maps them
     GL_PERFQUERY_COUNTER_EVENT_INTEL: Kind.NUM,
@@ -245,7 +245,8 @@ class IntelPerfQueryBackend(CounterSessionBackend):
                     ctypes.byref(data_type),
                     ctypes.byref(raw_max),
                 )
-                fmt, num = _DATA_TYPES.get(data_type.value, ("I", NumType.UINT))
+                num = _DATA_TYPES.get(data_type.value, NumType.UINT)
+                fmt = num.code
                 description = desc.value.decode(errors="replace")
                 if raw_max.value:
                     description += f" (at most {raw_max.value} per second)"

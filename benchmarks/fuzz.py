@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from threading import Lock, local
@@ -44,17 +45,61 @@ from fuzzing import COMMANDS, FAILURES, OUTCOMES, Harness, Seed, numbered_case  
 
 
 def apitrace_outcome(apitrace: str, command: str, path: Path, timeout: float = 60) -> str:
-    """apitrace has no error-line convention: any non-zero exit counts as a clean error."""
+    return reference_outcome([apitrace, command, str(path)], timeout=timeout)
+
+
+def reference_outcome(
+    argv: list[str], env: dict[str, str] | None = None, timeout: float = 60
+) -> str:
+    """apitrace's tools have no error-line convention: any non-zero exit counts as a clean
+    error; death by a signal (or a shell's 128 + signal) as a crash."""
     try:
         done = subprocess.run(
-            [apitrace, command, str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=timeout,
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return "hang"
-    return "ok" if done.returncode == 0 else "crash" if done.returncode < 0 else "clean error"
+    if done.returncode == 0:
+        return "ok"
+    return "crash" if done.returncode < 0 or done.returncode > 128 else "clean error"
+
+
+def run_cases(
+    cases: int, jobs: int, timeout: float, case: Callable[[Harness, int], list[tuple[str, str]]]
+) -> Counter[tuple[str, str]]:
+    """Run `case(harness, i)` for every case number on `jobs` threads, each thread with a
+    harness of its own; its (command, outcome) pairs counted."""
+    counts: Counter[tuple[str, str]] = Counter()
+    lock, mine, harnesses = Lock(), local(), []
+
+    def run(i: int) -> None:
+        if not hasattr(mine, "harness"):
+            mine.harness = Harness(timeout)
+            with lock:
+                harnesses.append(mine.harness)
+        outcomes = case(mine.harness, i)
+        with lock:
+            counts.update(outcomes)
+        if i % 500 == 0:
+            print(f"{i} of {cases}", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(run, range(cases)))
+    for harness in harnesses:
+        harness.close()
+    return counts
+
+
+def outcome_table(
+    counts: Counter[tuple[str, str]], commands: tuple[str, ...], outcomes: tuple[str, ...]
+) -> str:
+    """One row per command that ran: its cases, and how many ended in each outcome."""
+    rows = []
+    for command in commands:
+        total = sum(n for (c, _), n in counts.items() if c == command)
+        if total:
+            rows.append([command, total, *(counts[command, o] for o in outcomes)])
+    return tabulate(rows, ["command", "cases", *outcomes], tablefmt="github")
 
 
 def main() -> None:
@@ -71,21 +116,15 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-"))
     keep = options.keep or work / "kept"
     keep.mkdir(parents=True, exist_ok=True)
-    counts: Counter[tuple[str, str]] = Counter()
-    kinds: Counter[str] = Counter()
     kept: list[str] = []
-    lock, mine, harnesses = Lock(), local(), []
 
-    def run_case(i: int) -> None:
+    def run_case(harness: Harness, i: int) -> list[tuple[str, str]]:
         kind, data = numbered_case(seeds, options.seed, i)
-        if not hasattr(mine, "harness"):
-            mine.harness = Harness(options.timeout)
-            harnesses.append(mine.harness)
         path = work / f"{i}.trace"
         path.write_bytes(data)
-        outcomes = []
+        outcomes = [("damage", kind)]
         for command in ["dump", "info"] + ["replay", "profile"] * (i < options.replayed):
-            outcome, detail = mine.harness.run([*COMMANDS[command], str(path)])
+            outcome, detail = harness.run([*COMMANDS[command], str(path)])
             outcomes.append((f"retrace {command}", outcome))
             if outcome in FAILURES:
                 shutil.copy(path, keep / f"{i}-{kind}.trace")
@@ -93,24 +132,14 @@ def main() -> None:
         for command in ("dump", "info") if apitrace else ():
             outcomes.append((f"apitrace {command}", apitrace_outcome(apitrace, command, path)))
         path.unlink()
-        with lock:
-            counts.update(outcomes)
-            kinds[kind] += 1
-        if i % 500 == 0:
-            print(f"{i} of {options.cases}", file=sys.stderr, flush=True)
+        return outcomes
 
-    with ThreadPoolExecutor(options.jobs) as pool:
-        list(pool.map(run_case, range(options.cases)))
-    for harness in harnesses:
-        harness.close()
-    rows = []
-    for command in ("retrace dump", "apitrace dump", "retrace info", "apitrace info",
-                    "retrace replay", "retrace profile"):  # fmt: skip
-        total = sum(n for (c, _), n in counts.items() if c == command)
-        if total:
-            rows.append([command, total, *(counts[command, o] for o in OUTCOMES)])
-    print(tabulate(rows, ["command", "cases", *OUTCOMES], tablefmt="github"))
-    print(f"\nkinds of damage: {dict(kinds)}")
+    counts = run_cases(options.cases, options.jobs, options.timeout, run_case)
+    commands = ("retrace dump", "apitrace dump", "retrace info", "apitrace info",
+                "retrace replay", "retrace profile")  # fmt: skip
+    print(outcome_table(counts, commands, OUTCOMES))
+    kinds = {kind: n for (c, kind), n in counts.items() if c == "damage"}
+    print(f"\nkinds of damage: {kinds}")
     for line in kept:
         print(line)
     print(f"failing cases kept in {keep}")

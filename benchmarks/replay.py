@@ -8,13 +8,23 @@ first pass (parse + compile + replay) and a later pass (compiled entries
 only), with calls/s and the ratios to glretrace. glretrace needs an X display:
 the script starts Xvfb (EGL traces use eglretrace, headless). Best of --repeat
 runs. Run by hand; timing is not a test.
+
+    python benchmarks/replay.py --read-ahead [TRACE ...]
+
+shows how reading ahead (`retrace/trace/ahead.py`) works instead, no glretrace
+needed: first passes (trace cache off) with it on and off, interleaved, medians
+of --repeat: wall time, CPU of the whole process (llvmpipe's threads too), of the
+loop's thread and of the reader's, how long the loop waited for a batch and the
+reader for room to put one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -24,6 +34,7 @@ from reference import private_display, reference_replayer
 from tabulate import tabulate
 
 from retrace.replay.replayer import Replayer
+from retrace.trace import cache
 
 ROOT = Path(__file__).resolve().parent.parent
 RENDERED = re.compile(rb"Rendered (\d+) frames in ([0-9.e+-]+) secs")
@@ -49,14 +60,56 @@ def ours(trace: Path, passes: int = 3) -> tuple[float, float, int]:
         return first, later, replayer.reader.calls_read
 
 
+def first_pass(trace: Path, ahead: bool) -> list[float]:
+    """A first pass, read ahead or not: wall, process CPU, loop thread CPU, and the
+    reader's CPU, the loop's wait and the reader's (0 when not read ahead), in ms."""
+    os.environ["RETRACE_READ_AHEAD"] = "1" if ahead else "0"
+    with cache.used(False), Replayer(str(trace)) as replayer:
+        cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
+        replayer.run_pass()
+        cpu, loop, wall = (
+            time.process_time() - cpu,
+            time.thread_time() - loop,
+            time.perf_counter() - wall,
+        )
+        read = replayer.reader.read_ahead
+        timing = (read.busy, read.waited, read.stalled) if read else (0.0, 0.0, 0.0)
+    return [1e3 * x for x in (wall, cpu, loop, *timing)]
+
+
+def read_ahead_table(traces: list[Path], repeat: int) -> None:
+    rows = []
+    for trace in traces:
+        runs: dict[bool, list[list[float]]] = {True: [], False: []}
+        for i in range(repeat):
+            for ahead in (i % 2 == 0, i % 2 != 0):
+                runs[ahead].append(first_pass(trace, ahead))
+        for ahead in (True, False):
+            medians = [statistics.median(x) for x in zip(*runs[ahead], strict=True)]
+            shown = medians if ahead else medians[:3]
+            rows.append([trace.name, "on" if ahead else "off", *(f"{x:.0f}" for x in shown)])
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        tabulate(
+            rows,
+            headers=["trace", "read ahead", "wall ms", "CPU ms", "loop CPU", "reader CPU"]
+            + ["loop waited", "reader waited"],
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--read-ahead", action="store_true", help="the table above instead")
     args = parser.parse_args()
     traces = args.traces or sorted(
         p for p in (ROOT / "traces").glob("*.trace") if "piglit" not in p.name
     )
+    if args.read_ahead:
+        read_ahead_table(traces, args.repeat)
+        return
     if shutil.which("glretrace") is None:
         sys.exit("benchmarks/replay.py: needs glretrace (apt-get install apitrace)")
     rows = []

@@ -76,7 +76,7 @@ def frames_of(trace: Path) -> int:
     return int(json.loads(done.stdout)["FramesCount"])
 
 
-def trim_commands(trace: Path, frame: int, out: Path) -> dict[str, list[str]]:
+def trim_commands(trace: Path, frame: int) -> dict[str, list[str]]:
     return {
         "retrace": [sys.executable, "-m", "retrace", "trim", str(trace), "--frames", str(frame)],
         "apitrace trim": ["apitrace", "trim", f"--frames={frame}", str(trace)],
@@ -89,9 +89,13 @@ def case(trace: Path, frame: int, env: dict[str, str], folder: Path) -> dict[str
     expected = md5s(trace, str(end_call), env)
     deterministic = bool(expected) and expected == md5s(trace, str(end_call), env)
     replay_s, _ = run([sys.executable, "-m", "retrace", "replay", "-b", str(trace)], env)
-    row: dict[str, object] = {"deterministic": deterministic, "replay_s": replay_s}
+    row: dict[str, object] = {
+        "deterministic": deterministic,
+        "imaged": bool(expected),
+        "replay_s": replay_s,
+    }
     size = trace.stat().st_size
-    for name, argv in trim_commands(trace, frame, folder).items():
+    for name, argv in trim_commands(trace, frame).items():
         out = folder / f"{name.replace(' ', '-')}.trace"
         out.unlink(missing_ok=True)
         seconds, done = run([*argv, "-o", str(out)], env)
@@ -122,6 +126,7 @@ def main() -> None:
                     cells.append(f"{mark} {100 * t['size']:.1f}%" if t["size"] else "no output")
                 ratio = r["retrace"]["seconds"] / r["replay_s"]  # type: ignore[index]
                 det = "" if r["deterministic"] else " (not deterministic)"
+                det = det if r["imaged"] else " (no reference image)"
                 rows.append([f"{trace.stem} {frame}{det}", *cells, f"{ratio:.2f}"])
                 print(*rows[-1], sep="\t", file=sys.stderr)
     print(tabulate(rows, ["trace frame", *TRIMMERS, "retrace time / replay"], tablefmt="github"))

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import click
 
-from retrace.exits import ReaderGone, run_reporting
+from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -82,10 +82,13 @@ def _bare_sandbox(args: list[str]) -> list[str]:
     from retrace.replay.sandbox import MODES
 
     values = [[mode] for mode in MODES]
-    return [
-        f"{a}={MODES[0]}" if a == "--sandbox" and args[i + 1 : i + 2] not in values else a
-        for i, a in enumerate(args)
+    end = args.index("--") if "--" in args else len(args)
+    bare = [
+        i
+        for i, a in enumerate(args[:end])
+        if a == "--sandbox" and args[i + 1 : i + 2] not in values
     ]
+    return [f"{a}={MODES[0]}" if i in bare else a for i, a in enumerate(args)]
 
 
 class _Cli(click.Group):
@@ -786,4 +789,5 @@ def main(run: Callable[[], object] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
+    outlive_stderr()
     run_reporting(run or partial(cli.main, prog_name="retrace", standalone_mode=False))

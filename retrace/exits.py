@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any, TextIO
 
 import click
 
@@ -22,6 +23,41 @@ INTERNAL_ERROR = 70  # the exit status of a bug in retrace (sysexits.h's EX_SOFT
 class ReaderGone(Exception):
     """The reader of standard output went away (`| head`); raised past click, which would
     otherwise exit 1 in silence on a broken pipe."""
+
+
+class _Diagnostics:
+    """Standard error that outlives its reader (`2>&1 | head -2`): what goes there is
+    diagnostics, so once its reader has gone it goes to /dev/null and the work goes on
+    (a resumed profile's tables to its file included), as it does when interrupted."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def outlive_stderr() -> None:
+    """From here on (and in the children forked later), a closed stderr loses messages
+    only."""
+    if sys.stderr is not None and not isinstance(sys.stderr, _Diagnostics):
+        sys.stderr = _Diagnostics(sys.stderr)
 
 
 def run_reporting(run: Callable[[], object]) -> None:

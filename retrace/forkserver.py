@@ -17,7 +17,7 @@ driver and LLVM for llvmpipe, 90 ms) only if that made no thread; otherwise it c
 display again, and the runs open their own, with the driver's libraries already mapped.
 
 Protocol, over the worker's standard input and output, one JSON line each way: a request
-``{"argv": [...], "cwd": DIR, "stdout": FILE or null, "stderr": FILE}``; the answers
+``{"argv": [...], "cwd": DIR, "stdout": FILE, "stderr": FILE}``; the answers
 ``{"pid": N}`` once the run is forked, then ``{"status": S}`` (its exit status, or minus
 the signal that killed it, as `subprocess` reports them). End of input ends the worker.
 """
@@ -70,7 +70,7 @@ def _run(request: dict[str, Any], channels: tuple[int, int]) -> int:
         os.chdir(request["cwd"])
         for fd, path, flags in (
             (0, os.devnull, os.O_RDONLY),
-            (1, request["stdout"] or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+            (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
             (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         ):
             opened = os.open(path, flags, 0o644)

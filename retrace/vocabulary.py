@@ -40,6 +40,22 @@ class NumType(enum.Enum):
     def is_float(self) -> bool:
         return self in (NumType.FLOAT, NumType.DOUBLE)
 
+    @property
+    def code(self) -> str:
+        """The `struct`/`array` item code of one value of this type as GL returns it (a
+        BOOL is 32 bits, as GL's counter data holds it)."""
+        return _CODES[self]
+
+
+_CODES = {
+    NumType.UINT: "I",
+    NumType.FLOAT: "f",
+    NumType.UINT64: "Q",
+    NumType.DOUBLE: "d",
+    NumType.BOOL: "I",
+    NumType.INT64: "q",
+}
+
 
 class Kind(enum.Enum):
     """What a value means (glretrace's CNT_TYPE_*)."""

@@ -28,6 +28,7 @@ import random
 import re
 import select
 import shutil
+import struct
 import subprocess
 import sys
 import traceback
@@ -37,10 +38,11 @@ from pathlib import Path
 
 import brotli
 import zstandard
-from tracegen import wrap_snappy
+from tracegen import uint, wrap_snappy
 
 from retrace.trace.container import TraceStream
 from retrace.trace.reader import TraceReader
+from retrace.trace.reader import _uint as read_uint  # apitrace's varint
 
 # how retrace is asked to read a trace, per command
 COMMANDS: dict[str, list[str]] = {
@@ -186,6 +188,243 @@ def numbered_case(seeds: list[Seed], seed: int, number: int) -> tuple[str, bytes
     return mutate(rng.choice(seeds), rng)
 
 
+# --- numbers the driver sizes its writes by (benchmarks/fuzz_outputs.py) -----------------
+#
+# A second mutator for crafted traces: it changes only the numeric arguments of calls that
+# make the driver write into memory (an output parameter in the registry) or change how
+# much it writes (glPixelStore*) -- widths, heights, row lengths, pnames, bufSize, n --
+# and shortens arrays recorded as outputs; everything else stays a valid trace. It reads
+# the event grammar itself (apitrace's docs/FORMAT.markdown), as retrace's reader keeps no
+# byte offsets of values.
+
+
+@dataclass(frozen=True)
+class Number:
+    """One numeric value of an argument: the bytes of its tag and payload."""
+
+    start: int
+    end: int
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An array: where its length is written, and where each element starts (and ends)."""
+
+    length_at: int
+    length_end: int
+    elements: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The numbers and arrays of one event (enter or leave) of a call worth changing."""
+
+    name: str
+    issued: bool  # whether a replay issues the call (glGet* are left out)
+    numbers: tuple[Number, ...]
+    arrays: tuple[Recorded, ...]
+
+
+class _Events:
+    """Walks a version-6 event stream, keeping the signatures defined at first use."""
+
+    def __init__(self, stream: bytes) -> None:
+        self.data = stream
+        self.functions: dict[int, str] = {}
+        self.defined: set[tuple[int, int]] = set()  # (tag, id) of enums, bitmasks, structs
+        self.members: dict[int, int] = {}
+
+    def _string(self, pos: int) -> int:
+        n, pos = read_uint(self.data, pos)
+        return pos + n
+
+    def value(self, pos: int, numbers: list[Number], arrays: list[Recorded]) -> int:
+        data, start, tag = self.data, pos, self.data[pos]
+        pos += 1
+        if tag <= 2:  # null, false, true
+            return pos
+        if tag in (3, 4):  # sint, uint
+            n, pos = read_uint(data, pos)
+            numbers.append(Number(start, pos, -n if tag == 3 else n))
+            return pos
+        if tag in (5, 6):  # float, double
+            size = 4 if tag == 5 else 8
+            (x,) = struct.unpack("<f" if tag == 5 else "<d", data[pos : pos + size])
+            numbers.append(Number(start, pos + size, x))
+            return pos + size
+        if tag in (7, 8):  # string, blob
+            return self._string(pos)
+        if tag in (9, 10, 12):  # enum, bitmask, struct: a signature defined at first use
+            sig, pos = read_uint(data, pos)
+            if (tag, sig) not in self.defined:
+                self.defined.add((tag, sig))
+                pos = self._signature(tag, sig, pos)
+            if tag == 9:
+                return self.value(pos, numbers, arrays)
+            if tag == 10:
+                return read_uint(data, pos)[1]
+            for _ in range(self.members[sig]):
+                pos = self.value(pos, numbers, arrays)
+            return pos
+        if tag == 11:  # array
+            n, after = read_uint(data, pos)
+            elements, at = [], after
+            for _ in range(n):
+                elements.append(at)
+                at = self.value(at, numbers, arrays)
+            arrays.append(Recorded(pos, after, (*elements, at)))
+            return at
+        if tag == 13:  # opaque pointer
+            return read_uint(data, pos)[1]
+        if tag == 14:  # repr: human, then machine
+            return self.value(self.value(pos, [], []), numbers, arrays)
+        if tag == 15:  # wide string
+            n, pos = read_uint(data, pos)
+            for _ in range(n):
+                pos = read_uint(data, pos)[1]
+            return pos
+        raise ValueError(f"value tag {tag} at {start}")
+
+    def _signature(self, tag: int, sig: int, pos: int) -> int:
+        data = self.data
+        if tag == 12:
+            pos = self._string(pos)
+            n, pos = read_uint(data, pos)
+            self.members[sig] = n
+            for _ in range(n):
+                pos = self._string(pos)
+            return pos
+        n, pos = read_uint(data, pos)
+        for _ in range(n):
+            pos = self._string(pos)
+            pos = self.value(pos, [], []) if tag == 9 else read_uint(data, pos)[1]
+        return pos
+
+    def calls(self, start: int) -> list[tuple[str, list[Number], list[Recorded]]]:
+        """(function, numbers, arrays) of every enter and leave event from `start`."""
+        data, pos, names, out = self.data, start, [], []
+        while pos < len(data):
+            kind = data[pos]
+            pos += 1
+            if kind == 0:  # enter: thread, signature, arguments
+                pos = read_uint(data, pos)[1]
+                sig, pos = read_uint(data, pos)
+                if sig not in self.functions:
+                    name_end = self._string(pos)
+                    n, at = read_uint(data, pos)
+                    self.functions[sig] = data[at:name_end].decode()
+                    pos = name_end
+                    n, pos = read_uint(data, pos)
+                    for _ in range(n):
+                        pos = self._string(pos)
+                name = self.functions[sig]
+                names.append(name)
+            elif kind == 1:  # leave: the call's number, then its outputs and result
+                no, pos = read_uint(data, pos)
+                name = names[no] if no < len(names) else ""
+            else:
+                raise ValueError(f"event {kind} at {pos - 1}")
+            numbers: list[Number] = []
+            arrays: list[Recorded] = []
+            while True:
+                detail = data[pos]
+                pos += 1
+                if detail == 0:
+                    break
+                if detail == 1:  # an argument
+                    pos = read_uint(data, pos)[1]
+                    pos = self.value(pos, numbers, arrays)
+                elif detail == 2:  # the result: not an argument
+                    pos = self.value(pos, [], [])
+                elif detail in (3, 5):  # thread, flags
+                    pos = read_uint(data, pos)[1]
+                else:
+                    raise ValueError(f"call detail {detail} at {pos - 1} (a backtrace)")
+            out.append((name, numbers, arrays))
+        return out
+
+
+_PIXEL_STORE = re.compile(r"glPixelStore[if]$")
+
+
+def output_targets(seed: Seed) -> tuple[Target, ...]:
+    """The events of a seed's calls that write through an output or set pixel-store state."""
+    from retrace.gl.registry import load_registry
+    from retrace.replay.effects import has_side_effects
+
+    commands = load_registry("gl").commands
+    targets = []
+    for name, numbers, arrays in _Events(seed.stream).calls(seed.events[0]):
+        command = commands.get(name)
+        writes = command is not None and any(p.output for p in command.params)
+        if (writes or _PIXEL_STORE.match(name)) and (numbers or arrays):
+            issued = has_side_effects(name, command)
+            targets.append(Target(name, issued, tuple(numbers), tuple(arrays)))
+    return tuple(targets)
+
+
+# numbers that size what the driver writes: pack state, pnames of many values, formats,
+# types and targets of the biggest pixels, and edges
+_INTERESTING = (
+    *(0x0D02, 0x0D03, 0x0D04, 0x0D05, 0x806B, 0x806C, 0x912B, 0x912C, 0x912D, 0x912E),
+    *(0x86A3, 0x0BA6, 0x0BA2, 0x8DF8, 0x87FF, 0x0B12),  # glGet*: arrays of values
+    *(0x1908, 0x8D99, 0x1406, 0x8DAD, 0x1A00, 0x1901, 0x84F9),  # RGBA, floats, bitmaps
+    *(0x806F, 0x8C1A, 0x8513, 0x8515, 0x9009, 0x0DE0, 0x8C18),  # texture targets
+    *(0, 1, -1, 2, 3, 7, 8, 13, 255, 4096, 65535, 65536, 1 << 20, (1 << 31) - 1, -(1 << 31)),
+)
+
+
+def _number(old: int | float, rng: random.Random) -> bytes:
+    """A new tagged number in place of `old`: an interesting one, a neighbour, a multiple."""
+    if isinstance(old, float):
+        x = rng.choice((0.0, 1.0, -1.0, 3.0, 4096.0, 1e9, old * 2, old + 1))
+        return b"\x05" + struct.pack("<f", x)
+    v = rng.choice(
+        (
+            rng.choice(_INTERESTING),
+            old + rng.choice((-1, 1)),
+            old * rng.choice((2, 16, 1000)),
+            rng.randrange(1 << 32),
+        )
+    )
+    return b"\x03" + uint(-v) if v < 0 else b"\x04" + uint(v)
+
+
+def mutate_outputs(seed: Seed, targets: tuple[Target, ...], rng: random.Random) -> bytes:
+    """1-3 changes to numbers or recorded arrays of the targets (mostly of calls a replay
+    issues), wrapped in a valid container."""
+    issued = [t for t in targets if t.issued] or list(targets)
+    edits: dict[int, tuple[int, bytes]] = {}  # start -> (end, replacement)
+    for _ in range(rng.randint(1, 3)):
+        target = rng.choice(issued if rng.random() < 0.85 else targets)
+        arrays = [a for a in target.arrays if len(a.elements) > 1]
+        if arrays and (not target.numbers or rng.random() < 0.3):
+            array = rng.choice(arrays)  # shortened: fewer values than the call wrote
+            keep = rng.randrange(len(array.elements) - 1)
+            edits[array.length_at] = (array.length_end, uint(keep))
+            edits[array.elements[keep]] = (array.elements[-1], b"")
+        elif target.numbers:
+            number = rng.choice(target.numbers)
+            edits[number.start] = (number.end, _number(number.value, rng))
+    out, last = bytearray(seed.stream), len(seed.stream)
+    for start in sorted(edits, reverse=True):  # from the end: offsets before stay valid
+        end, replacement = edits[start]
+        if end <= last:  # (an edit inside one made already is dropped)
+            out[start:end] = replacement
+            last = start
+    return wrap_snappy(bytes(out), 1 << 20)
+
+
+def numbered_output_case(
+    seeds: list[tuple[Seed, tuple[Target, ...]]], seed: int, number: int
+) -> tuple[str, bytes]:
+    """Case `number` of a run seeded with `seed`: (the seed trace's name, the file)."""
+    rng = random.Random(f"outputs-{seed}-{number}")
+    trace, targets = rng.choice(seeds)
+    return trace.name, mutate_outputs(trace, targets, rng)
+
+
 # --- running retrace ---------------------------------------------------------------------
 
 
@@ -203,6 +442,16 @@ def classify(code: int, stderr: str) -> str:
         if line.startswith("retrace: ") and not line.startswith("retrace: warning: ")
     ]
     return "clean error" if errors == lines[-1:] else "traceback"
+
+
+def replay_outcome(harness: Harness, path: Path) -> tuple[str, str]:
+    """retrace's outcome, telling its own out-of-bounds writes and driver crashes apart."""
+    outcome, detail = harness.run([*COMMANDS["replay"], str(path)])
+    if outcome == "clean error" and "retrace's own error" in detail:
+        return "out-of-bounds write", detail
+    if outcome == "clean error" and "driver crashed" in detail:
+        return "driver crash", detail
+    return outcome, detail
 
 
 def crash_site(argv: list[str]) -> str:

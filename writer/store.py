@@ -300,6 +300,16 @@ class Column:
         out.flags.writeable = False
         return out
 
+    def read_list(self, start: int, stop: int) -> list[Any]:
+        """Rows [start, stop) (clipped to the length) as a list, their pages then dropped
+        from RSS as `read` does (no numpy: for writers of text)."""
+        self._check_open()
+        stop = min(stop, self._len)
+        start = min(max(start, 0), stop)
+        rows: list[Any] = self._items[start:stop].tolist()
+        self._drop(start, stop)
+        return rows
+
     def read(self, start: int, stop: int) -> np.ndarray:
         """A copy of rows [start, stop) (clipped to the length), then drops their pages from RSS.
 
@@ -313,11 +323,15 @@ class Column:
         start = min(max(start, 0), stop)
         size = self._itemsize
         out = np.frombuffer(self._bytes[start * size : stop * size], self.typestr).copy()
+        self._drop(start, stop)
+        return out
+
+    def _drop(self, start: int, stop: int) -> None:
+        """Drop the whole pages of rows [start, stop) from RSS (the page cache keeps them)."""
         lo = _page_ceil(start * self._itemsize)
         hi = _page_floor(stop * self._itemsize)
         if self._mm is not None and hi > lo:
             self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        return out
 
     def recover(self, length: int) -> None:
         """Count as written the rows up to `length` that a writer which died wrote after the

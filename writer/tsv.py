@@ -28,17 +28,18 @@ with 2 metrics from store columns, 8 s, VmRSS +6 MB). Unlike glretrace's
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from retrace.vocabulary import Boundary, Metric
-from retrace.writer.store import Column, missing_mask
+from retrace.writer.store import Column, missing_value
 
 if TYPE_CHECKING:  # numpy is imported where tables are written, not where they are defined
     import numpy as np
 
-Values: TypeAlias = "Column | np.ndarray"
+Values: TypeAlias = "Column | np.ndarray | array[int]"  # (an `array`: an empty column)
 
 TABLE_ORDER = (Boundary.FRAME, Boundary.CALL, Boundary.DRAWCALL)
 CALL_HEADER = "#\tcall no\tprogram\tname"
@@ -59,6 +60,22 @@ def runs_folder(tables: str) -> str:
 
 def _length(values: Values | None) -> int:
     return 0 if values is None else len(values)
+
+
+def _row_list(values: Values, start: int, stop: int) -> tuple[list, bool, object]:
+    """Rows [start, stop) of a column or array as a list, whether they are floats, and the
+    value that stands for a missing one (NaN: compared as such). Without numpy for store
+    columns: the TSV tables are written without importing it."""
+    if isinstance(values, Column):
+        return values.read_list(start, stop), values.format in "fd", values.missing
+    if isinstance(values, array):
+        return values[start:stop].tolist(), values.typecode in "fd", None
+    block = values[start:stop]
+    kind = block.dtype.kind
+    if kind == "b":
+        return [int(v) for v in block.tolist()], False, None
+    rows: list = block.tolist()
+    return rows, kind == "f", missing_value(block.dtype) if kind in "iuf" else None
 
 
 def read_rows(values: Values, start: int, stop: int) -> np.ndarray:
@@ -154,7 +171,7 @@ class MetricWriter:
         rows = table.rows or 0
         if not is_frames:
             assert table.frame_of_event is not None  # call tables have it (__post_init__)
-            first = int(read_rows(table.frame_of_event, 0, 1)[0]) if rows else table.frames_ended
+            first = int(_row_list(table.frame_of_event, 0, 1)[0][0]) if rows else table.frames_ended
             self.stream.write("frame_end\n" * first)
         for start in range(0, rows, self.block_rows):
             stop = min(start + self.block_rows, rows)
@@ -166,29 +183,32 @@ class MetricWriter:
 
     def _cells(self, table: Table, start: int, stop: int) -> list[list[str]]:
         """The value cells of rows [start, stop), one list of strings per metric."""
-        import numpy as np
-
         out = []
         for i, (metric, values) in enumerate(zip(table.metrics, table.values, strict=True)):
-            block = read_rows(values, start, stop)
-            if block.dtype.kind == "b":
-                block = block.astype(np.uint8)
-            missing = missing_mask(block)
-            if metric.num_type.is_float:
-                cells = list(map(_G, block.tolist()))
-            elif block.dtype.kind == "f":
-                cells = list(map(_D, np.where(missing, 0, block).tolist()))
+            block, floats, missing = _row_list(values, start, stop)
+            if floats:  # missing: NaN, the one value unequal to itself
+                gone = [j for j, v in enumerate(block) if v != v]
+            elif missing is not None:
+                gone = [j for j, v in enumerate(block) if v == missing]
             else:
-                cells = list(map(str, block.tolist()))
-            for j in np.flatnonzero(missing).tolist():
+                gone = []
+            if metric.num_type.is_float:
+                cells = list(map(_G, block))
+            elif floats:
+                for j in gone:
+                    block[j] = 0
+                cells = list(map(_D, block))
+            else:
+                cells = list(map(str, block))
+            for j in gone:
                 cells[j] = "-"
             cells.extend(["-"] * (stop - start - len(cells)))
             errors = table.errors[i] if table.errors is not None else None
             if errors is not None:
-                codes = read_rows(errors, start, stop)
-                codes = np.where(missing_mask(codes), 0, codes)
-                for j in np.flatnonzero(codes).tolist():
-                    cells[j] = f"#ERR{int(codes[j])}"
+                codes, _, no_code = _row_list(errors, start, stop)
+                for j, code in enumerate(codes):
+                    if code and code != no_code:
+                        cells[j] = f"#ERR{int(code)}"
             out.append(cells)
         return out
 
@@ -197,27 +217,27 @@ class MetricWriter:
         return list(map("\t".join, zip(tags, *self._cells(table, start, stop), strict=True)))
 
     def _call_lines(self, table: Table, start: int, stop: int) -> list[str]:
-        import numpy as np
-
         assert table.call_nos is not None and table.programs is not None
         assert table.names is not None and table.frame_of_event is not None
         count = stop - start
-        nos = map(str, read_rows(table.call_nos, start, stop).tolist())
-        programs = map(str, read_rows(table.programs, start, stop).tolist())
-        names = map(table.name_table.__getitem__, read_rows(table.names, start, stop).tolist())
+        nos = map(str, _row_list(table.call_nos, start, stop)[0])
+        programs = map(str, _row_list(table.programs, start, stop)[0])
+        names = map(table.name_table.__getitem__, _row_list(table.names, start, stop)[0])
         cells = self._cells(table, start, stop)
         tags = ["call"] * count
         lines = list(map("\t".join, zip(tags, nos, programs, names, *cells, strict=True)))
         # frame_end rows: after event i, one per frame that ends before event i+1.
         if stop < (table.rows or 0):
-            frames = read_rows(table.frame_of_event, start, stop + 1).astype(np.int64)
+            frames = _row_list(table.frame_of_event, start, stop + 1)[0]
         else:  # the table's last block: the frames that end after the last event
-            frames = np.append(read_rows(table.frame_of_event, start, stop), table.frames_ended)
-        ends = np.diff(frames)
-        if (ends < 0).any():
-            raise ValueError("frame_of_event must be non-decreasing and within frames_ended")
-        for j in np.flatnonzero(ends).tolist():
-            lines[j] += "\nframe_end" * int(ends[j])
+            frames = [*_row_list(table.frame_of_event, start, stop)[0], table.frames_ended]
+        for j, (frame, after) in enumerate(zip(frames, frames[1:], strict=False)):
+            if after != frame:
+                if after < frame:
+                    raise ValueError(
+                        "frame_of_event must be non-decreasing and within frames_ended"
+                    )
+                lines[j] += "\nframe_end" * int(after - frame)
         return lines
 
 

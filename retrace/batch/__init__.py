@@ -17,6 +17,12 @@ merge`. `corpus.py` compares two builds trace by trace with `retrace diff`'s
 own statistics (`retrace.compare.diff`), and `junit.py` writes both the batch
 and the comparison as JUnit XML for CI.
 
-DuckDB and Ray are the optional extra ``farm``; each is imported only inside
-the feature that needs it, so `retrace` itself starts without them.
+A Mesa traces description file (``traces-*.yml``) is a manifest too:
+`ci/` plans its traces for one device as jobs whose run 0 also checks the
+last frame's checksum as piglit's replayer does (`lastframe.py`), and writes
+piglit's results.json.bz2 from the database.
+
+DuckDB and Ray are the optional extra ``farm``, ruamel.yaml the extra ``ci``;
+each is imported only inside the feature that needs it, so `retrace` itself
+starts without them.
 """

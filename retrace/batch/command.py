@@ -79,13 +79,18 @@ def batch() -> None:
     help="Run only shard I of N (default: from CI_NODE_INDEX/CI_NODE_TOTAL or "
     "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
 )
+@click.option(
+    "--warm/--no-warm",
+    default=True,
+    show_default=True,
+    help="Fork local jobs from a worker that started once per environment, or start each afresh.",
+)
 @click.option("--rerun", is_flag=True, help="Run every job, even those the database has.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write the jobs as JUnit XML.")
 @click.option(
     "--device",
     metavar="NAME",
-    help="A traces description file (.yml): the device to run it for "
-    "[PIGLIT_REPLAY_DEVICE_NAME].",
+    help="A traces description file (.yml): the device to run it for [PIGLIT_REPLAY_DEVICE_NAME].",
 )
 @click.option(
     "--db-path",
@@ -125,6 +130,7 @@ def run(
     ray_address: str | None,
     jobs: int,
     shard: str | None,
+    warm: bool,
     rerun: bool,
     junit: str | None,
     update_checksums: bool,
@@ -165,7 +171,7 @@ def run(
     tally = schedule.Tally(len(todo))
     stopped = None
     with database.connect(db) as con:
-        executor = RayExecutor(ray_address) if ray_address else LocalExecutor(jobs)
+        executor = RayExecutor(ray_address) if ray_address else LocalExecutor(jobs, warm)
         progress = _Progress(len(todo))
         try:
             with _signals_as_interrupts():

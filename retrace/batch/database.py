@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrace.batch.job import FINISHED, SKIP, Job, Outcome, first_line
+from retrace.compare.load import (
+    TABLE_NAMES as _TABLE_NAMES,  # the tables named as compare shows them
+)
 from retrace.errors import RetraceError, UsageError
 from retrace.vocabulary import Boundary
 
@@ -45,7 +48,6 @@ if TYPE_CHECKING:
 
     from retrace.compare.load import Run
 
-_TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 _BOUNDARIES = {name: boundary for boundary, name in _TABLE_NAMES.items()}
 _DEPARTED = "retrace: warning: the replay departed from the trace: "
 

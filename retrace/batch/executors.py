@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from retrace.batch.job import FAILED, Job, Outcome, first_line, run_job, stop_children
 from retrace.errors import RetraceError
+from retrace.warm import WarmWorkers
 
 
 class Executor(Protocol):
@@ -40,18 +41,20 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Jobs in child processes of this machine, `jobs` at a time."""
+    """Jobs in child processes of this machine, `jobs` at a time; with `warm`, forked from
+    warm workers (`retrace.warm`: start-up paid once per environment and thread)."""
 
-    def __init__(self, jobs: int = 1) -> None:
+    def __init__(self, jobs: int = 1, warm: bool = True) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
         self._running: dict[concurrent.futures.Future[Outcome], Job] = {}
+        self._workers = WarmWorkers() if warm else None
 
     @property
     def pending(self) -> int:
         return len(self._running)
 
     def submit(self, job: Job) -> None:
-        self._running[self._pool.submit(run_job, job)] = job
+        self._running[self._pool.submit(run_job, job, self._workers)] = job
 
     def next_done(self) -> tuple[Job, Outcome]:
         done, _ = concurrent.futures.wait(
@@ -65,6 +68,8 @@ class LocalExecutor:
             future.cancel()
         stop_children()  # an interrupted batch ends its profiles now, not when they finish
         self._pool.shutdown(wait=True)
+        if self._workers is not None:
+            self._workers.close()
 
 
 class RayExecutor:

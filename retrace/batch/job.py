@@ -1,6 +1,7 @@
 """One job of a batch: one profile run of one trace, isolated in a child process.
 
-A job is a `python -m retrace profile` of its own, as a user would run it, so
+A job is a `python -m retrace profile` of its own, as a user would run it (or,
+locally, the same forked from a warm worker of its environment: `retrace.warm`), so
 a driver that crashes or hangs takes down only that job: retrace's child
 already names the crashing call on stderr (`retrace: error: driver crashed
 (SIGSEGV) at call 34 glDrawArrays(...)`), and that line becomes the job's
@@ -29,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrace.errors import RetraceError
 from retrace.profile.metadata import TraceFile, trace_file
+from retrace.warm import WarmRun, WarmWorkers
 
 if TYPE_CHECKING:
     from retrace.batch.lastframe import LastFrame
@@ -45,7 +48,7 @@ SKIP = "skip"  # not run, by the plan: a label, another device, another replayer
 FINISHED = (OK, MISMATCH)
 
 # The profiles this process runs now (from the local executor's threads).
-_CHILDREN: set[subprocess.Popen[str]] = set()
+_CHILDREN: set[subprocess.Popen[str] | WarmRun] = set()
 _LOCK = threading.Lock()  # what a resumed batch does not run again: retrying cannot change it
 
 
@@ -134,8 +137,9 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def run_job(job: Job) -> Outcome:
-    """Profile `job` in a child process (and, where MD5s are expected, replay for them)."""
+def run_job(job: Job, workers: WarmWorkers | None = None) -> Outcome:
+    """Profile `job` in a child process (and, where MD5s are expected, replay for them);
+    with `workers`, forked from the warm worker of the job's environment."""
     started = time.time()
     host = socket.gethostname()
     try:
@@ -149,35 +153,47 @@ def run_job(job: Job) -> Outcome:
         return Outcome(FAILED, reason, started=started, host=host)
     with tempfile.TemporaryDirectory(prefix="retrace-job-") as scratch:
         out = Path(scratch) / "profile.tsv"
-        command = [sys.executable, "-m", "retrace", "profile", "--quiet", *job.sandbox_args()]
-        command += job.profile_args()
-        outcome = _child([*command, "-o", str(out), job.trace.path], job)
+        command = ["profile", "--quiet", *job.sandbox_args(), *job.profile_args()]
+        outcome = _child([*command, "-o", str(out), job.trace.path], job, workers)
         outcome.started, outcome.host = started, host
         outcome.tsv = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
         beside = Path(f"{out}.json")
         outcome.metadata = beside.read_text(encoding="utf-8") if beside.exists() else None
     if outcome.status == OK and job.expect.md5 and job.run == 0:  # one replay per trace
-        _check_md5(job, outcome)
+        _check_md5(job, outcome, workers)
     if outcome.status == OK and job.last_frame is not None and job.run == 0:
-        _check_last_frame(job, outcome)
+        _check_last_frame(job, outcome, workers)
     outcome.wall_s = time.time() - started
     return outcome
 
 
-def _child(command: list[str], job: Job) -> Outcome:
-    """Run `command` under the job's environment and timeout; its status and stderr."""
+def _start(
+    args: list[str], env: dict[str, str], workers: WarmWorkers | None
+) -> subprocess.Popen[str] | WarmRun:
+    """`retrace ARGS` under `env`: forked from the warm worker of `env` where there is one
+    (a worker that cannot start or died: a process of its own), else a process of its own."""
+    if workers is not None:
+        try:
+            return workers.get(env).start(args)
+        except RetraceError:
+            pass
+    return subprocess.Popen(
+        [sys.executable, "-m", "retrace", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+
+
+def _child(args: list[str], job: Job, workers: WarmWorkers | None) -> Outcome:
+    """Run `retrace ARGS` under the job's environment and timeout; its status and stderr."""
     try:
-        child = subprocess.Popen(
-            command,
-            env={**os.environ, **dict(job.env)},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-        )
+        child = _start(args, {**os.environ, **dict(job.env)}, workers)
     except OSError as exc:
-        return Outcome(FAILED, f"cannot start {command[0]}: {exc.strerror or exc}")
+        return Outcome(FAILED, f"cannot start {sys.executable}: {exc.strerror or exc}")
     with _LOCK:
         _CHILDREN.add(child)
     try:
@@ -213,7 +229,7 @@ def stop_children() -> None:
             child.terminate()
 
 
-def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
+def _stop(child: subprocess.Popen[str] | WarmRun) -> tuple[str, str]:
     """SIGTERM the child (retrace writes what it measured, and its replay child, which dies
     with it, ends too); SIGKILL if it lingers past `_GRACE` s. What it printed."""
     child.terminate()
@@ -224,7 +240,7 @@ def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
         return child.communicate()
 
 
-def _check_last_frame(job: Job, outcome: Outcome) -> None:
+def _check_last_frame(job: Job, outcome: Outcome, workers: WarmWorkers | None) -> None:
     """Snapshot the last frame-ending call as piglit's replayer does, and compare its checksum
     with the one expected (`retrace.batch.lastframe`)."""
     from retrace.batch.lastframe import judge, last_frame_call
@@ -242,8 +258,8 @@ def _check_last_frame(job: Job, outcome: Outcome) -> None:
     name = Path(job.name).name
     with tempfile.TemporaryDirectory(prefix="retrace-frame-") as scratch:
         prefix = f"{scratch}/{name}-"
-        command = [sys.executable, "-m", "retrace", "replay", "--snapshot", str(call_no)]
-        replay = _child([*command, "--snapshot-prefix", prefix, job.trace.path], job)
+        command = ["replay", "--snapshot", str(call_no)]
+        replay = _child([*command, "--snapshot-prefix", prefix, job.trace.path], job, workers)
         shot = Path(f"{prefix}{call_no:010d}.png")
         if replay.status != OK or not shot.exists():
             outcome.status = replay.status if replay.status != OK else FAILED
@@ -257,10 +273,10 @@ def _check_last_frame(job: Job, outcome: Outcome) -> None:
         outcome.reason = f"checksum {frame.checksum}, expected {expected or 'none given'}"
 
 
-def _check_md5(job: Job, outcome: Outcome) -> None:
+def _check_md5(job: Job, outcome: Outcome, workers: WarmWorkers | None) -> None:
     """Replay for the frames' MD5s and compare them with the manifest's."""
-    command = [sys.executable, "-m", "retrace", "replay", "-s", "-", "--snapshot-format=MD5"]
-    replay = _child([*command, *job.sandbox_args(), job.trace.path], job)
+    command = ["replay", "-s", "-", "--snapshot-format=MD5"]
+    replay = _child([*command, *job.sandbox_args(), job.trace.path], job, workers)
     if replay.status != OK:
         outcome.status, outcome.reason = replay.status, f"MD5 replay: {replay.reason}"
         return

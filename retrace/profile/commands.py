@@ -219,15 +219,21 @@ def resume_profile(
     job.check_trace(path)
     if output:
         job = replace(job, output=os.path.abspath(output))
-    _measure_and_write(job, chosen, path, keep_store, progress)
+    _measure_and_write(job, chosen, path, keep_store, progress, resumed=True)
 
 
 def _measure_and_write(
-    job: Job, chosen: outputs.Outputs, path: str, keep_store: bool, progress: IO[str] | None
+    job: Job,
+    chosen: outputs.Outputs,
+    path: str,
+    keep_store: bool,
+    progress: IO[str] | None,
+    resumed: bool = False,
 ) -> None:
     """Measure (`measure`), write the tables, then the `Rendered` line and the replay's
     warnings; raise the replay's error if it had one."""
-    finish = measure(job, path, keep_store, progress, partial(_write_tables, job=job))
+    write = partial(_write_tables, job=job)
+    finish = measure(job, path, keep_store, progress, write, resumed=resumed)
     if job.output is None or progress is not None:  # --quiet -o: nothing on stdout
         print(finish["summary"], file=outputs.summary_stream(chosen, job))
     for line in finish["warnings"]:
@@ -246,6 +252,7 @@ def measure(
     progress: IO[str] | None,
     deliver: Callable[[Profile, Store], None],
     errors_to: str | None = None,
+    resumed: bool = False,
 ) -> dict[str, Any]:
     """Measure in a child (`_measure`) into the store at `path`, then hand what was
     measured to `deliver` (which writes the tables, or reads them into arrays); returns
@@ -255,6 +262,9 @@ def measure(
     what is missing and how to resume. Driver crash: what was measured up to the crash is
     delivered, and the error names the call that crashed. An error the child reported:
     its exit status (SystemExit; the message is on stderr, or in the file `errors_to`).
+    The reader of the tables gone (`| head`): an interruption too, after which the store
+    goes unless it is kept or `resumed` (a store the user named stays until its tables
+    are written).
     """
     live = Live()
     with _exclusive(path):
@@ -275,7 +285,11 @@ def measure(
             store.keep = keep_store or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
         assert state is not None  # a child that ended well checkpointed at least once
-        deliver(Profile.from_json(state["profile"], store), store)
+        try:
+            deliver(Profile.from_json(state["profile"], store), store)
+        except BrokenPipeError:
+            store.keep = keep_store or resumed
+            raise
         store.keep = keep_store
         return dict(store.meta["finish"])
     finally:
@@ -311,6 +325,7 @@ def _deliver_what_is_kept(
 ) -> None:
     """After a signal: the tables of what was measured, then the error that says what
     happened (and, where measuring again can help, how to resume)."""
+    from retrace.profile.repeats import combine_runs_done
     from retrace.profile.results import Profile
 
     state = store.meta.get("progress")
@@ -320,11 +335,23 @@ def _deliver_what_is_kept(
     partial = state is not None and (ending.crashed or not complete) and live.pass_index >= 0
     if state is not None and partial:
         _recover(store, state, live)
+    runs_done, held = 0, ""
     if state is not None and (complete or partial):
-        deliver(Profile.from_json(state["profile"], store), store)
+        profile = Profile.from_json(state["profile"], store)
+        if complete:  # the runs of the pass interrupted, as a table of their own
+            options = job.options
+            runs_done = combine_runs_done(
+                profile, store, state, options.repeat, options.warmup_runs, options.stats
+            )
+        elif profile.loops:  # the tables hold the loops measured, not '-' for the rest
+            asked = f"of {profile.loops}" if profile.loops > 0 else "looping until interrupted"
+            profile.loops = profile.loops_measured(store)
+            held = f"the tables hold the {profile.loops} loops measured ({asked})"
+        deliver(profile, store)
     resume = f"resume with: retrace profile --resume {store.path}"
     if ending.interrupted:
-        missing = _missing(state, job.options.warmup_runs + job.options.repeat, live.frames)
+        runs = job.options.warmup_runs + job.options.repeat
+        missing = held or _missing(state, runs, live.frames, runs_done)
         name = contain.signal_name(ending.interrupted)
         raise Interrupted(ending.interrupted, f"interrupted by {name}: {missing}; {resume}")
     message = contain.crash_message(ending, job.trace)
@@ -374,8 +401,9 @@ def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
         profile["names"] = names + ["?"] * (known - len(names))  # if a table did not fit
 
 
-def _missing(state: dict[str, Any] | None, runs: int, frames: int) -> str:
-    """What an interrupted run lacks, in words; `frames`: those the run had ended."""
+def _missing(state: dict[str, Any] | None, runs: int, frames: int, runs_done: int = 0) -> str:
+    """What an interrupted run lacks, in words; `frames`: those the run had ended;
+    `runs_done`: the measured runs of the pass interrupted that its columns combine."""
     if state is None or state["expected"] is None:
         if frames <= 0:
             return "the first pass had not completed: nothing is measured yet"
@@ -385,6 +413,8 @@ def _missing(state: dict[str, Any] | None, runs: int, frames: int) -> str:
     have = f"{complete} of {passes} complete"
     if run:
         have += f", pass {done + 1} has {run} of its {runs} replays"
+    if runs_done:
+        have += f" (its columns hold the median of the {runs_done} measured)"
     return f"{have}; the cells of the rest read '-'"
 
 

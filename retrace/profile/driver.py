@@ -20,6 +20,7 @@ frame end the child publishes its progress to the parent; see `checkpoint.py`.
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections.abc import Callable
 from typing import IO, Any
@@ -27,7 +28,7 @@ from typing import IO, Any
 import retrace.replay.contain as contain
 from retrace.backends.base import MetricBackend
 from retrace.backends.registry import load_backends
-from retrace.errors import RetraceError
+from retrace.errors import RetraceError, UsageError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
@@ -35,15 +36,15 @@ from retrace.profile.loops import looped_frames
 from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
-from retrace.profile.repeats import Key, Repeats
-from retrace.profile.results import Profile, column_key
+from retrace.profile.repeats import Key, Repeats, store_column
+from retrace.profile.results import Profile
 from retrace.profile.rows import EventRows
 from retrace.profile.window import calls_span, last_call, nothing_selected
 from retrace.replay.fidelity import Fidelity
 from retrace.replay.replayer import LOOP_CAVEAT, Replayer, ReplayListener, rendered
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, Metric
-from retrace.writer.store import FLOAT64, INT64, Column, Store
+from retrace.writer.store import Column, Store
 from retrace.writer.tsv import Table
 
 __all__ = ["PassPlan", "ProfileError", "Profiler"]
@@ -183,6 +184,12 @@ class Profiler(ReplayListener):
         planned = planner.plan(self.options.selections, self.backends_now())
         self._planned = True
         self.profile.metrics, self.plan = planned.metrics, planned.passes
+        loop = self.options.loop
+        if loop is not None and loop < 0 and len(self.plan) > 1:
+            raise UsageError(
+                f"--loop without a count loops until interrupted, but the selection takes "
+                f"{len(self.plan)} passes: the later ones would never run (give --loop=N)"
+            )
         self._rows.plan(list(self.profile.metrics))
         if self._saved is not None:
             self._restore_columns(self._saved)
@@ -197,8 +204,7 @@ class Profiler(ReplayListener):
         ]
 
     def _column(self, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
-        dtype = FLOAT64 if metric.num_type.is_float or suffix else INT64
-        return self.store.column(column_key(metric, boundary, suffix), dtype)
+        return store_column(self.store, metric, boundary, suffix)
 
     def _start_pass(self) -> None:
         """At the pass's first current context: begin its backend's pass and measure."""
@@ -285,7 +291,7 @@ class Profiler(ReplayListener):
                 if i == unmeasured - 1:
                     meter.loops_from(meter.counts[Boundary.FRAME] + per_loop - 1)
                 program.run(start, stop)
-            for _ in range(loops):
+            for _ in range(loops) if loops >= 0 else itertools.count():  # (< 0: until stopped)
                 program.run(start, stop)
         finally:
             program.bracket()  # (callbacks the loops were measured with)

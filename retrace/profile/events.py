@@ -56,8 +56,7 @@ class PassPlan:
 
 def event_counts(program: Program, end: int | None = None, start: int = 0) -> tuple[int, int]:
     """(call events, draw events) among the ops [start, end) (to the last when None)."""
-    rows = program.column("rows", start, end).tobytes()
-    counts = [rows.count(kind) for kind in range(len(OpKind))]
+    counts = program.code.row_counts(start, len(program) if end is None else end)
     calls, draws = (sum(counts[k] for k in EVENT_ROWS[b]) for b in (CALL, DRAWCALL))
     return calls, draws
 

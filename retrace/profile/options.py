@@ -23,7 +23,9 @@ class ProfileOptions:
     strict: bool = False  # a replay that departs from its trace fails (exit 3)
     frames: tuple[int, int | None] = (0, None)  # measure frames first..last (0-based) only
     call_range: str | None = None  # --calls: the call set whose rows are measured
-    loop: int | None = None  # --loop N: then replay the frames measured N more times, measured
+    # --loop N: then replay the frames measured N more times, measured (N < 0: until
+    # interrupted, the tables holding the loops measured; 0, as in glretrace: no loop)
+    loop: int | None = None
 
     def __post_init__(self) -> None:
         if self.repeat < 1 or self.warmup < 0:
@@ -32,10 +34,12 @@ class ProfileOptions:
             raise UsageError(
                 "--stats is over --repeat's runs (min, p95, stddev): give --repeat N, N >= 2"
             )
-        if self.loop is not None and self.loop < 1:
+        if self.loop == 0:
+            object.__setattr__(self, "loop", None)
+        if self.loop is not None and self.loop < 0 and self.repeat > 1:
             raise UsageError(
-                "--loop on a profile needs a count of at least 1 (--loop=N): the tables are "
-                "written once the loops end"
+                "--loop without a count loops until interrupted: --repeat would never repeat "
+                "it (give --loop=N)"
             )
 
     @property

@@ -103,7 +103,7 @@ def write(profile: Profile, store: Store, job: Job) -> None:
             MetricWriter(stream).write_all(tables)
         else:
             write_records(stream, tables, outputs.format)
-    if job.output and outputs.format == "tsv" and profile.repeats > 1:
+    if job.output and outputs.format == "tsv" and job.options.repeat > 1 and profile.repeats:
         _write_runs(profile, store, runs_folder(job.output))
     how = job.options.to_json()
     if profile.loops:

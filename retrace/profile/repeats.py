@@ -13,11 +13,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
-from retrace.profile.results import Profile
+from retrace.profile.results import Profile, column_key
 from retrace.vocabulary import Boundary, Metric, NumType
-from retrace.writer.store import Column, missing_mask
+from retrace.writer.store import FLOAT64, INT64, Column, Store, missing_mask
 
 if TYPE_CHECKING:
     pass
@@ -30,6 +31,35 @@ ColumnOf = Callable[[Metric, Boundary, str], Column]
 def run_suffix(pass_index: int, run: int) -> str:
     """The store suffix of one run's columns."""
     return f".pass{pass_index}.run{run}"
+
+
+def store_column(store: Store, metric: Metric, boundary: Boundary, suffix: str = "") -> Column:
+    """A column of the profile in `store`: a run's or a statistic's (`suffix`) holds floats
+    (medians and spreads need them), the table's the metric's type."""
+    dtype = FLOAT64 if metric.num_type.is_float or suffix else INT64
+    return store.column(column_key(metric, boundary, suffix), dtype)
+
+
+def combine_runs_done(
+    profile: Profile, store: Store, state: dict, repeat: int, warmup: int, stats: bool
+) -> int:
+    """After an interruption, in the parent: the median (and `stats`) of the runs the
+    interrupted pass completed (`state`: the checkpoint) into the profile's columns, as if
+    the pass had had only those; returns how many (0: none to combine). The columns made
+    are not in the store's manifest, so a `--resume` measures and combines the pass anew."""
+    pass_index, done = state["pass"], state["run"] - warmup
+    repeats = Repeats(repeat, warmup, stats, partial(store_column, store))
+    if done <= 0 or not repeats.repeated or pass_index >= state["passes"]:
+        return 0
+    first = run_suffix(pass_index, warmup)
+    keys = [
+        (m, b)
+        for b, metrics in profile.metrics.items()
+        for m in metrics
+        if column_key(m, b, first) in store and (m, b) not in profile.columns
+    ]
+    repeats.combine(keys, profile, pass_index, warmup + done)
+    return done
 
 
 class Repeats:
@@ -67,7 +97,9 @@ class Repeats:
             return f" (warm-up {run + 1} of {self.warmup})"
         return f" (run {run - self.warmup + 1} of {self.repeat})"
 
-    def combine(self, keys: list[Key], profile: Profile, pass_index: int) -> None:
+    def combine(
+        self, keys: list[Key], profile: Profile, pass_index: int, done: int | None = None
+    ) -> None:
         """The median of the measured runs of a complete pass into the profile's columns;
         with `stats`, min, p95 and stddev as derived columns beside them. (numpy is
         imported here: a pass of a repeated profile is complete.)"""
@@ -76,7 +108,7 @@ class Repeats:
         for metric, boundary in keys:
             measured = [
                 self._column(metric, boundary, run_suffix(pass_index, r))
-                for r in range(self.warmup, self.runs)
+                for r in range(self.warmup, done or self.runs)  # (`done`: runs complete)
             ]
             runs = [column.view() for column in measured]
             length = max(len(r) for r in runs)

@@ -9,6 +9,7 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,11 @@ def column_key(metric: Metric, boundary: Boundary, suffix: str = "") -> str:
 def meta_key(boundary: Boundary, what: str) -> str:
     """The store key of per-event metadata (call_no, name, program, frame) of a boundary."""
     return f"events.{boundary.name}.{what}"
+
+
+def meta_column(store: Store, boundary: Boundary, what: str) -> Column:
+    """The store column of one per-event metadata field (`META_FIELDS`, `CONTEXT`)."""
+    return store.column(meta_key(boundary, what), INT64)
 
 
 @dataclass
@@ -58,6 +64,23 @@ class Profile:
             return False
         return first >= self.frame_events or (last is not None and last < first)
 
+    def loops_measured(self, store: Store) -> int:
+        """--loop: the loops whose every event a column holds: `loops`, unless the profile
+        was interrupted in them (or loops until interrupted)."""
+        import numpy as np
+
+        first, last = self.window
+        counts = []
+        for (_, boundary), column in self.columns.items():
+            if boundary == Boundary.FRAME:
+                per_loop = self.frames_per_loop
+            else:  # the rows stored once, of the frames looped
+                frames = store.column(meta_key(boundary, "frame"), INT64).view()
+                per_loop = int(np.count_nonzero((frames >= first) & (frames <= (last or 0))))
+            if per_loop:
+                counts.append(len(column) // per_loop)
+        return min(max(counts, default=0), self.loops) if self.loops > 0 else max(counts, default=0)
+
     @property
     def frames_per_loop(self) -> int:
         first, last = self.window
@@ -70,13 +93,13 @@ class Profile:
 
     def tables(self, store: Store, run: int | None = None) -> list[Table]:
         """The measured tables, ready for `MetricWriter`; columns not measured read '-'.
-        With `run`: the values of that measured run (0-based) instead of their median."""
-        import numpy as np
-
+        With `run`: the values of that measured run (0-based) instead of their median.
+        (numpy is imported only for a part of the tables: a TSV of them all needs none.)"""
         tables = []
-        nothing = np.empty(0, np.int64)
+        nothing = array("q")
         for boundary, chosen in self.metrics.items():
-            metrics, values = [], []
+            metrics: list[Metric] = []
+            values: list[Values] = []
             for m in chosen:
                 metrics.append(m)
                 if run is None:
@@ -95,8 +118,6 @@ class Profile:
     ) -> Table:
         """One table, of the frames measured (`window`) only: their rows, frames counted
         from the first of them."""
-        import numpy as np
-
         first, last = self.window
         if boundary == Boundary.FRAME:
             if self.loops:  # the loops' frames, one after the other, numbered from 0
@@ -104,10 +125,12 @@ class Profile:
             stop = self.frame_events if last is None else min(last + 1, self.frame_events)
             window = [_cut(v, first, stop) for v in values]
             return Table(boundary, metrics, window, rows=max(stop - first, 0))
-        meta = {w: store.column(meta_key(boundary, w), INT64) for w in META_FIELDS}
+        meta = {w: meta_column(store, boundary, w) for w in META_FIELDS}
         start, stop = 0, min(len(meta[w]) for w in META_FIELDS)
-        meta[CONTEXT] = store.column(meta_key(boundary, CONTEXT), INT64)
+        meta[CONTEXT] = meta_column(store, boundary, CONTEXT)
         if (first, last) != (0, None):  # the events of frames first..last: a run of rows
+            import numpy as np
+
             frames = meta["frame"].view()[:stop]
             if last is not None:
                 stop = int(np.searchsorted(frames, last + 1, "left"))

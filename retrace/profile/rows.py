@@ -13,10 +13,10 @@ import bisect
 import time
 
 from retrace.profile.events import EVENT_ROWS
-from retrace.profile.results import CONTEXT, META_FIELDS, meta_key
+from retrace.profile.results import CONTEXT, META_FIELDS, meta_column
 from retrace.replay.program import Program
 from retrace.vocabulary import Boundary
-from retrace.writer.store import INT64, Column, Store
+from retrace.writer.store import Store
 
 
 class EventRows:
@@ -37,7 +37,7 @@ class EventRows:
         """Make the (empty) columns, so that a checkpoint lists them from the start."""
         for boundary in self.tables:
             for what in (*META_FIELDS, CONTEXT):
-                _column(store, boundary, what)
+                meta_column(store, boundary, what)
 
     def program_changed(self, op: int, program: int) -> None:
         self._logs["program"].append((op, program))
@@ -74,7 +74,7 @@ class EventRows:
                     start, stop, EVENT_ROWS[boundary], frame_ends, before, logs
                 )
                 for what, values in zip(names, columns, strict=True):
-                    _column(store, boundary, what).extend(values)
+                    meta_column(store, boundary, what).extend(values)
 
 
 def _changes(log: list[tuple[int, int]], first: int, end: int) -> list[tuple[int, int]]:
@@ -85,7 +85,3 @@ def _changes(log: list[tuple[int, int]], first: int, end: int) -> list[tuple[int
     first."""
     since = max(bisect.bisect_left(log, (first,)) - 1, 0)
     return log[since : bisect.bisect_left(log, (end,))]
-
-
-def _column(store: Store, boundary: Boundary, what: str) -> Column:
-    return store.column(meta_key(boundary, what), INT64)

@@ -280,14 +280,43 @@ typedef struct {
     size_t used, written;  /* bytes of the last chunk given out, and already in the file */
     char *stage;           /* DATA_CHUNK bytes: the last chunk's bytes [written, used) */
     Vec scratch;           /* an array of numbers, converted before it is put */
+    size_t in_heap;        /* bytes of an op array kept in the heap (COL_HEAP) */
 } Data;
+
+/* --- the op arrays ------------------------------------------------------------------------
+ *
+ * The ops, their arguments and the per-op metadata grow by about 30 bytes per op: 3 GB for a
+ * trace of 10^8 calls.  In the heap they made peak RSS grow with the trace's length, so an
+ * array larger than COL_HEAP moves to the data pool's file, into a region of its own far past
+ * the pool's bytes (`COL_REGION` apart: the file is sparse), mapped shared and written through
+ * the mapping (a few bytes per op: pwrite would cost a system call each), and run() drops its
+ * pages behind it as it drops the pool's (every CHECK_SIGNALS_EVERY ops); a later pass faults
+ * them back from the page cache.  Smaller arrays, those of every trace of up to a few million
+ * calls, stay in the heap: a first write to a page of a shared file mapping costs a fault in
+ * the file system, 30 to 100 ns per op measured on ext4.  Space is reserved with
+ * posix_fallocate before a mapping grows, so a full disk is an OSError, not a SIGBUS.  Where
+ * the file cannot hold them (no mremap, a file system without sparse files that large) they
+ * stay in the heap.
+ */
+#define COL_REGION ((off_t)1 << 40) /* bytes of the file per array: 2^37 ops of 8 bytes */
+#define COL_FIRST ((size_t)1 << 16)
+#define COL_HEAP ((size_t)16 << 20)  /* larger arrays move to the file (Code's in_heap) */
+#define COL_STEP ((size_t)64 << 20)  /* growth past this is linear: at most this much unused */
+enum { COL_OPS, COL_ARGS, COL_CALL_NOS, COL_NAME_IDS, COL_ROWS, COL_CHECKABLE, COLS };
+
+typedef struct {
+    void *data;
+    size_t len, cap; /* in items */
+    off_t at;        /* its region of the data file (from COL_REGION on); -1: heap only */
+    size_t mapped;   /* bytes mapped there; 0: in the heap */
+} Col;
 
 typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
-    Vec ops, args;
+    Col ops, args;
     Data data;                                /* what input pointers point to */
-    Vec call_nos, name_ids, rows, checkable; /* per op */
+    Col call_nos, name_ids, rows, checkable; /* per op */
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
@@ -297,9 +326,107 @@ typedef struct {
 
 #define AT(vec, type) ((type *)(vec).data)
 
+static int data_error(const Data *d);
+
+static int data_write(const Data *d, const char *src, size_t len, off_t offset);
+
+/* An op array of `bytes` in its region of the file, moved there from the heap or grown. */
+static int col_map(Data *d, Col *v, size_t item, size_t bytes) {
+#ifdef MREMAP_MAYMOVE
+    int failed = posix_fallocate(d->fd, v->at, (off_t)bytes);
+    if (failed == ENOSPC || (failed && v->mapped)) {
+        errno = failed;
+        return data_error(d);
+    }
+    if (failed)
+        return 1; /* no room for the regions on this file system: the heap it is */
+    void *m;
+    if (v->mapped) {
+        m = mremap(v->data, v->mapped, bytes, MREMAP_MAYMOVE);
+    } else {
+        if (data_write(d, v->data, v->len * item, v->at))
+            return -1;
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, v->at);
+        if (m != MAP_FAILED)
+            free(v->data);
+    }
+    if (m == MAP_FAILED)
+        return data_error(d);
+    v->data = m;
+    v->mapped = bytes;
+    v->cap = bytes / item;
+    return 0;
+#else
+    (void)d, (void)v, (void)item, (void)bytes;
+    return 1;
+#endif
+}
+
+/* Room for `extra` more items of `item` bytes in an op array. */
+static int col_grow(Data *d, Col *v, size_t item, size_t extra) {
+    if (v->len + extra <= v->cap)
+        return 0;
+    size_t need = (v->len + extra) * item, bytes = v->cap ? v->cap * item : COL_FIRST;
+    while (bytes < need)
+        bytes = bytes < COL_STEP ? bytes * 2 : bytes + COL_STEP;
+    if (v->at >= 0 && bytes > d->in_heap) {
+        int r = col_map(d, v, item, bytes);
+        if (r <= 0)
+            return r;
+        v->at = -1;
+    }
+    void *m = realloc(v->data, bytes);
+    if (!m) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->data = m;
+    v->cap = bytes / item;
+    return 0;
+}
+
+static void col_free(Col *v) {
+    if (v->mapped)
+        munmap(v->data, v->mapped);
+    else
+        free(v->data);
+}
+
+/* Drop the whole pages of items [from, to) of an op array from the process: the file keeps
+   them. */
+static void col_drop(const Col *v, size_t item, size_t from, size_t to) {
+    static size_t page;
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t a = from * item / page * page, b = to * item / page * page;
+    if (v->mapped && b > a)
+        madvise((char *)v->data + a, b - a, MADV_DONTNEED);
+}
+
+/* Drop ops [from, to) and their arguments from the process (`args_from`: where the arguments
+   of op `from` on begin, updated to those of op `to`). */
+static void ops_drop(Code *c, size_t from, size_t to, size_t *args_from) {
+    for (size_t k = to; k > from; k--) { /* the last direct op's arguments (read first: a
+                                            fault maps the pages around it back) */
+        const Op *op = &AT(c->ops, Op)[k - 1];
+        if (op->proto != PY_OP) {
+            col_drop(&c->args, 8, *args_from, op->arg);
+            *args_from = op->arg;
+            break;
+        }
+    }
+    col_drop(&c->ops, sizeof(Op), from, to);
+    col_drop(&c->call_nos, 8, from, to);
+    col_drop(&c->name_ids, 4, from, to);
+    col_drop(&c->rows, 1, from, to);
+    col_drop(&c->checkable, 1, from, to);
+}
+
 static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check) {
-    if (vec_grow(&c->ops, sizeof(Op), 1) || vec_grow(&c->call_nos, 8, 1) ||
-        vec_grow(&c->name_ids, 4, 1) || vec_grow(&c->rows, 1, 1) || vec_grow(&c->checkable, 1, 1))
+    Data *d = &c->data;
+    if (col_grow(d, &c->ops, sizeof(Op), 1) || col_grow(d, &c->call_nos, 8, 1) ||
+        col_grow(d, &c->name_ids, 4, 1) || col_grow(d, &c->rows, 1, 1) ||
+        col_grow(d, &c->checkable, 1, 1))
         return -1;
     AT(c->call_nos, int64_t)[c->call_nos.len++] = (int64_t)call_no;
     AT(c->name_ids, uint32_t)[c->name_ids.len++] = name_id;
@@ -338,12 +465,15 @@ static void Code_dealloc(Code *c) {
         munmap((void *)k->map, k->size);
     }
     free(c->data.stage);
-    Vec *vecs[] = {&c->protos,   &c->sigs,     &c->ops,  &c->args,      &c->data.chunks,
-                   &c->call_nos, &c->name_ids, &c->rows, &c->checkable, &c->data.scratch,
-                   &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW], &c->ev.done[EV_FRAME],
-                   &c->ev.timestamps, &c->ev.samples, &c->ev.every};
+    Vec *vecs[] = {&c->protos,           &c->sigs,             &c->data.chunks,
+                   &c->data.scratch,     &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW],
+                   &c->ev.done[EV_FRAME], &c->ev.timestamps,   &c->ev.samples,
+                   &c->ev.every};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
+    Col *cols[] = {&c->ops, &c->args, &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+        col_free(cols[i]);
     if (c->ev.statm >= 0)
         close(c->ev.statm);
     if (c->data.fd >= 0)
@@ -351,13 +481,15 @@ static void Code_dealloc(Code *c) {
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
-/* Code(file, where): `file` (a descriptor, or an object with fileno()) is the data pool's
-   file, open for reading and writing and empty, which the code keeps a descriptor of its
-   own to; `where` names it in messages. */
+/* Code(file, where, in_heap): `file` (a descriptor, or an object with fileno()) is the data
+   pool's file, open for reading and writing and empty, which the code keeps a descriptor of
+   its own to; `where` names it in messages; an op array larger than `in_heap` bytes moves
+   to that file (COL_HEAP unless given). */
 static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"file", "where", NULL};
+    static char *names[] = {"file", "where", "in_heap", NULL};
     PyObject *file, *where;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OU:Code", names, &file, &where))
+    Py_ssize_t in_heap = (Py_ssize_t)COL_HEAP;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OU|n:Code", names, &file, &where, &in_heap))
         return NULL;
     int fd = PyObject_AsFileDescriptor(file);
     if (fd < 0)
@@ -366,6 +498,10 @@ static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     if (!c)
         return NULL;
     c->ev.statm = -1;
+    c->data.in_heap = in_heap < 0 ? 0 : (size_t)in_heap;
+    Col *cols[COLS] = {&c->ops, &c->args, &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    for (int k = 0; k < COLS; k++)
+        cols[k]->at = (k + 1) * COL_REGION;
     c->data.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     c->data.where = Py_NewRef(where);
     if (c->data.fd < 0) {
@@ -498,7 +634,8 @@ static int data_chunk(Data *d, size_t size) {
         PyErr_NoMemory();
         return -1;
     }
-    int failed = posix_fallocate(d->fd, d->end, (off_t)size);
+    int failed = d->end + (off_t)size > COL_REGION ? EFBIG /* the op arrays' regions */
+                                                   : posix_fallocate(d->fd, d->end, (off_t)size);
     if (failed) {
         errno = failed;
         return data_error(d);
@@ -716,7 +853,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         const Proto *p = &protos[s.proto];
         if (r->nargs != p->nargs)
             break;
-        if (vec_grow(&c->args, 8, p->nargs)) {
+        if (col_grow(&c->data, &c->args, 8, p->nargs)) {
             failed = 1;
             break;
         }
@@ -1303,6 +1440,12 @@ static PyObject *Code_run(Code *c, PyObject *args) {
     if (data_flush(data))
         return NULL;
     size_t chunk = data_first(data, (size_t)start); /* the next chunk to drop */
+    size_t kept_op = (size_t)start, kept_arg = 0;     /* the op arrays' pages from here on */
+    for (Py_ssize_t k = start; k < end && k < start + MAX_ARGS; k++)
+        if (AT(c->ops, Op)[k].proto != PY_OP) {
+            kept_arg = AT(c->ops, Op)[k].arg;
+            break;
+        }
     size_t drop_after = chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
     Py_INCREF(entries);
     PyObject *result = NULL;
@@ -1349,6 +1492,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                 chunk < data->chunks.len ? AT(data->chunks, Chunk)[chunk].last_op : SIZE_MAX;
         }
         if ((i & (CHECK_SIGNALS_EVERY - 1)) == 0) {
+            ops_drop(c, kept_op, (size_t)i, &kept_arg);
+            kept_op = (size_t)i;
             if (released) {
                 PyEval_RestoreThread(released);
                 released = NULL;
@@ -1361,6 +1506,7 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         PyEval_RestoreThread(released);
         released = NULL;
     }
+    ops_drop(c, kept_op, (size_t)end, &kept_arg);
     result = PyLong_FromSsize_t(end);
 done:
     if (released) /* (no error comes from a call run without it; this is for safety) */
@@ -1378,7 +1524,7 @@ static PyObject *Code_column(Code *c, PyObject *args) {
     Py_ssize_t start, stop;
     if (!PyArg_ParseTuple(args, "snn", &name, &start, &stop))
         return NULL;
-    const Vec *v = NULL;
+    const Col *v = NULL;
     size_t item = 0;
     const char *format = NULL; /* the struct module's code of the item type */
     if (!strcmp(name, "call_nos"))
@@ -1401,6 +1547,7 @@ static PyObject *Code_column(Code *c, PyObject *args) {
     }
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
                                                 (Py_ssize_t)((size_t)(stop - start) * item));
+    col_drop(v, item, (size_t)start, (size_t)stop); /* (copied: its pages leave again) */
     PyObject *view = bytes ? PyMemoryView_FromObject(bytes) : NULL;
     Py_XDECREF(bytes);
     PyObject *typed = view ? PyObject_CallMethod(view, "cast", "s", format) : NULL;
@@ -1547,6 +1694,36 @@ done:
     return out;
 }
 
+/* row_counts(start, stop) -> how many of ops [start, stop) have each row kind (ROW_*), counted
+   here: a copy of the rows of 10^8 ops would be 100 MB */
+static PyObject *Code_row_counts(Code *c, PyObject *args) {
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "nn", &start, &stop))
+        return NULL;
+    if (stop > (Py_ssize_t)c->rows.len)
+        stop = (Py_ssize_t)c->rows.len;
+    if (start < 0 || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "op range out of bounds");
+        return NULL;
+    }
+    size_t counts[ROW_LIST_END + 1] = {0};
+    const uint8_t *rows = c->rows.data;
+    for (Py_ssize_t i = start; i < stop; i++)
+        if (rows[i] <= ROW_LIST_END)
+            counts[rows[i]]++;
+    col_drop(&c->rows, 1, (size_t)start, (size_t)stop);
+    PyObject *result = PyTuple_New(ROW_LIST_END + 1);
+    for (int k = 0; result && k <= ROW_LIST_END; k++) {
+        PyObject *n = PyLong_FromSize_t(counts[k]);
+        if (!n) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyTuple_SET_ITEM(result, k, n);
+    }
+    return result;
+}
+
 /* An op's index from Python; -1 with an exception set when it is none. */
 static Py_ssize_t op_index(Code *c, PyObject *arg) {
     Py_ssize_t i = PyLong_AsSsize_t(arg);
@@ -1620,6 +1797,8 @@ static PyMethodDef Code_methods[] = {
     {"event_rows", (PyCFunction)Code_event_rows, METH_VARARGS,
      "event_rows(start, stop, kinds, frame_ends, first_frame, changes) -> int64 bytes"},
     {"meta", (PyCFunction)Code_meta, METH_O, "meta(i) -> (call_no, name_id, row, checkable)"},
+    {"row_counts", (PyCFunction)Code_row_counts, METH_VARARGS,
+     "row_counts(start, stop) -> ops of each row kind among ops [start, stop)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
     {"share_gil", (PyCFunction)Code_share_gil, METH_O,
      "share_gil(on): whether run() lets other threads run during runs of direct calls"},
@@ -1640,7 +1819,7 @@ static PyTypeObject CodeType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)Code_traverse,
     .tp_clear = (inquiry)Code_clear,
-    .tp_doc = "Code(file, where): a compiled trace: ops, their arguments, the data pool they "
+    .tp_doc = "Code(file, where, in_heap=16 MiB): a compiled trace: ops, their arguments, the data pool they "
               "point into (in `file`) and per-op metadata.",
     .tp_methods = Code_methods,
     .tp_getset = Code_getset,
@@ -1721,6 +1900,7 @@ static int add_shared(PyObject *m) {
         {"PROGRESS_RUNNING", PROGRESS_RUNNING},
         {"PROGRESS_WORDS", PROGRESS_WORDS},
         {"EVENT_SIZE", sizeof(EventRecord)},
+        {"OP_ARRAYS_AT", (long)COL_REGION},
         {"MEASURE_CLOCK", M_CLOCK},
         {"MEASURE_GPU_TIMES", M_GPU_TIMES},
         {"MEASURE_PIXELS", M_PIXELS},

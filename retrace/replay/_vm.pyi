@@ -57,6 +57,8 @@ EVENT_FIELDS: tuple[str, ...]
 """The int64 fields of an event record, in order (`Code.take_events`)."""
 EVENT_SIZE: int
 """Bytes per event record."""
+OP_ARRAYS_AT: int
+"""Where in the data pool's file the op arrays' regions begin (the pool's bytes are below)."""
 MISSING: int
 """An event record's value where nothing was measured (INT64_MIN)."""
 QUERY_FUNCTIONS: tuple[tuple[str, str], ...]
@@ -92,8 +94,9 @@ class Code:
     """A compiled trace: ops, their arguments, the data pool they point into and per-op
     metadata."""
 
-    def __new__(cls, file: FileDescriptorLike, where: str) -> Code:
-        """`file` (read-write, empty) holds the data pool; `where` names it in messages."""
+    def __new__(cls, file: FileDescriptorLike, where: str, in_heap: int = ...) -> Code:
+        """`file` (read-write, empty) holds the data pool, and the op arrays larger than
+        `in_heap` bytes (16 MiB unless given); `where` names it in messages."""
     @property
     def position(self) -> int:
         """The op running now."""
@@ -157,6 +160,8 @@ class Code:
     ) -> tuple[bytes, ...]:
         """Per event among ops [start, stop) whose row is in `kinds` (a bit per ROW_*), int64
         bytes: call number, name id, frame, and the value in use of each of `changes`."""
+    def row_counts(self, start: int, stop: int, /) -> tuple[int, ...]:
+        """How many of ops [start, stop) have each row kind (ROW_NONE to ROW_LIST_END)."""
     def meta(self, i: int, /) -> tuple[int, int, int, int]:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:

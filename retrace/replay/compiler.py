@@ -36,7 +36,7 @@ from retrace.replay.effects import QUERY_RESULTS, has_side_effects
 from retrace.replay.program import Entry, OpKind, Program
 from retrace.replay.readback import LAYOUTS as READBACKS
 from retrace.replay.readback import Readbacks
-from retrace.replay.sizes import MOST_OUTPUT_BYTES, element_bytes, output_count
+from retrace.replay.sizes import MOST_OUTPUT_VALUES, element_bytes, output_count
 from retrace.replay.state import CONTAINER_CLASSES, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
@@ -180,6 +180,19 @@ class _Call:
         result = self.fn(*args)
         for finish in self.after:
             finish(args, result)
+
+
+class _Scratch:
+    """The scratch memory an output of unknown size gets when its call runs (`_guard.c`):
+    one per call, as every call's scratch is the same arena."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+    def __call__(self, traced: Any) -> int:
+        return _guard.scratch(self.nbytes)
 
 
 def _flatten(values: Iterable[Any]) -> list[Any]:
@@ -822,12 +835,13 @@ class Compiler:
         guarded = count is None
         if count is None:
             count = len(recorded) if isinstance(value, list) else len(value) // element
-        if count * element > MOST_OUTPUT_BYTES:
-            raise Unsupported(f"'{param.name}' would take {count * element} bytes")
+        if count > MOST_OUTPUT_VALUES:
+            raise Unsupported(f"'{param.name}' would take {count} values")
         out: Any
         if guarded:
-            nbytes = count * element
-            before.append((index, lambda _: _guard.scratch(nbytes)))
+            if any(isinstance(convert, _Scratch) for _, convert in before):
+                raise Unsupported("two outputs of unknown size would share the scratch")
+            before.append((index, _Scratch(count * element)))
             out = None
         else:
             out = ctypes.create_string_buffer(max(count * element, 1))

@@ -76,8 +76,9 @@ def supervise(
 ) -> Ending:
     """Run `body` in a forked child reporting its own errors as the CLI does (on stderr,
     or in the file `errors_to`); wait for it. `graceful`: see the module's docstring.
-    Under --sandbox, the child may write only beneath `writes` (folders, or files: made
-    empty now where missing), and talk to a display server if `display`."""
+    Under --sandbox, the child may write only beneath `writes` (folders, written with a
+    trailing separator, and files; made now where missing), and talk to a display server
+    if `display`."""
     from retrace.replay import _guard, _vm, sandbox
 
     # anonymous and MAP_SHARED: the same page after fork

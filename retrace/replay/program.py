@@ -12,9 +12,10 @@ in the data pool, an unlinked temporary file mapped into the process, whose
 pages leave the process once the loop has run past them (`_vm.c` says how
 and why): the page cache holds them for the next pass, so the compiled trace
 is reused by every pass (nothing is parsed or compiled twice) while resident
-memory stays flat in the trace's length. What still grows with the trace is
-the ops themselves: about 40 bytes per direct call, a few hundred per Python
-entry.
+memory stays flat in the trace's length. The ops themselves (about 30 bytes
+each) move to the same file once their arrays outgrow 16 MiB, and leave the
+process behind the loop likewise; what still grows with the trace is a few
+hundred bytes per Python entry.
 
 What the C side and this side must agree on (row and mark numbers, the event
 record, what an event measures, the query functions) is defined in `_vm.c`

@@ -22,11 +22,12 @@ import ctypes
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from retrace.errors import RetraceError
 from retrace.replay import _guard
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.sizes import (
     GL_PACK_COMPRESSED_BLOCK,
-    MOST_OUTPUT_BYTES,
+    MOST_READBACK_BYTES,
     PACK_PNAMES,
     PackState,
     compressed_bytes,
@@ -105,9 +106,10 @@ _NO_LEVEL = _Level(0, 0, 0, False, 1, lambda pname: 0)
 class Readback:
     """The replay op of one readback call: its destination chosen when it runs."""
 
-    __slots__ = ("fn", "size", "pointer", "buf_size", "readbacks")
+    __slots__ = ("name", "fn", "size", "pointer", "buf_size", "readbacks")
 
-    def __init__(self, fn: Any, layout: _Layout, readbacks: Readbacks) -> None:
+    def __init__(self, name: str, fn: Any, layout: _Layout, readbacks: Readbacks) -> None:
+        self.name = name
         self.fn = fn
         self.size: Callable[[tuple[Any, ...]], int] = getattr(readbacks, layout.size)
         self.pointer, self.buf_size = layout.pointer, layout.buf_size
@@ -118,7 +120,12 @@ class Readback:
             self.fn(*args)
             return
         values = list(args)
-        size = min(self.size(args), MOST_OUTPUT_BYTES)
+        size = self.size(args)
+        if size > MOST_READBACK_BYTES:  # no memory to give it: the replay cannot go on
+            raise RetraceError(
+                f"{self.name} would write {size} bytes into the program's memory, more than "
+                f"retrace gives a readback ({MOST_READBACK_BYTES >> 20} MiB): a damaged trace"
+            )
         values[self.pointer] = _guard.scratch(size)
         if self.buf_size is not None:  # what the program allowed, and never more than that
             values[self.buf_size] = max(min(size, values[self.buf_size]), 0)
@@ -144,7 +151,7 @@ class Readbacks:
             return None
 
     def wrap(self, name: str, fn: Any) -> Readback:
-        return Readback(fn, LAYOUTS[name], self)
+        return Readback(name, fn, LAYOUTS[name], self)
 
     # --- the driver's state -------------------------------------------------------------
 

@@ -23,7 +23,8 @@ def run_replay(trace: str, **options) -> None:
     prefix = options["snapshot_prefix"]
     pngs = prefix not in (None, "-")  # (a file prefix: PNGs, whatever --snapshot-format)
     folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
-    writes = [folder] if os.path.isdir(folder) else []  # (else the snapshots fail anyway)
+    # (a folder, written with its separator; a missing one fails the snapshots anyway)
+    writes = [os.path.join(folder, "")] if os.path.isdir(folder) else []
     display = options["window"]
     contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 

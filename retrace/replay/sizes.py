@@ -53,8 +53,10 @@ _PACKED_BYTES = {
 }
 # what a format or type the tables do not know may take: the most any does
 _MOST_COMPONENTS, _MOST_COMPONENT_BYTES = 4, 8
-# outputs bigger than this are refused: no trace of a real program asks for them
-MOST_OUTPUT_BYTES = 1 << 30
+# bigger readbacks and outputs of more values are refused: no real program asks for them
+# (a hand-made glGenBuffers of 134 million names keeps the driver busy for a minute)
+MOST_READBACK_BYTES = 1 << 30
+MOST_OUTPUT_VALUES = 1 << 24
 
 
 class PackState(NamedTuple):

@@ -101,6 +101,8 @@ class TraceWriter:
         self._ids: dict[tuple[str, object], int] = {}  # (kind, key) -> id in this trace
         self._count: dict[str, int] = {}  # ids given per kind
         self._frames_defined: set[int] = set()  # backtrace frames
+        # per enum signature read, the values to define it with (copy_call; None: all)
+        self.enum_values: dict[builtins.int, set[builtins.int]] | None = None
         self.calls = 0  # calls written: the next call's number
         self.written = 0  # bytes handed out by take()
         # (stream offset where the event ends, "enter" or "leave", call number)
@@ -318,14 +320,13 @@ class TraceWriter:
             out += v.pool[start : start + v.aux[i]]
         elif tag == Tag.ENUM:
             sid = v.aux[i]
-            raw = sigs.enums[sid].pairs
-            out += b"\x09" + self._sig("enum", ("read", sid), lambda: self._enum_definition(raw))
+            out += b"\x09" + self._sig("enum", ("read", sid), lambda: self._read_enum(sid, sigs))
             if self.version >= 3:
                 out += self.int(v.signed(i))
         elif tag == Tag.BITMASK:
             flags = sigs.bitmasks[v.aux[i]].flags
-            sid = self._sig("bitmask", ("read", v.aux[i]), lambda: self._bitmask_definition(flags))
-            out += b"\x0a" + sid + uint(v.u[i])
+            ref = self._sig("bitmask", ("read", v.aux[i]), lambda: self._bitmask_definition(flags))
+            out += b"\x0a" + ref + uint(v.u[i])
         elif tag == Tag.FLOAT:
             out += b"\x05" + struct.pack("<f", v.double(i))
         elif tag == Tag.DOUBLE:
@@ -337,6 +338,14 @@ class TraceWriter:
         else:  # null, false, true
             out += bytes((tag,))
         return i + 1
+
+    def _read_enum(self, sid: builtins.int, sigs: Signatures) -> bytes:
+        """The definition of a read enum signature: with the values used, where known."""
+        pairs = sigs.enums[sid].pairs
+        if self.enum_values is not None and self.version >= 3:
+            wanted = self.enum_values.get(sid, ())
+            pairs = tuple(pair for pair in pairs if pair[1] in wanted)
+        return self._enum_definition(pairs)
 
     def _copy_nested(
         self, v: NodeLists, i: builtins.int, tag: builtins.int, sigs: Signatures

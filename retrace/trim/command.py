@@ -24,7 +24,7 @@ from retrace.trace.callset import CallSet, frame_range
 from retrace.trim.data import unseen_uploads
 from retrace.trim.keep import CUT_LEVELS, LEVELS
 from retrace.trim.outline import Part, outline
-from retrace.trim.verify import Shot, differs, snapshots
+from retrace.trim.verify import Shot, Snapshots, differs, snapshots
 from retrace.trim.write import Written, write_trim
 
 
@@ -46,7 +46,6 @@ def run_trim(
     first, last = frame_range(frames_spec)
     calls = CallSet.parse(calls_spec) if calls_spec else None
     part = outline(trace, first, last, calls)
-    cuts = unseen_uploads(trace, part)
     facts: dict[str, Any] = {
         "retrace": __version__,
         "trace": os.path.abspath(trace),
@@ -57,24 +56,28 @@ def run_trim(
         "levels": [],
     }
     if not verify:
-        written = write_trim(trace, part, 0, output, cuts)
+        written = write_trim(trace, part, 0, output, unseen_uploads(trace, part))
         _record(facts, part, written, 0, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
     with tempfile.TemporaryDirectory(prefix="retrace-trim-") as folder:
         want = [no for _, no in part.checks]
-        original = snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0)
-        for level in range(len(LEVELS)):
-            written = write_trim(trace, part, level, output, cuts if level < CUT_LEVELS else {})
-            try:
-                got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
-            except RetraceError as e:
-                _record(facts, part, written, level, None, str(e))
-                continue
-            equal = _compare(part, written, original, got, tolerance)
-            _record(facts, part, written, level, equal)
-            if all(equal):
-                break
+        with Snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0) as replaying:
+            cuts = unseen_uploads(trace, part)
+            original: dict[int, Shot] | None = None
+            for level in range(len(LEVELS)):
+                written = write_trim(trace, part, level, output, cuts if level < CUT_LEVELS else {})
+                try:
+                    got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
+                except RetraceError as e:
+                    _record(facts, part, written, level, None, str(e))
+                    continue
+                if original is None:  # (a failure here is the original's own: raised)
+                    original = replaying.result()
+                equal = compare(part, written, original, got, tolerance)
+                _record(facts, part, written, level, equal)
+                if all(equal):
+                    break
     tried = facts["levels"][-1]
     counted = f"{tried['equal']}/{len(part.checks)} equal to the original"
     _finish(facts, output, start, counted)
@@ -86,7 +89,7 @@ def run_trim(
         )
 
 
-def _compare(
+def compare(
     part: Part, written: Written, original: dict[int, Shot], got: dict[int, Shot], tolerance: int
 ) -> list[bool]:
     """Per check of the part, whether the trim's image equals the original's (no image on

@@ -1,11 +1,13 @@
-"""Texture and buffer data a trim can leave out: uploads no frame of the part can see.
+"""What a trim can leave out before its part: uploads and settings no frame of it can see.
 
 Uploads carry most of a trace's bytes (a game's textures, a program's vertices
 streamed anew every frame). Before the part, with its draws dropped, an
 upload is seen by nothing when, before the part starts,
 
 - a later upload replaces the same whole image (glTexImage* of the same face
-  and level, glBufferData), with nothing reading the object in between;
+  and level, glBufferData) or the same bytes of a buffer (glBufferSubData, or
+  a memcpy record of a write into mapped memory, placed by the mapping it
+  lands in), with nothing reading the object in between;
 - or its object is deleted, again with nothing reading it in between;
 - or its object lives on but the part never uses it: the part names no such
   object, none is bound when the part starts, and no vertex array, framebuffer
@@ -20,6 +22,11 @@ What can read data without a draw (copies, mipmap generation, uploads from a
 pixel-unpack buffer) keeps what it may read. All contexts are taken to share
 one namespace: where they do not, more is kept, or the self-check finds the
 mistake and the trim keeps every upload (`keep.LEVELS`).
+
+Settings only draws read (uniforms, texture and sampler parameters, enables,
+blend, depth, stencil, viewport, scissor and clear state) are left out where
+the same setting is made again before the part with no draw kept in between;
+display lists, glPush/PopAttrib and transform feedback end that.
 """
 
 from __future__ import annotations
@@ -61,7 +68,8 @@ class Cut(NamedTuple):
 
 (OTHER, BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO) = range(7)
 (FULL, PART, NAMED_FULL, NAMED_PART, DELETE, CURRENT, DRAW) = range(7, 14)
-(SETTING, USE_PROGRAM, BARRIER, NEW_LIST, END_LIST) = range(14, 19)
+(SETTING, USE_PROGRAM, BARRIER, NEW_LIST, END_LIST, MAP, MEMCPY) = range(14, 21)
+_MAP = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|EXT|OES)?$")
 
 # Settings that only draws and clears read: a later call with the same key replaces one
 # (keys: what the value belongs to, per context for global state, see `_setting`)
@@ -133,6 +141,10 @@ def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
         kind = BIND_FBO
     elif re.match(r"glDelete(Textures|Buffers)(ARB|EXT)?$", name):
         kind = DELETE
+    elif _MAP.match(name):
+        kind = MAP
+    elif name == "memcpy":
+        kind = MEMCPY
     elif _is_setting(name):
         kind = SETTING
     elif re.match(r"glUseProgram(ObjectARB)?$", name):
@@ -213,6 +225,9 @@ class _Analysis:
         self.program: dict[object, int] = {}  # per context: the program in use
         self.listing: set[int] = set()  # threads compiling a display list
         self.feedback: dict[object, bool] = {}  # per context: transform feedback active
+        # mapped memory: (start, end, buffer, offset in it), the latest first
+        self.mappings: list[tuple[int, int, int, int]] = []
+        self.sizes: dict[int, int] = {}  # buffer -> size given by its last glBufferData
 
     def run(self, path: str) -> dict[int, Cut]:
         reader = TraceReader(path)
@@ -247,7 +262,7 @@ class _Analysis:
         plan: _Plan,
         sigs: Signatures,
     ) -> None:
-        _, _, _, thread, _, node_start, _, slot_start, nargs, _, _, _ = batch.call(index)
+        _, _, _, thread, _, node_start, _, slot_start, nargs, ret, _, _ = batch.call(index)
         slots = batch.arguments(slot_start, nargs)
 
         def arg(n: int) -> object:
@@ -274,6 +289,18 @@ class _Analysis:
             return
         if kind == USE_PROGRAM:
             self.program[ctx] = _int(arg(0))
+            return
+        if kind == MAP:
+            address = values.value(node_start + ret, sigs) if ret >= 0 else None
+            self._map(plan, arg, _int(address), ctx)
+            return
+        if kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
+            destination, size = _int(arg(0)), _int(arg(2))
+            for base, end, buffer, offset in self.mappings:
+                if base <= destination < end:
+                    lo = offset + destination - base
+                    self._add("buffer", buffer, 0, position, False, plan, (lo, lo + size))
+                    break
             return
         if kind == BARRIER:
             if "TransformFeedback" in plan.name:  # draws while it is active are kept
@@ -307,6 +334,8 @@ class _Analysis:
             self._upload(bound, ctx, kind == FULL, _int(target), level, position, plan, span)
         elif kind in (NAMED_FULL, NAMED_PART):
             span = None if kind == NAMED_FULL else _span(arg(1), arg(2))
+            if kind == NAMED_FULL:
+                self.sizes[_int(arg(0))] = _int(arg(1))
             for c, n in names:
                 self._add(c, n, 0, position, kind == NAMED_FULL, plan, span)
         elif kind == DRAW:
@@ -317,6 +346,20 @@ class _Analysis:
                     self._seen(what, n)
         else:
             self._other(bound, ctx, plan, names)
+
+    def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> None:
+        """A buffer mapped at `address`: the writes into it that memcpy records make."""
+        named = "Named" in plan.name
+        buffer = _int(arg(0)) if named else self.bound[ctx].get(("buffer", _int(arg(0)), -1), 0)
+        if "Range" in plan.name:
+            offset, length = _int(arg(1)), _int(arg(2))
+        else:
+            offset, length = 0, self.sizes.get(buffer, 0)
+        if not address or not buffer or not length:
+            return
+        end = address + length
+        self.mappings = [m for m in self.mappings if m[1] <= address or end <= m[0]]
+        self.mappings.insert(0, (address, end, buffer, offset))
 
     def _setting(
         self, plan: _Plan, arg: Callable[[int], object], ctx: object, position: int
@@ -360,6 +403,8 @@ class _Analysis:
             self._seen("buffer", unpack)
         if "Buffer" in plan.name:  # glBuffer(Sub)Data(target, ...)
             buffer = bound.get(("buffer", target, -1), 0)
+            if full:
+                self.sizes[buffer] = level  # (glBufferData's second argument: its size)
             self._add("buffer", buffer, 0, position, full, plan, span)
             return
         binding = GL_TEXTURE_CUBE_MAP if target in _CUBE_FACES else target

@@ -1,7 +1,8 @@
 """The self-check: replay a trace to some calls and keep the images there.
 
-Each replay runs in a child process (`replay/contain.py`), so a driver crash in
-a trimmed trace is a failed check naming the call, not the end of retrace. The
+Each replay runs in a child process, so a driver crash in a trimmed trace is a
+failed check, not the end of retrace, and the original's replay runs while the
+trim is being written. The
 images are snapshotted as `retrace replay -S` takes them (before a frame-ending
 call, after any other) and compared by MD5, or pixel by pixel within a
 tolerance.
@@ -9,13 +10,18 @@ tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
+import signal
+import sys
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
 from retrace.errors import RetraceError
+from retrace.exits import run_reporting
+from retrace.replay.contain import signal_name
 
 
 class Shot(NamedTuple):
@@ -24,28 +30,70 @@ class Shot(NamedTuple):
     pixels: str | None  # a file of the raw pixels, kept where a tolerance needs them
 
 
+class Snapshots:
+    """A replay of `trace` up to the end of frame `last_frame`, snapshotting `calls`, in a
+    child process started at once: the original's replay runs while the trim is written.
+    `keep`: keep the pixels in files under `folder`, for a tolerance."""
+
+    def __init__(
+        self, trace: str, calls: list[int], last_frame: int, folder: str, keep: bool
+    ) -> None:
+        self.trace = trace
+        self.out = os.path.join(folder, f"shots-{len(os.listdir(folder))}.json")
+        self.errors = self.out + ".err"
+        body = partial(_replay, trace, calls, last_frame, self.out, keep)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: its errors as the CLI's lines, into a file
+            code = 70
+            try:
+                with open(self.errors, "w") as errors, contextlib.redirect_stderr(errors):
+                    code = _exit_status(body)
+            finally:
+                os._exit(code)
+
+    def __enter__(self) -> Snapshots:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """A replay not waited for (the trim failed first, an interruption) is ended."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+
+    def result(self) -> dict[int, Shot]:
+        """The snapshots by call number; RetraceError if the replay failed or crashed."""
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if os.WIFSIGNALED(status):
+            raise RetraceError(
+                f"replaying {self.trace}: the driver crashed ({signal_name(os.WTERMSIG(status))})"
+            )
+        if os.waitstatus_to_exitcode(status):
+            with open(self.errors) as f:
+                lines = [line for line in f.read().splitlines() if line.startswith("retrace:")]
+            why = lines[-1].removeprefix("retrace: ").removeprefix("error: ") if lines else ""
+            raise RetraceError(f"replaying {self.trace} failed: {why or 'no reason given'}")
+        with open(self.out) as f:
+            done = json.load(f)
+        return {int(k): Shot(v[0], (v[1][0], v[1][1], v[1][2]), v[2]) for k, v in done.items()}
+
+
 def snapshots(
     trace: str, calls: list[int], last_frame: int, folder: str, keep: bool
 ) -> dict[int, Shot]:
-    """Replay `trace` up to the end of frame `last_frame` and snapshot `calls`; `keep`: keep
-    their pixels in files under `folder`. A replay that fails raises RetraceError."""
-    import retrace.replay.contain as contain
+    """`Snapshots` of a replay, waited for."""
+    return Snapshots(trace, calls, last_frame, folder, keep).result()
 
-    out = os.path.join(folder, f"shots-{len(os.listdir(folder))}.json")
-    with tempfile.NamedTemporaryFile("r", dir=folder, suffix=".err") as errors:
-        body = partial(_replay, trace, calls, last_frame, out, keep)
-        ending = contain.supervise(body, errors.name)
-        try:
-            contain.check(ending, trace)
-        except SystemExit:
-            lines = [line for line in errors.read().splitlines() if line.startswith("retrace:")]
-            why = lines[-1].removeprefix("retrace: ").removeprefix("error: ") if lines else ""
-            raise RetraceError(
-                f"replaying {trace} failed: {why or f'exit status {ending.code}'}"
-            ) from None
-    with open(out) as f:
-        done = json.load(f)
-    return {int(k): Shot(v[0], tuple(v[1]), v[2]) for k, v in done.items()}  # type: ignore[misc]
+
+def _exit_status(body: Callable[[], None]) -> int:
+    try:
+        run_reporting(body)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 1
+    return 0
 
 
 def _replay(trace: str, calls: list[int], last_frame: int, out: str, keep: bool) -> None:

@@ -8,10 +8,10 @@ FAKE flags; the trace ends after the part's last call.
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import NamedTuple
 
-from retrace.trace.model import NodeLists
+from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
 from retrace.trim.data import Cut
@@ -33,9 +33,10 @@ class Written(NamedTuple):
 def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]) -> Written:
     """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
     drop, or to keep with null data), then the part whole."""
+    kept, enums = _choose(path, part, level, cuts)
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
-    keep = SetupFilter(level, part.start, part.frame_ends)
+    writer.enum_values = enums
     frame_ends = set(part.frame_ends)
     checks = {p for p, _ in part.checks}
     found: list[int] = []
@@ -48,26 +49,20 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
         sink.write(writer.take())
         for batch in reader.batches():
             values = NodeLists(batch)
-            for i in range(len(batch)):
-                if position > part.end:
-                    break
-                cut = cuts.get(position)
-                if position >= part.start or (
-                    keep.keep(batch, values, i, position, sigs)
-                    and (cut is None or cut.blank is not None)
-                ):
+            for i in range(min(len(batch), part.end + 1 - position)):
+                if kept[position + i]:
+                    cut = cuts.get(position + i) if position + i < part.start else None
                     before = writer.tell()
-                    blank = None if cut is None else cut.blank
-                    number = writer.copy_call(batch, values, i, sigs, blank)
+                    number = writer.copy_call(batch, values, i, sigs, cut and cut.blank)
                     size = writer.tell() - before
                     per_function[sigs.functions[batch.call(i)[2]].name] += size
-                    if position < part.start:
+                    if position + i < part.start:
                         setup_calls += 1
                         setup_bytes += size
-                    frames += position in frame_ends
-                    if position in checks:
+                    frames += position + i in frame_ends
+                    if position + i in checks:
                         found.append(number)
-                position += 1
+            position += len(batch)
             sink.write(writer.take())
             if position > part.end:
                 break
@@ -75,3 +70,36 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
     stream_bytes = {"setup": setup_bytes, "part": sink.stream_bytes - setup_bytes}
     stream_bytes.update(per_function.most_common(8))
     return Written(writer.calls, setup_calls, frames, found, os.path.getsize(out), stream_bytes)
+
+
+def _choose(
+    path: str, part: Part, level: int, cuts: dict[int, Cut]
+) -> tuple[bytearray, dict[int, set[int]]]:
+    """Which calls the trim keeps (1 by position, up to the part's end), and per enum
+    signature the values they use: the trim defines each enum with those alone (GLenum
+    lists some 4,000 names, 100 kB in every trace)."""
+    reader = TraceReader(path)
+    keep = SetupFilter(level, part.start, part.frame_ends)
+    kept = bytearray(part.end + 1)
+    enums: dict[int, set[int]] = defaultdict(set)
+    position = 0
+    sigs = reader.signatures
+    for batch in reader.batches():
+        values = NodeLists(batch)
+        tags = values.tags
+        for i in range(min(len(batch), part.end + 1 - position)):
+            if position + i < part.start:
+                cut = cuts.get(position + i)
+                if not keep.keep(batch, values, i, position + i, sigs):
+                    continue
+                if cut is not None and cut.blank is None:
+                    continue
+            kept[position + i] = 1
+            _, _, _, _, _, start, count, _, _, _, _, _ = batch.call(i)
+            for j in range(start, start + count):
+                if tags[j] == Tag.ENUM:
+                    enums[values.aux[j]].add(values.signed(j))
+        position += len(batch)
+        if position > part.end:
+            break
+    return kept, enums

@@ -159,9 +159,9 @@ def pixels(text: str, boundary: Boundary) -> list[float | None]:
     return [None if math.isnan(v) else v for v in values]
 
 
-def assert_resumes_to(uninterrupted: str, store: Path, tmp_path: Path) -> None:
+def assert_resumes_to(uninterrupted: str, store: Path, tmp_path: Path, *options: str) -> None:
     out = tmp_path / "resumed.tsv"
-    r = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(out))
+    r = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(out), *options)
     assert r.returncode == 0, r.stderr
     resumed = out.read_text()
     assert shape(resumed) == shape(uninterrupted)
@@ -296,3 +296,127 @@ def test_an_interrupted_first_pass_keeps_its_ended_frames(tmp_path):
     assert len(tables[Boundary.FRAME]) == frames  # the frame in progress is not a row
     assert calls.frames_ended == frames and len(calls) >= frames * 10_000
     assert all(v > 0 for v in calls.column("Wall Duration")[: frames * 10_000])
+
+
+GEARS = TRACES / "glxgears.trace"
+REPEAT = 40  # runs: the profile is interrupted well before their end
+
+
+CALL_METRICS = "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration, VSIZE Start, RSS Start"
+
+
+def interrupted_repeat(tmp_path: Path, *extra: str, to_file: bool = True) -> tuple[str, Path]:
+    """A --repeat profile of glxgears' Pixels Drawn (and `extra` selections; its tables to
+    out.tsv, or to stdout) interrupted (SIGINT to its group) once its checkpoint says 3
+    runs are done; returns (stderr, its store)."""
+    import json
+
+    stores, err = tmp_path / "stores", tmp_path / "stderr"
+    stores.mkdir()
+    args = ["--pframes", "opengl: Pixels Drawn", *extra, "--repeat", str(REPEAT), "--stats"]
+    out: list[str | Path] = ["-o", tmp_path / "out.tsv"] if to_file else []
+
+    def runs_done() -> int:
+        for manifest in stores.glob("*/manifest.json"):
+            with contextlib.suppress(ValueError, OSError, KeyError):  # (not yet written)
+                return json.loads(manifest.read_text())["meta"]["progress"]["run"]
+        return 0
+
+    with err.open("w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrace", *args, "--store-dir", stores, *out, GEARS],
+            stdout=subprocess.DEVNULL, stderr=err_file, start_new_session=True,
+        )  # fmt: skip
+        try:
+            while runs_done() < 3:
+                assert proc.poll() is None, err.read_text()
+                time.sleep(0.02)
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    text = err.read_text()
+    assert proc.returncode == 128 + signal.SIGINT and "Traceback" not in text, text
+    (store,) = stores.iterdir()
+    return text, store
+
+
+def test_an_interrupted_repeat_writes_the_runs_it_finished(tmp_path):
+    """Not a table of '-': the median and statistics of the runs done, every one of them in
+    the .runs folder, a line saying how many; the store stays for --resume, which writes the
+    whole repeat's tables."""
+    err, store = interrupted_repeat(tmp_path)
+    last = err.splitlines()[-1]
+    done = int(last.split("pass 1 has ")[1].split()[0])
+    assert done >= 3 and last == (
+        f"retrace: interrupted by SIGINT: no pass of 1 complete, pass 1 has {done} of its "
+        f"{REPEAT} replays (its columns hold the median of the {done} measured); the cells of "
+        f"the rest read '-'; resume with: retrace profile --resume {store}"
+    )
+    once = run_retrace("--pframes", "opengl: Pixels Drawn", "--quiet", str(GEARS), check=True)
+    expected = read_tables(once.stdout.decode().splitlines())[Boundary.FRAME]
+    tables = read_tables((tmp_path / "out.tsv").read_text().splitlines())[Boundary.FRAME]
+    assert tables.metrics == [f"Pixels Drawn{s}" for s in ("", " min", " p95", " stddev")]
+    assert list(tables.column("Pixels Drawn")) == list(expected.column("Pixels Drawn"))
+    assert list(tables.column("Pixels Drawn stddev")) == [0.0] * len(expected)
+    runs = sorted((tmp_path / "out.tsv.runs").iterdir())
+    assert len(runs) == done
+    for run in runs:
+        table = read_tables(run.read_text().splitlines())[Boundary.FRAME]
+        assert list(table.column("Pixels Drawn")) == list(expected.column("Pixels Drawn"))
+    resumed = tmp_path / "resumed.tsv"
+    r = run_retrace("profile", "--resume", str(store), "--quiet", "-o", str(resumed))
+    assert r.returncode == 0, r.stderr
+    assert len(list((tmp_path / "resumed.tsv.runs").iterdir())) == REPEAT
+    assert read_tables(resumed.read_text().splitlines())[Boundary.FRAME].column(
+        "Pixels Drawn"
+    ) == expected.column("Pixels Drawn")
+    assert not store.exists()
+
+
+def reader_gone(args: list, lines: int, stderr: int | None = None) -> int:
+    """Run the CLI with stdout (and `stderr`) into a pipe whose reader reads `lines` lines
+    and goes away, as `| head -N` does; returns the exit status."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrace", *map(str, args)],
+        stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        for _ in range(lines):
+            proc.stdout.readline()
+        proc.stdout.close()
+        return proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_closed_pipe_removes_a_temporary_store(tmp_path):
+    """`retrace --pcalls ... TRACE | head -1`: the reader went away, as an interrupt; the
+    store made for the run goes (tables of 300 KB: the pipe cannot hold them)."""
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    status = reader_gone(["--pcalls", CALL_METRICS, "--store-dir", stores, TRACE], 1)
+    assert status == 128 + signal.SIGPIPE
+    assert not list(stores.iterdir())
+
+
+def test_a_resumed_store_stays_until_its_tables_are_written(tmp_path):
+    """`retrace profile --resume STORE -o x.tsv 2>&1 | head -2`: the messages' reader went
+    away, the tables still go to x.tsv, and only then the store; with the tables on the
+    closed pipe (300 KB of call rows: more than it holds), the store the user named stays."""
+    _, store = interrupted_repeat(tmp_path, "--pcalls", CALL_METRICS, to_file=False)
+    status = reader_gone(["profile", "--resume", store], 1)
+    assert status == 128 + signal.SIGPIPE and store.exists()
+    # (a store interrupted again: this one has measured everything, only its tables missing)
+    shutil.rmtree(tmp_path / "stores")
+    _, store = interrupted_repeat(tmp_path, "--pcalls", CALL_METRICS, to_file=False)
+    out = tmp_path / "x.tsv"
+    status = reader_gone(["profile", "--resume", store, "-o", out], 2, subprocess.STDOUT)
+    assert status in (0, 128 + signal.SIGPIPE)  # (the Rendered line meets the closed pipe)
+    tables = read_tables(out.read_text().splitlines())[Boundary.FRAME]
+    assert len(tables) >= 5 and all(v == v for v in tables.column("Pixels Drawn"))
+    assert len(list((tmp_path / "x.tsv.runs").iterdir())) == REPEAT
+    assert not store.exists()

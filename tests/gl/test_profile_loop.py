@@ -177,8 +177,8 @@ def test_loops_in_the_api(whole):
         (
             ["--loop"],
             2,
-            "retrace: error: --loop on a profile needs a count of at least 1 (--loop=N): the "
-            "tables are written once the loops end",
+            "retrace: error: --loop without a count loops until interrupted, but the selection "
+            "takes 2 passes: the later ones would never run (give --loop=N)",
         ),
         (
             ["--loop=2", "--frames", "9-12"],
@@ -194,9 +194,11 @@ def test_loop_errors_are_one_line(args, status, line):
     assert done.stderr.strip().splitlines()[-1] == line
 
 
-def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path):
-    """Ctrl-C during the loops: the tables are written (the loops not run read '-') and
-    the statistics are of the loops measured."""
+@pytest.mark.parametrize("loop", ["--loop=1000000", "--loop"])
+def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path, loop):
+    """Ctrl-C during the loops (a million, or a bare --loop: until interrupted): the tables
+    hold the loops measured, not a row of '-' for every loop not run, and the statistics
+    are of those."""
     import os
     import signal
     import subprocess
@@ -204,9 +206,16 @@ def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path):
     import time
 
     out = tmp_path / "loops.tsv"
-    args = ["--pframes", "opengl: GPU Duration", "--frames", "2", "--loop=1000000"]
+    args = [
+        "--pframes",
+        "opengl: GPU Duration",
+        "--pcalls",
+        "opengl: CPU Duration",
+        "--frames",
+        "2",
+    ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "retrace", *args, "-o", str(out), str(TRACE)],
+        [sys.executable, "-m", "retrace", *args, loop, "-o", str(out), str(TRACE)],
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -219,10 +228,21 @@ def test_an_interrupted_loop_keeps_the_loops_measured(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 128 + signal.SIGINT
-    frames = list(read_tables(io.StringIO(out.read_text()))[Boundary.FRAME].column("GPU Duration"))
-    assert len(frames) == 1_000_000
-    measured = [v for v in frames if v == v]
-    assert 0 < len(measured) < 1_000_000 and frames[: len(measured)] == measured
-    (line,) = [line for line in stderr.splitlines() if " loops of " in line]
-    assert line.startswith(f"retrace: {len(measured)} loops of frame 2: frames GPU Duration")
-    assert stderr.splitlines()[-1].startswith("retrace: interrupted by SIGINT")
+    tables = read_tables(io.StringIO(out.read_text()))
+    frames = list(tables[Boundary.FRAME].column("GPU Duration"))
+    assert 0 < len(frames) < 1_000_000 and all(v == v and v > 0 for v in frames)
+    calls = tables[Boundary.CALL]  # each loop's calls, every one measured
+    assert calls.frames_ended == len(frames) and len(calls) % len(frames) == 0
+    assert all(v == v for v in calls.column("CPU Duration"))
+    lines = [line for line in stderr.splitlines() if " loops of " in line]
+    assert [line.split(" per loop")[0] for line in lines] == [
+        f"retrace: {len(frames)} loops of frame 2: frames GPU Duration",
+        f"retrace: {len(frames)} loops of frame 2: calls CPU Duration",
+    ]
+    asked = "of 1000000" if "=" in loop else "looping until interrupted"
+    assert stderr.splitlines()[-1].startswith(
+        f"retrace: interrupted by SIGINT: the tables hold the {len(frames)} loops measured "
+        f"({asked}); resume with: retrace profile --resume "
+    )
+    metadata = json.loads((tmp_path / "loops.tsv.json").read_text())
+    assert metadata["loops"]["count"] == len(frames) and not metadata["complete"]

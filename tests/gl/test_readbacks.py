@@ -49,6 +49,12 @@ def gl():
         yield Dispatch(display.get_proc_address)
 
 
+def function(gl: Dispatch, name: str):
+    fn = gl.function(name)
+    assert fn is not None, f"the driver lacks {name}"
+    return fn
+
+
 PACK_STATES = [
     PackState(),
     PackState(row_length=4096),
@@ -61,7 +67,7 @@ PACK_STATES = [
 
 def set_pack(gl: Dispatch, pack: PackState) -> None:
     for pname, value in zip(PACK_PNAMES, pack, strict=True):
-        gl.function("glPixelStorei")(pname, value)
+        function(gl, "glPixelStorei")(pname, value)
 
 
 def refused_below(gl: Dispatch, read, size: int) -> tuple[int, int]:
@@ -70,7 +76,7 @@ def refused_below(gl: Dispatch, read, size: int) -> tuple[int, int]:
     for buf_size in (size, size - 1):
         scratch = ctypes.create_string_buffer(size)
         read(buf_size, scratch)
-        errors.append(gl.function("glGetError")())
+        errors.append(function(gl, "glGetError")())
     return errors[0], errors[1]
 
 
@@ -79,7 +85,7 @@ def refused_below(gl: Dispatch, read, size: int) -> tuple[int, int]:
 def test_a_readback_takes_exactly_the_bytes_the_driver_writes(gl, pack, format, type):
     set_pack(gl, pack)
     size = image_bytes(format, type, 13, 7, 1, pack)
-    read_n = gl.function("glReadnPixels")
+    read_n = function(gl, "glReadnPixels")
     errors = refused_below(gl, lambda n, dest: read_n(0, 0, 13, 7, format, type, n, dest), size)
     set_pack(gl, PackState())
     assert errors == (0, GL_INVALID_OPERATION)
@@ -87,14 +93,14 @@ def test_a_readback_takes_exactly_the_bytes_the_driver_writes(gl, pack, format, 
 
 def test_a_3d_texture_readback_takes_exactly_the_bytes_the_driver_writes(gl):
     textures = (ctypes.c_uint * 1)()
-    gl.function("glGenTextures")(1, textures)
-    gl.function("glBindTexture")(GL_TEXTURE_3D, textures[0])
+    function(gl, "glGenTextures")(1, textures)
+    function(gl, "glBindTexture")(GL_TEXTURE_3D, textures[0])
     pixels = ctypes.create_string_buffer(5 * 3 * 4 * 4)
-    gl.function("glTexImage3D")(GL_TEXTURE_3D, 0, GL_RGBA8, 5, 3, 4, 0, GL_RGBA, 0x1401, pixels)
+    function(gl, "glTexImage3D")(GL_TEXTURE_3D, 0, GL_RGBA8, 5, 3, 4, 0, GL_RGBA, 0x1401, pixels)
     pack = PackState(image_height=6, skip_images=2, skip_rows=1, alignment=8)
     set_pack(gl, pack)
     size = image_bytes(GL_RGBA, GL_UNSIGNED_BYTE, 5, 3, 4, pack, volume=True)
-    get_n = gl.function("glGetnTexImageARB")  # (Mesa 22.3's glGetnTexImage does nothing)
+    get_n = function(gl, "glGetnTexImageARB")  # (Mesa 22.3's glGetnTexImage does nothing)
     errors = refused_below(
         gl, lambda n, dest: get_n(GL_TEXTURE_3D, 0, GL_RGBA, GL_UNSIGNED_BYTE, n, dest), size
     )

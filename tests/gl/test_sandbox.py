@@ -7,6 +7,7 @@ is refused in one line, or with best-effort warned about once."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_TRACES, TRACES
 
+from gl.test_crash_resume import (
+    assert_resumes_to,
+    interrupt_after_pass_1,
+    uninterrupted,  # noqa: F401 - a fixture
+)
 from gl.test_window import display, x_server  # noqa: F401 - fixtures
 from retrace.replay.sandbox import PROBE, landlock, seccomp
 
@@ -57,8 +63,7 @@ def probed(stderr: str) -> dict[str, str]:
 
 def test_the_confined_child_writes_its_outputs_and_nothing_else(tmp_path):
     outside = tmp_path / "outside.txt"
-    shots = tmp_path / "shots"
-    shots.mkdir()
+    shots = tmp_path / "shots"  # made by the replay, as glretrace makes it
     done = retrace("replay", "--sandbox", "-s", f"{shots}/frame", GEARS, env={PROBE: str(outside)})
     assert done.returncode == 0, done.stderr
     assert probed(done.stderr) == {
@@ -113,6 +118,12 @@ def test_a_profile_writes_its_store_and_tables_confined(tmp_path):
     assert (tmp_path / "confined.tsv.json").exists()
     (kept,) = store.iterdir()
     assert (kept / "manifest.json").exists() and len(list(kept.glob("*.bin"))) > 2
+
+
+def test_an_interrupted_profile_resumes_confined(uninterrupted, tmp_path):  # noqa: F811
+    status, _, store = interrupt_after_pass_1(tmp_path, lambda p: p.send_signal(signal.SIGTERM))
+    assert status == 128 + signal.SIGTERM
+    assert_resumes_to(uninterrupted, store, tmp_path, "--sandbox")
 
 
 def test_legacy_profile_writes_its_output_file_confined(tmp_path):

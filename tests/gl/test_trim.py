@@ -95,7 +95,7 @@ def broken(name: str, spec: str, tmp_path: Path, drop: re.Pattern[str]) -> bool:
     written = write_trim(trace, part, 0, out, cuts)
     original = snapshots(trace, [no for _, no in part.checks], part.frames[1], str(tmp_path), False)
     got = snapshots(out, written.checks, 1 << 62, str(tmp_path), False)
-    return all(command._compare(part, written, original, got, 0))
+    return all(command.compare(part, written, original, got, 0))
 
 
 @pytest.mark.parametrize(
@@ -126,3 +126,17 @@ def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch)
     assert e.value.exit_code == 1
     facts = json.loads(Path(f"{out}.json").read_text())
     assert len(facts["levels"]) == len(command.LEVELS) and out.exists()
+
+
+def test_a_tolerance_compares_pixels(tmp_path):
+    out = tmp_path / "t.trace"
+    line, facts = trim("es2gears.trace", out, "--frames", "1-2", "--tolerance", "1")
+    assert facts["tolerance"] == 1 and line.startswith("trim: frames 1-2: 2/2 equal")
+
+
+def test_no_verify_writes_the_smallest_setup_unchecked(tmp_path):
+    out = tmp_path / "t.trace"
+    line, facts = trim("es2gears.trace", out, "--frames", "2", "--no-verify")
+    assert "not verified (--no-verify)" in line
+    assert [t["level"] for t in facts["levels"]] == [0]
+    assert facts["levels"][0]["checks"][0]["equal"] is None

@@ -12,20 +12,21 @@ from test_replay import reference_md5s
 
 TRACES = Path(__file__).parents[2] / "traces"
 
-CASES = {  # the gl tests' cases (tests/gl/test_trim.py) that have frames
-    "persistent-map.trace": "2",
-    "egl-two-threads.trace": "3",
-    "glxgears.trace": "2-3",
-    "es2gears.trace": "2",
-    "glmark2-desktop-fbo.trace": "2",
-    "glmark2-texture-mipmap.trace": "1-2",
+CASES = {  # the gl tests' cases (tests/gl/test_trim.py), and one more
+    "persistent-map.trace": ("--frames", "2"),
+    "egl-two-threads.trace": ("--frames", "3"),
+    "glxgears.trace": ("--frames", "2-3"),
+    "piglit-dlist-beginend.trace": ("--calls", "480-497"),
+    "es2gears.trace": ("--frames", "2"),
+    "glmark2-desktop-fbo.trace": ("--frames", "2"),
+    "glmark2-texture-mipmap.trace": ("--frames", "1-2"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_glretrace_draws_the_trim_as_the_original(name, tmp_path, x_display):
     out = tmp_path / "trim.trace"
-    got = run_retrace("trim", str(TRACES / name), "--frames", CASES[name], "-o", str(out))
+    got = run_retrace("trim", str(TRACES / name), *CASES[name], "-o", str(out))
     assert got.returncode == 0, got.stderr
     checks = json.loads(Path(f"{out}.json").read_text())["levels"][-1]["checks"]
     calls = apitrace_dump(out).decode().count("\n")

@@ -55,6 +55,9 @@ traces:
   warzone2100/warzone2100-default.trace:
     gl-zink-anv-tgl:
       checksum: 8acdc244844d1e46ca04b73c3ff3f834
+  unvanquished/unvanquished-ultra.trace:
+    gl-vmware-llvmpipe:
+      label: [unsupported]
 """
 
 LIST = """\
@@ -115,7 +118,8 @@ def test_list_layout(tmp_path):
 
 def test_plan_for_a_device_says_why_each_trace_is_skipped(tmp_path):
     d = read_description(write(tmp_path, MAPPING))
-    reasons = {p.entry.path: p.skip for p in plan(d, DEVICE)}
+    planned = plan(d, DEVICE)
+    reasons = {p.entry.path: p.skip for p in planned}
     assert reasons == {
         "0ad/0ad-v2.trace": "",
         "bgfx/01-cubes.rdc": "not an apitrace trace (RenderDoc)",
@@ -124,7 +128,12 @@ def test_plan_for_a_device_says_why_each_trace_is_skipped(tmp_path):
             "label skip: GL_INVALID_OPERATION, incompletely rendered image",
         "unvanquished/unvanquished-lowest.trace": "",
         "warzone2100/warzone2100-default.trace": f"not expected on {DEVICE}",
+        "unvanquished/unvanquished-ultra.trace": "label unsupported",  # and no checksum
     }  # fmt: skip
+    # the tests of the device in piglit's results: those a label skips are not, as in piglit
+    assert [p.entry.path for p in planned if p.test] == [
+        "0ad/0ad-v2.trace", "bgfx/01-cubes.rdc", "unvanquished/unvanquished-lowest.trace"
+    ]  # fmt: skip
     performance = {p.entry.path: p.skip for p in plan(d, DEVICE, performance=True)}
     assert performance["unvanquished/unvanquished-lowest.trace"] == "label no-perf"
     zink = {p.entry.path: p.skip for p in plan(d, "gl-zink-anv-tgl")}
@@ -163,8 +172,10 @@ def test_the_cli_says_it_in_one_line_exit_2(tmp_path):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"retrace: error: {path}:3:5: checksum must be an MD5 in hex, not "\
+    assert (
+        done.stderr == f"retrace: error: {path}:3:5: checksum must be an MD5 in hex, not "
         "'CommentedSeq'\n"
+    )
 
 
 def test_an_all_digit_checksum_reads_as_its_text(tmp_path):
@@ -247,4 +258,4 @@ def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
         f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
         "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)"
     ]
-    assert done.stdout.startswith("6 jobs: 0 already done, ran 6 (6 skip)")
+    assert done.stdout.startswith("7 jobs: 0 already done, ran 7 (7 skip)")

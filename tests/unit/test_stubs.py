@@ -13,6 +13,7 @@ EXTENSIONS = [
     "retrace.trace._scanner",
     "retrace.trace._dump",
     "retrace.replay._vm",
+    "retrace.replay._guard",
     "retrace.writer._tsv",
 ]
 

@@ -2,9 +2,11 @@
 
 The batch command hands a ``.yml``/``.yaml`` manifest here: `plan_run` reads
 the file and piglit's environment (``PIGLIT_REPLAY_DESCRIPTION_FILE``,
-``PIGLIT_REPLAY_DEVICE_NAME``, ``PIGLIT_REPLAY_EXTRA_ARGS``, the command line
-winning) into batch jobs, and `CiRun.finish` writes piglit's results and, with
-``--update-checksums``, the new checksums into the file.
+``PIGLIT_REPLAY_DEVICE_NAME``, ``PIGLIT_REPLAY_EXTRA_ARGS``, and
+``PIGLIT_REPLAY_SUBCOMMAND=profile`` with ``PIGLIT_REPLAY_LOOP_TIMES`` for a
+performance job; the command line wins) into batch jobs, and `CiRun.finish`
+writes piglit's results and, with ``--update-checksums``, the new checksums
+into the file.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 DESCRIPTION_FILE = "PIGLIT_REPLAY_DESCRIPTION_FILE"
 DEVICE_NAME = "PIGLIT_REPLAY_DEVICE_NAME"
 EXTRA_ARGS = "PIGLIT_REPLAY_EXTRA_ARGS"
+SUBCOMMAND = "PIGLIT_REPLAY_SUBCOMMAND"  # "profile": a performance job
+LOOP_TIMES = "PIGLIT_REPLAY_LOOP_TIMES"  # its loops, 150 unless set
 SUFFIXES = (".yml", ".yaml")
 # piglit replayer options PIGLIT_REPLAY_EXTRA_ARGS may carry: (names, Options field, takes a value)
 _EXTRA = (
@@ -89,7 +93,14 @@ def plan_run(
     device = given.get("device") or env.get(DEVICE_NAME)
     if not device:
         raise UsageError(f"{path}: give the device to run it for: --device NAME (or {DEVICE_NAME})")
-    settings = {**_extra_args(env.get(EXTRA_ARGS, "")), **{k: v for k, v in given.items() if v}}
+    settings = _extra_args(env.get(EXTRA_ARGS, ""))
+    if env.get(SUBCOMMAND) == "profile":
+        try:
+            settings["loop"] = int(env.get(LOOP_TIMES) or 150)
+        except ValueError:
+            message = f"{LOOP_TIMES} must be a whole number, not {env[LOOP_TIMES]!r}"
+            raise UsageError(message) from None
+    settings |= {k: v for k, v in given.items() if v}
     settings["device"] = device
     settings["db_path"] = Path(settings.get("db_path") or DEFAULT_DB_PATH)
     settings["output"] = Path(settings.get("output") or "results")

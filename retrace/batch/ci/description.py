@@ -21,8 +21,11 @@ Two layouts are in use, and both are read:
           text: a note for people           #   (other labels are kept as facts)
 
 A checksum is the MD5 of the last frame's pixels as piglit computes it
-(`retrace.batch.ci.checksum`). A trace listed with no entry for the device is not
-replayed there; one with an entry but no checksum is replayed and fails until
+(`retrace.batch.lastframe`). A trace with no entry for the device is not
+replayed there, nor one whose entry is labelled ``skip``, nor one whose entry
+has labels and no checksum (Mesa's ``label: [unsupported]``: no image is
+expected of it); these are no tests of the device, as in piglit's results.
+An entry with no checksum and no label is replayed and fails until
 `--update-checksums` writes its checksum. Fields neither layout defines are
 kept (`--update-checksums` writes them back) and ignored, with one warning
 naming them all. A file that is not such a description is one line naming
@@ -96,6 +99,7 @@ class Planned:
     entry: TraceEntry
     expectation: Expectation | None
     skip: str = ""  # the reason it is not replayed; "" runs it
+    test: bool = True  # a test of the device in piglit's results (skipped or not)
 
 
 def load_yaml(path: Path) -> Any:
@@ -165,19 +169,19 @@ def plan(description: Description, device: str, performance: bool = False) -> li
     """Every trace of the file for `device`, in the file's order, with why it is skipped."""
     out = []
     for entry in description.traces:
-        expectation = entry.expectations.get(device)
-        if expectation is None:
-            reason = f"not expected on {device}"
-        elif SKIP in expectation.labels:
-            note = f": {expectation.text}" if expectation.text else ""
-            reason = f"label {SKIP}{note}"
-        elif performance and NO_PERF in expectation.labels:
-            reason = f"label {NO_PERF}"
+        e = entry.expectations.get(device)
+        note = f": {e.text}" if e is not None and e.text else ""
+        if e is None:
+            out.append(Planned(entry, e, f"not expected on {device}", test=False))
+        elif SKIP in e.labels or (e.labels and e.checksum is None):
+            label = SKIP if SKIP in e.labels else ", ".join(e.labels)
+            out.append(Planned(entry, e, f"label {label}{note}", test=False))
+        elif performance and NO_PERF in e.labels:
+            out.append(Planned(entry, e, f"label {NO_PERF}", test=False))
         elif entry.kind is not None:
-            reason = f"not an apitrace trace ({entry.kind})"
+            out.append(Planned(entry, e, f"not an apitrace trace ({entry.kind})"))
         else:
-            reason = ""
-        out.append(Planned(entry, expectation, reason))
+            out.append(Planned(entry, e))
     return out
 
 

@@ -7,20 +7,23 @@ with piglit's fields: ``result`` (pass, fail, crash, timeout, skip),
 piglit fills them, ``checksum_render`` as newer piglit adds it, which Mesa's
 update_traces_checksum.py reads; a performance run's ``frame_times``), the
 command, return code, time and output. `piglit summary console|html|
-aggregate` read it. Traces of other devices are not tests there, as in
-piglit; the database and JUnit have them as skipped.
+aggregate` read it. Traces of other devices and those a label skips are not
+tests there, as in piglit (so Mesa's `summary console | grep -v ": pass"`
+finds only what failed); the database and JUnit have them as skipped. A
+trace of another replayer (``.rdc``) is a test, skipped: it is not checked.
 """
 
 from __future__ import annotations
 
 import bz2
 import json
-import socket
+import platform
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrace.batch.ci.description import Planned
+from retrace.writer.atomic import replaced
 
 if TYPE_CHECKING:
     import duckdb
@@ -52,7 +55,7 @@ def write_results(
     """Write `output`/results.json.bz2 for the traces of `planned` on `device`; its path."""
     tests: dict[str, Any] = {}
     for item in planned:
-        if item.expectation is None:  # another device's trace: not a test of this run
+        if not item.test or item.expectation is None:  # another device's, or skipped by a label
             continue
         path = item.entry.path
         row = con.execute(
@@ -101,15 +104,14 @@ def write_results(
         "__type__": "TestrunResult",
         "results_version": RESULTS_VERSION,
         "name": output.absolute().name,
-        "info": {"system": {"uname": socket.gethostname()}},
+        "info": {"system": {"uname": " ".join(platform.uname())}},
         "options": {"profile": ["replay"], "env": {}},
         "time_elapsed": {"start": started, "end": time.time(), "__type__": "TimeAttribute"},
         "tests": tests,
     }
     out = output / RESULTS_FILE
-    partial = out.with_name(out.name + ".part")
-    partial.write_bytes(bz2.compress(json.dumps(document, indent=1).encode()))
-    partial.replace(out)
+    with replaced(str(out), "wb") as stream:
+        stream.write(bz2.compress(json.dumps(document, indent=1).encode()))
     return out
 
 

@@ -11,12 +11,12 @@ label still holds, as Mesa's update_traces_checksum.py does.
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 from typing import Any
 
 from retrace.batch.ci.description import load_yaml, parse
+from retrace.writer.atomic import replaced
 
 _WIDTH = 4096  # never fold a long line (text: notes) that the file has on one line
 
@@ -54,12 +54,8 @@ def update_checksums(path: Path, device: str, measured: dict[str, str]) -> list[
             yaml.version = (1, 2)  # the directive (and its "---") as the file has it
         elif head and head[0].rstrip() == "---":
             yaml.explicit_start = True
-        out = io.StringIO()
-        yaml.dump(document, out)
-        text = out.getvalue()
-        partial = path.with_name(path.name + ".part")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
+        with replaced(str(path)) as stream:
+            yaml.dump(document, stream)
     return changed
 
 

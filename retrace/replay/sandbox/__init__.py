@@ -44,7 +44,7 @@ MODES = ("on", "best-effort")
 PROBE = "RETRACE_TEST_SANDBOX_PROBE"  # tests only: a file the confined child tries to write
 _AF_UNIX = 1
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
-_DEVICES = ("/dev/dri", "/dev/nvidia*", "/dev/null")  # what GL drivers open read-write
+_DEVICES = ("/dev/dri", "/dev/null")  # what GL drivers open read-write (and /dev/nvidia*)
 _CACHE_VARIABLES = {  # each driver's shader cache, in the sandbox's cache folder
     "MESA_SHADER_CACHE_DIR": "mesa_shader_cache",
     "__GL_SHADER_DISK_CACHE_PATH": "nvidia_shader_cache",
@@ -56,15 +56,12 @@ def request(mode: str) -> None:
     """--sandbox (`mode` "on") or --sandbox=best-effort: replay children confine themselves.
     A kernel without Landlock or seccomp filters is refused, or with best-effort a warning."""
     missing = {name: why for name, why in _lacking().items() if why}
+    reasons, names = "; ".join(dict.fromkeys(missing.values())), " and ".join(missing)
     if missing and mode != "best-effort":
-        reasons = "; ".join(missing.values())
-        raise RetraceError(
-            f"--sandbox: {reasons}; --sandbox=best-effort replays without {' and '.join(missing)}"
-        )
+        raise RetraceError(f"--sandbox: {reasons}; --sandbox=best-effort replays without {names}")
     if missing:
         print(
-            f"retrace: warning: --sandbox=best-effort: {'; '.join(missing.values())}: "
-            f"the replay runs without {' and '.join(missing)}",
+            f"retrace: warning: --sandbox=best-effort: {reasons}: the replay runs without {names}",
             file=sys.stderr,
         )
     _requested[:] = [("Landlock" not in missing, "seccomp" not in missing)]
@@ -74,6 +71,8 @@ def _lacking() -> dict[str, str | None]:
     """Why each mechanism cannot be used here, or None where it can."""
     from retrace.replay.sandbox import landlock, seccomp
 
+    if not sys.platform.startswith("linux"):  # (the system call numbers would mean others)
+        return dict.fromkeys(("Landlock", "seccomp"), f"{sys.platform} is not Linux")
     try:
         landlock.abi()
         no_landlock = None
@@ -93,36 +92,41 @@ def _folder() -> str:
 def prepared(writes: Sequence[str], display: bool) -> Iterator[Callable[[], None] | None]:
     """In the parent, around the fork: the child's own temporary folder, removed after it,
     and the function the child calls to confine itself (None without --sandbox).
-    `writes`: the paths its command writes; `display`: it talks to a display server."""
+    `writes`: the paths its command writes (folders end with a separator); `display`: it
+    talks to a display server."""
     if not _requested:
         yield None
         return
-    import shutil
-    import tempfile
-
     from retrace.gl.registry import load_registry
 
     load_registry("gl")  # the child inherits it parsed, and could not fill the registry cache
     caches = _folder()
+    # (not tempfile's mkdtemp: its imports cost the command 5-10 ms)
+    name = f"retrace-sandbox-{os.getpid()}-{os.urandom(4).hex()}"
+    scratch = os.path.join(os.environ.get("TMPDIR") or "/tmp", name)
     try:
         os.makedirs(caches, exist_ok=True)
-        for path in writes:  # a file the child will write: made now, for a rule to name it
-            if not os.path.exists(path):
+        for path in writes:  # made now where missing, for a rule to name it
+            if path.endswith(os.sep):
+                os.makedirs(path, exist_ok=True)  # (as the first snapshot would make it)
+            elif not os.path.exists(path):
                 open(path, "a").close()  # noqa: SIM115
-        scratch = tempfile.mkdtemp(prefix="retrace-sandbox-")
+        os.mkdir(scratch, 0o700)
     except OSError as e:
         raise RetraceError(f"--sandbox: cannot make its folders: {e.strerror}") from None
     try:
         yield partial(_enter, tuple(writes), display, scratch, caches)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            os.rmdir(scratch)  # the data pool's file had no name: the folder is empty
+        except OSError:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _enter(writes: tuple[str, ...], display: bool, scratch: str, caches: str) -> None:
     """In the child, before anything of the trace: confine this process."""
-    import glob
-    import tempfile  # (imported already: `prepared` made the folder with it)
-
     from retrace.replay.sandbox import landlock, seccomp
 
     use_landlock, use_seccomp = _requested[0]
@@ -130,13 +134,17 @@ def _enter(writes: tuple[str, ...], display: bool, scratch: str, caches: str) ->
     os.environ["RETRACE_CACHE_DIR"] = caches
     for variable, name in _CACHE_VARIABLES.items():
         os.environ[variable] = os.path.join(caches, name)
-    tempfile.tempdir = None  # it remembers the $TMPDIR it saw first
+    if "tempfile" in sys.modules:
+        import tempfile
+
+        tempfile.tempdir = None  # it remembers the $TMPDIR it saw first
     if display:  # importing pyGLFW runs a Python to ask its library's version: now, then
         with contextlib.suppress(ImportError):  # (the viewer reports it missing)
             importlib.import_module("glfw")
     try:
         if use_landlock:
-            devices = [path for pattern in _DEVICES for path in glob.glob(pattern)]
+            nvidia = [f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia")]
+            devices = [*_DEVICES, *nvidia]
             landlock.restrict(
                 [("/", landlock.READ)]
                 + [(path, landlock.DEVICE) for path in devices]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -102,7 +101,7 @@ class Rule(NamedTuple):
 
 def native() -> Arch | None:
     """This machine's architecture, or None where retrace has no numbers for it."""
-    return _ARCHES.get(platform.machine())
+    return _ARCHES.get(os.uname().machine)
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -144,7 +143,7 @@ def _rule_body(rule: Rule) -> list[bytes]:
 def available() -> str | None:
     """Why seccomp filters cannot be installed here, or None if they can."""
     if native() is None:
-        return f"retrace has no seccomp filter for {platform.machine()}"
+        return f"retrace has no seccomp filter for {os.uname().machine}"
     action = ctypes.c_uint32(RET_ERRNO)
     if _seccomp(_GET_ACTION_AVAIL, 0, ctypes.byref(action)) != 0:
         return f"this kernel has no seccomp filters ({_error()})"
@@ -156,7 +155,7 @@ def install(rules: Sequence[Rule]) -> None:
     Irreversible; sets no_new_privs, which the kernel requires of an unprivileged filter."""
     arch = native()
     if arch is None:
-        raise OSError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
+        raise OSError(errno.ENOSYS, f"no seccomp filter for {os.uname().machine}")
     program = build(rules, arch)
     insns = ctypes.create_string_buffer(program, len(program))
 
