@@ -29,8 +29,12 @@ class WarmWorker:
     def __init__(self, env: dict[str, str], prefix: Sequence[str] = ()) -> None:
         command = [*prefix, sys.executable, "-m", "retrace.forkserver"]
         try:
-            self._process = subprocess.Popen(
-                command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            self._process = subprocess.Popen(  # (its messages and the driver's are no run's)
+                command,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
             )
         except OSError as exc:
             raise RetraceError(f"cannot start {command[0]}: {exc.strerror}") from None
