@@ -23,8 +23,7 @@ def run_replay(trace: str, **options) -> None:
     prefix = options["snapshot_prefix"]
     pngs = prefix not in (None, "-")  # (a file prefix: PNGs, whatever --snapshot-format)
     folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
-    # (a folder, written with its separator; a missing one fails the snapshots anyway)
-    writes = [os.path.join(folder, "")] if os.path.isdir(folder) else []
+    writes = [os.path.join(folder, "")] if pngs else []  # (a folder: made if missing, as glretrace)
     display = options["window"]
     contain.contained(trace, lambda: _replay(trace, **options), writes, display)
 
