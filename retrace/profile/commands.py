@@ -282,7 +282,7 @@ def measure(
             _deliver_what_is_kept(ending, job, store, live, keep_store, deliver)
         state = store.meta.get("progress")
         if ending.code:  # the child said what went wrong, and where earlier passes are kept
-            store.keep = keep_store or (state is not None and state["pass"] > 0)
+            store.keep = keep_store or resumed or (state is not None and state["pass"] > 0)
             raise SystemExit(ending.code)
         assert state is not None  # a child that ended well checkpointed at least once
         try:
