@@ -135,11 +135,11 @@ def end_process(main: Callable[[], object]) -> NoReturn:
     the process ends the ordinary way."""
     try:
         main()
-        code: object = 0
+        code: str | int | None = 0
     except SystemExit as e:
-        code = 0 if e.code is None else e.code
+        code = e.code
     waited = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
-    if not isinstance(code, int) or waited:
+    if not isinstance(code, int) or waited:  # (None: 0, a message: 1, said on stderr)
         sys.exit(code)
     atexit._run_exitfuncs()
     try:
