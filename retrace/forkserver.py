@@ -48,7 +48,7 @@ def warm_up() -> None:
     from retrace.backends.registry import load_backends
     from retrace.gl.registry import load_registry
     from retrace.replay.ws.headless import open_before_fork
-    from retrace.trace.reader import load_libraries
+    from retrace.trace.container import load_libraries
 
     load_libraries()
     load_backends()

@@ -25,3 +25,28 @@ def test_replay_modules_import_no_numpy():
     )
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
+
+
+def test_the_replay_loads_no_library_while_the_display_opens():
+    """The replaying child opens the display in a thread (`open_ahead`) after
+    `load_libraries`; an extension module imported after that waits for the driver to
+    load (the dynamic loader's lock) instead of importing alongside it."""
+    check = (
+        "import sys\n"
+        "def libraries():\n"
+        "    return {n for n, m in list(sys.modules.items())\n"
+        "            if (getattr(m, '__file__', None) or '').endswith('.so')}\n"
+        # the parent's, up to the fork (`contain.supervise`), then the child's first steps
+        "import retrace.cli, retrace.replay.run, retrace.profile.commands\n"
+        "from retrace.replay import _guard, _vm, contain, sandbox\n"
+        "from retrace.replay.ws.headless import open_ahead\n"
+        "from retrace.trace.container import load_libraries\n"
+        "load_libraries()\n"
+        "before = libraries()\n"
+        "import retrace.replay.replayer, retrace.profile.driver\n"
+        "from retrace.backends.registry import load_backends\n"
+        "load_backends()\n"
+        "print(sorted(libraries() - before))"
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
