@@ -1,5 +1,5 @@
 """`python -m retrace` runs the command-line interface."""
 
-from retrace.cli import command_line
+from retrace.launch import command_line
 
 command_line()

@@ -13,11 +13,11 @@ import re
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 import click
 
-from retrace.exits import ReaderGone, end_process, outlive_stderr, run_reporting
+from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -791,8 +791,3 @@ def main(run: Callable[[], object] | None = None) -> None:
         sys.exit(1)
     outlive_stderr()
     run_reporting(run or partial(cli.main, prog_name="retrace", standalone_mode=False))
-
-
-def command_line() -> NoReturn:
-    """The `retrace` program: `main`, then the process ends at once (`end_process`)."""
-    end_process(main)
