@@ -68,4 +68,9 @@ def load_driver_early() -> None:
 
 
 def _import_replay() -> None:
-    import retrace.replay.replayer  # noqa: F401  (the child's first import, done here)
+    """The child's first imports, done before the fork: the replayer, and a profile's
+    profiler."""
+    import retrace.replay.replayer  # noqa: F401
+
+    if "retrace.profile.commands" in sys.modules:
+        import retrace.profile.driver  # noqa: F401
