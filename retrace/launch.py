@@ -68,9 +68,14 @@ def load_driver_early() -> None:
 
 
 def _import_replay() -> None:
-    """The child's first imports, done before the fork: the replayer, and a profile's
-    profiler."""
+    """The child's first steps, taken before the fork: the replayer's modules and the GL
+    registry, and a profile's profiler and backends."""
     import retrace.replay.replayer  # noqa: F401
+    from retrace.gl.registry import load_registry
 
+    load_registry()
     if "retrace.profile.commands" in sys.modules:
         import retrace.profile.driver  # noqa: F401
+        from retrace.backends.registry import load_backends
+
+        load_backends()
