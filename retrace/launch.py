@@ -37,11 +37,16 @@ CRASH = ("retrace: error: driver crashed (", ") while loading, before the first 
 
 def command_line() -> NoReturn:
     """Run `retrace ARGS` (sys.argv) and exit with its status."""
-    if replays(sys.argv[1:]):
-        load_driver_early()
-    from retrace.cli import main
-    from retrace.exits import end_process
+    try:
+        if replays(sys.argv[1:]):
+            load_driver_early()
+        from retrace.cli import main
+        from retrace.exits import end_process
+    except KeyboardInterrupt:  # (Ctrl-C while the modules import: `main` handles it after)
+        from retrace.errors import INTERRUPTED
 
+        print(INTERRUPTED[0], file=sys.stderr)
+        os._exit(INTERRUPTED[1])
     end_process(main)
 
 
