@@ -64,6 +64,10 @@ def load_driver_early() -> None:
     """Start loading the driver (`headless.open_early`), after the libraries the rest of
     the start-up imports; before a fork, the child's replay modules import while it may
     still be loading."""
+    from retrace.trace.ahead import overlap_pays
+
+    if not overlap_pays():  # (on one core the driver would load as late, with switches)
+        return
     for name in LIBRARIES:
         importlib.import_module(name)
     from retrace.replay.ws.headless import open_early
