@@ -1,7 +1,8 @@
 """What a profile's options are checked against before anything replays, so that a mistake
 costs a second, not a whole replay: the selection against the backends whose metrics need
 no driver, and `--frames`/`--calls` against the trace's frame and call counts (`retrace
-info`'s, read through the trace cache, which the replay then reads again for free).
+info`'s, `reader.read_counts`: read through the trace cache, which the replay then
+reads again for little, and without numpy).
 
 The command line, the Python API and every job of a `retrace batch` manifest use these.
 """
@@ -78,13 +79,12 @@ def check_part(trace: str, options: ProfileOptions) -> list[str]:
     calls = options.calls
     if options.frames == (0, None) and calls is None:
         return []
-    from retrace.trace.info import trace_info
+    from retrace.trace.reader import read_counts
 
-    info, damage = trace_info(trace)
+    counts, damage = read_counts(trace)
     if damage is not None:  # the replay says where it is damaged, and measures what it can
         return []
-    frame_count, call_count = info["FramesCount"], info["CallCount"]
-    after = info["CallsAfterLastFrame"]
+    frame_count, call_count, after = counts.frames, counts.calls, counts.after_last_frame
     frames = f"{frame_count} frames (0-{frame_count - 1})" if frame_count else "no frame end"
     if after:
         frames += f" and {after} calls after the last one (frame {frame_count})"
