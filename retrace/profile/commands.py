@@ -19,6 +19,7 @@ import retrace.replay.contain as contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
+from retrace.profile.checks import check_part_ahead
 from retrace.profile.options import ProfileOptions
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
@@ -28,16 +29,23 @@ if TYPE_CHECKING:
     from retrace.profile.results import Profile
 
 
-def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
+def _profiler(
+    trace: str, options: ProfileOptions, warnings: list[str] | None = None, **kwargs: Any
+) -> Profiler:
     """A `Profiler`, made in the child that measures: the parent imports none of the
-    replay, and the display opens (`open_ahead`) while the profiler's modules import."""
+    replay, and the display opens (`open_ahead`) while the profiler's modules import.
+    With `warnings`, `--frames`/`--calls` are checked against the trace first (raising
+    UsageError, or adding to `warnings`), counted on a thread meanwhile."""
     from retrace.replay.ws.headless import open_ahead
     from retrace.trace.reader import load_libraries
 
     load_libraries()
+    checked = check_part_ahead(trace, options) if warnings is not None else list
     open_ahead()
     from retrace.profile.driver import Profiler
 
+    if warnings is not None:
+        warnings += checked()
     return Profiler(trace, options, **kwargs)
 
 
@@ -367,7 +375,8 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
         return
-    profiler = _profiler(job.trace, job.options, progress=progress, store=store, live=live)
+    checks: list[str] = []  # what --frames/--calls warn of, before the replay's warnings
+    profiler = _profiler(job.trace, job.options, checks, progress=progress, store=store, live=live)
     try:
         state = store.meta.get("progress")
         if state is not None:
@@ -376,7 +385,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         lines, error = profiler.ending()
         store.meta["finish"] = {
             "summary": profiler.summary(),
-            "warnings": lines,
+            "warnings": checks + lines,
             "error": None if error is None else [str(error), error.exit_code],
         }
         store.flush()
