@@ -217,7 +217,7 @@ def describe(
     """
     import datetime
 
-    from retrace.writer.events import context_runs
+    from retrace.writer.tsv import context_runs
 
     columns_of: dict[str, list[dict[str, Any]]] = {}
     resolved: dict[str, list[str]] = {}
