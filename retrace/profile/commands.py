@@ -37,7 +37,7 @@ def _profiler(
     With `warnings`, `--frames`/`--calls` are checked against the trace first (raising
     UsageError, or adding to `warnings`), counted on a thread meanwhile."""
     from retrace.replay.ws.headless import open_ahead
-    from retrace.trace.reader import load_libraries
+    from retrace.trace.container import load_libraries
 
     load_libraries()
     checked = check_part_ahead(trace, options) if warnings is not None else list
