@@ -179,13 +179,14 @@ def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -
     """Measure `options` on `trace` as the CLI does, and read the tables into arrays."""
     from retrace.profile.checkpoint import Job
     from retrace.profile.checks import check_options
-    from retrace.profile.commands import measure
+    from retrace.profile.commands import check_part_meanwhile, measure
     from retrace.writer.arrays import TABLE_NAMES, table_array
     from retrace.writer.store import Store
 
     if not options.selections:
         raise RetraceError("nothing to profile: select metrics for frames, calls or drawcalls")
-    check_options(options)  # (--frames and --calls: in the child, their warnings returned)
+    check_options(options)
+    check_part_meanwhile(trace, options)
     job = Job.start(trace, options, None)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()

@@ -656,7 +656,7 @@ def profile(
             )
         chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
         check_writable(output, metadata, perfetto)
-        check_options(options)  # (--frames and --calls: in the child, `check_part_ahead`)
+        check_options(options)  # (--frames and --calls: `commands.check_part_meanwhile`)
         commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
 
 

@@ -4,10 +4,10 @@ no driver, and `--frames`/`--calls` against the trace's frame and call counts (`
 info`'s: `reader.read_counts`, without numpy, through the trace cache, which the replay
 then reads again for little).
 
-The command line and the Python API check the selection (`check_options`) before they
-start the replay child, which counts the trace on a thread of its own while it loads the
-driver (`check_part_ahead`), and checks the part before it replays: the parent reads no
-trace. A `retrace batch` manifest is checked whole before any job runs (`check_profile`).
+The command line and the Python API check the selection (`check_options`), then count
+the trace on a thread (`check_part_ahead`) while the replay's modules import, before the
+fork (`commands.check_part_meanwhile`). A `retrace batch` manifest is checked whole before
+any job runs (`check_profile`).
 """
 
 from __future__ import annotations

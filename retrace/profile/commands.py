@@ -29,24 +29,29 @@ if TYPE_CHECKING:
     from retrace.profile.results import Profile
 
 
-def _profiler(
-    trace: str, options: ProfileOptions, warnings: list[str] | None = None, **kwargs: Any
-) -> Profiler:
+def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
     """A `Profiler`, made in the child that measures: the parent imports none of the
-    replay, and the display opens (`open_ahead`) while the profiler's modules import.
-    With `warnings`, `--frames`/`--calls` are checked against the trace first (raising
-    UsageError, or adding to `warnings`), counted on a thread meanwhile."""
+    replay, and the display opens (`open_ahead`) while the profiler's modules import."""
     from retrace.replay.ws.headless import open_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()
-    checked = check_part_ahead(trace, options) if warnings is not None else list
     open_ahead()
     from retrace.profile.driver import Profiler
 
-    if warnings is not None:
-        warnings += checked()
     return Profiler(trace, options, **kwargs)
+
+
+def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
+    """Check `--frames`/`--calls` against the trace before the replay child forks: counted
+    on a thread (`check_part_ahead`) while the modules the child runs first import here
+    (the launcher would import them at the fork anyway), the count filling the trace cache
+    that the replay then reads. Prints the warnings; raises UsageError."""
+    checked = check_part_ahead(trace, options)
+    import retrace.profile.driver  # noqa: F401
+
+    for line in checked():
+        print(line, file=sys.stderr)
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -207,6 +212,7 @@ def run_profile(
     manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
     """
     job = Job.start(trace, options, output)
+    check_part_meanwhile(job.trace, options)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     chosen = chosen_outputs or outputs.Outputs.chosen("tsv", None, None)
@@ -375,8 +381,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
         return
-    checks: list[str] = []  # what --frames/--calls warn of, before the replay's warnings
-    profiler = _profiler(job.trace, job.options, checks, progress=progress, store=store, live=live)
+    profiler = _profiler(job.trace, job.options, progress=progress, store=store, live=live)
     try:
         state = store.meta.get("progress")
         if state is not None:
@@ -385,7 +390,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         lines, error = profiler.ending()
         store.meta["finish"] = {
             "summary": profiler.summary(),
-            "warnings": checks + lines,
+            "warnings": lines,
             "error": None if error is None else [str(error), error.exit_code],
         }
         store.flush()
