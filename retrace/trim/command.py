@@ -21,7 +21,7 @@ import click
 from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.trace.callset import CallSet, frame_range
-from retrace.trim.data import unseen_uploads
+from retrace.trim.data import Cut, unseen_uploads
 from retrace.trim.keep import CUT_LEVELS, LEVELS
 from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, Snapshots, differs, snapshots
@@ -56,17 +56,21 @@ def run_trim(
         "levels": [],
     }
     if not verify:
-        written = write_trim(trace, part, 0, output, unseen_uploads(trace, part))
+        unseen = unseen_uploads(trace, part, 0)
+        written = write_trim(trace, part, 0, output, unseen.cuts, unseen.referenced)
         _record(facts, part, written, 0, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
     with tempfile.TemporaryDirectory(prefix="retrace-trim-") as folder:
         want = [no for _, no in part.checks]
         with Snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0) as replaying:
-            cuts = unseen_uploads(trace, part)
             original: dict[int, Shot] | None = None
+            referenced: set[int] = set()
             for level in range(len(LEVELS)):
-                written = write_trim(trace, part, level, output, cuts if level < CUT_LEVELS else {})
+                cuts: dict[int, Cut] = {}
+                if level < CUT_LEVELS:
+                    cuts, referenced = unseen_uploads(trace, part, level)
+                written = write_trim(trace, part, level, output, cuts, referenced)
                 try:
                     got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
                 except RetraceError as e:

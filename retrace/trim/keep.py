@@ -6,7 +6,8 @@ part is kept (but for uploads the part cannot see: `data.py`) except what can
 only draw or read pixels: draws, clears and blits
 (apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
 glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
-rule, `replay/effects.py`) and the frame ends but the last one (so the part
+rule, `replay/effects.py`, and the window system's: glXGetProcAddress,
+eglGetConfigAttrib, ...) and the frame ends but the last one (so the part
 starts on a fresh frame, as in the original). Display lists being compiled are
 kept whole: their calls are the list's content.
 
@@ -46,6 +47,11 @@ MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSe
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
 _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
+# window-system queries: they change nothing, and no replayer acts on them
+_QUERIES = re.compile(
+    r"(glX|egl|wgl)(GetProcAddress|Get\w*ConfigAttrib|Query\w*String|GetClientString|GetError"
+    r"|GetCurrent\w*)(ARB|EXT|KHR)?$"
+)
 
 
 def kind_of(sig: FunctionSig, gl: Registry) -> int:
@@ -55,6 +61,8 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
         return MAKE_CURRENT
     if sig.flags & CallFlag.END_FRAME:
         return FRAME_END
+    if _QUERIES.match(name):
+        return DROP
     if is_window_system_call(name) or not name.startswith("gl"):
         return KEEP  # contexts, surfaces, memcpy into mapped buffers
     if name == "glBegin":

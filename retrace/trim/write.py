@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from typing import NamedTuple
+from collections.abc import Collection
+from typing import Any, NamedTuple
 
 from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
-from retrace.trim.data import Cut
+from retrace.trim.data import Cut, byte_kind
 from retrace.trim.keep import SetupFilter
 from retrace.trim.outline import Part
 
@@ -27,12 +28,20 @@ class Written(NamedTuple):
     frames: int  # frames that end in it
     checks: list[int]  # the call numbers in it of the part's checks, in order
     size: int  # bytes of the file
-    stream_bytes: dict[str, int]  # decompressed bytes: "setup", "part", and per function
+    stream_bytes: dict[str, Any]  # decompressed bytes: where they went (`_account`)
 
 
-def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]) -> Written:
+def write_trim(
+    path: str,
+    part: Part,
+    level: int,
+    out: str,
+    cuts: dict[int, Cut],
+    referenced: Collection[int] = (),
+) -> Written:
     """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
-    drop, or to keep with null data), then the part whole."""
+    drop, or to keep with null data), then the part whole. `referenced`: the uploads of
+    the setup that the part's objects hold (their bytes are counted apart)."""
     kept, enums = _choose(path, part, level, cuts)
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
@@ -41,7 +50,9 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
     checks = {p for p, _ in part.checks}
     found: list[int] = []
     per_function: Counter[str] = Counter()
-    setup_calls = frames = setup_bytes = 0
+    per_kind: dict[str, Counter[str]] = {"setup": Counter(), "part": Counter()}
+    kinds: dict[int, str] = {}
+    setup_calls = frames = setup_bytes = referenced_bytes = 0
     position = 0
     sigs = reader.signatures
     with open(out, "wb") as f:
@@ -55,10 +66,15 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
                     before = writer.tell()
                     number = writer.copy_call(batch, values, i, sigs, cut and cut.blank)
                     size = writer.tell() - before
-                    per_function[sigs.functions[batch.call(i)[2]].name] += size
-                    if position + i < part.start:
+                    sid = batch.call(i)[2]
+                    kind = kinds.get(sid) or kinds.setdefault(sid, byte_kind(sigs.functions[sid]))
+                    per_function[sigs.functions[sid].name] += size
+                    setup = position + i < part.start
+                    per_kind["setup" if setup else "part"][kind] += size
+                    if setup:
                         setup_calls += 1
                         setup_bytes += size
+                        referenced_bytes += size if position + i in referenced else 0
                     frames += position + i in frame_ends
                     if position + i in checks:
                         found.append(number)
@@ -67,8 +83,14 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
             if position > part.end:
                 break
         sink.close()
-    stream_bytes = {"setup": setup_bytes, "part": sink.stream_bytes - setup_bytes}
-    stream_bytes.update(per_function.most_common(8))
+    stream_bytes: dict[str, Any] = {
+        "setup": setup_bytes,
+        "part": sink.stream_bytes - setup_bytes,
+        "setup_by_kind": dict(per_kind["setup"].most_common()),
+        "part_by_kind": dict(per_kind["part"].most_common()),
+        "setup_data_the_part_uses": referenced_bytes,
+        "functions": dict(per_function.most_common(8)),
+    }
     return Written(writer.calls, setup_calls, frames, found, os.path.getsize(out), stream_bytes)
 
 
