@@ -1,4 +1,4 @@
-"""What a trim can leave out before its part: uploads and settings no frame of it can see.
+"""What a trim can leave out before its part: uploads no frame of it can see.
 
 Uploads carry most of a trace's bytes (a game's textures, a program's vertices
 streamed anew every frame). Before the part, with its draws dropped, an
@@ -25,12 +25,8 @@ upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
 itself is kept. Objects named inside display lists are taken as used (a
 list's calls are not followed). All contexts are taken to share one
 namespace: where they do not, more is kept, or the self-check finds the
-mistake and the trim keeps every upload (`keep.LEVELS`).
-
-Settings only draws read (uniforms, texture and sampler parameters, enables,
-blend, depth, stencil, viewport, scissor and clear state) are left out where
-the same setting is made again before the part with no draw kept in between;
-display lists, glPush/PopAttrib and transform feedback end that.
+mistake and the trim keeps every upload (`keep.LEVELS`). Settings set again
+before anything reads them are `state.py`'s.
 """
 
 from __future__ import annotations
@@ -66,44 +62,7 @@ class Cut(NamedTuple):
 
 (OTHER, BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO) = range(7)
 (FULL, PART, NAMED_FULL, NAMED_PART, DELETE, CURRENT, DRAW) = range(7, 14)
-(SETTING, USE_PROGRAM, BARRIER, NEW_LIST, END_LIST, MAP, MEMCPY) = range(14, 21)
-
-# Settings that only draws and clears read: a later call with the same key replaces one
-# (keys: what the value belongs to, per context for global state, see `_setting`)
-_GLOBAL_SETTINGS = {
-    name: group
-    for group, names in (
-        ("blend func", "glBlendFunc glBlendFuncSeparate"),
-        ("blend equation", "glBlendEquation glBlendEquationSeparate"),
-        ("blend color", "glBlendColor"),
-        ("depth func", "glDepthFunc"),
-        ("depth mask", "glDepthMask"),
-        ("color mask", "glColorMask"),
-        ("viewport", "glViewport"),
-        ("scissor", "glScissor"),
-        ("clear color", "glClearColor"),
-        ("clear depth", "glClearDepth glClearDepthf"),
-        ("clear stencil", "glClearStencil"),
-        ("cull face", "glCullFace"),
-        ("front face", "glFrontFace"),
-        ("polygon offset", "glPolygonOffset"),
-        ("line width", "glLineWidth"),
-        ("depth range", "glDepthRange glDepthRangef"),
-        ("stencil mask", "glStencilMask"),
-        ("stencil func", "glStencilFunc"),
-        ("stencil op", "glStencilOp"),
-    )
-    for name in names.split()
-}
-_UNIFORM = (
-    r"gl(Program)?Uniform(Matrix)?[1-4](x[2-4])?(fv|iv|uiv|dv|f|i|ui|d|i64v|ui64v)(ARB|EXT)?$"
-)
-_TEX_PARAMETER = re.compile(r"glTexParameter(I?[if]v?|Iu?iv)(EXT)?$")
-_NAMED_PARAMETER = re.compile(r"gl(Texture|Sampler)Parameter(I?[if]v?|Iu?iv)(EXT)?$")
-_SETTINGS = "|".join(
-    (*(f"{n}$" for n in (*_GLOBAL_SETTINGS, "glEnable", "glDisable")), _UNIFORM)
-    + (_TEX_PARAMETER.pattern, _NAMED_PARAMETER.pattern)
-)
+(BARRIER, NEW_LIST, END_LIST, MAP, MEMCPY) = range(14, 19)
 
 # What each function is to the analysis: the first pattern that matches its name
 # (re.match); a function none matches is a DRAW if apitrace flags it as rendering.
@@ -120,10 +79,7 @@ _KINDS = tuple(
         (r"glDelete(Textures|Buffers)(ARB|EXT)?$", DELETE),
         (r"glMap(Named)?Buffer(Range)?(ARB|EXT|OES)?$", MAP),
         (r"memcpy$", MEMCPY),
-        (_SETTINGS, SETTING),
-        (r"glUseProgram(ObjectARB)?$", USE_PROGRAM),
-        (r"glP(ush|op)(Client)?Attrib|glCallLists?$|glExecuteCommands", BARRIER),
-        (r"gl(Begin|End)TransformFeedback", BARRIER),
+        (r"glCallLists?$|glExecuteCommands|gl(Begin|End)TransformFeedback", BARRIER),
         (r"glNewList$", NEW_LIST),
         (r"glEndList$", END_LIST),
         (r"gl(Compressed)?TexImage[123]D(ARB|EXT|OES)?$", FULL),
@@ -229,7 +185,7 @@ class _Object:
 class Unseen(NamedTuple):
     """The analysis' answer, by position before the part."""
 
-    cuts: dict[int, Cut]  # uploads and settings no frame of the part can see
+    cuts: dict[int, Cut]  # uploads no frame of the part can see
     referenced: set[int]  # the uploads kept to objects the part uses: the data it needs
 
 
@@ -278,8 +234,6 @@ class _Analysis:
         self.blank: dict[int, int | None] = {}  # full specifications: their data argument
         self.boxes: dict[int, Box] = {}  # uploads: where they write
         self.readers: dict[int, list[int]] = {}  # uploads from a pixel-unpack buffer: its uploads
-        self.settings: dict[tuple[object, ...], int] = {}  # setting -> the call that made it
-        self.program: dict[object, int] = {}  # per context: the program in use
         self.listing: set[int] = set()  # threads compiling a display list
         self.feedback: dict[object, bool] = {}  # per context: transform feedback active
         # mapped memory: (start, end, buffer, offset in it), the latest first
@@ -360,15 +314,11 @@ class _Analysis:
         elif kind == BIND_FBO:
             if _int(target) in _DRAW_FRAMEBUFFERS:
                 bound["framebuffer", 0, -1] = _int(arg(1))
-        elif kind == USE_PROGRAM:
-            self.program[ctx] = _int(target)
         elif kind == MAP:
             address = values.value(node_start + ret, sigs) if ret >= 0 else None
             self._map(plan, arg, _int(address), ctx)
         elif inside:
             self._in_part(kind, plan, arg, bound, ctx, names)
-        elif kind == SETTING:
-            self._setting(plan, arg, ctx, position)
         elif kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
             destination = self._mapped(_int(arg(0)))
             if destination is not None:
@@ -379,7 +329,6 @@ class _Analysis:
         elif kind == BARRIER:
             if "TransformFeedback" in plan.name:  # draws while it is active are kept
                 self.feedback[ctx] = plan.name.startswith("glBegin")
-            self.settings.clear()
         elif kind == DELETE:
             for key in names:
                 self._end(key)
@@ -388,7 +337,6 @@ class _Analysis:
         elif kind == DRAW and self.offscreen:
             offscreen = bound.get(("framebuffer", 0, -1)) or self.feedback.get(ctx)
             if offscreen or plan.name.startswith("glDispatch"):
-                self.settings.clear()  # it is kept at a level that cuts: it reads them
                 for key in self._bound(bound):  # what it may read
                     self._seen(key)
         elif kind == OTHER:
@@ -442,32 +390,6 @@ class _Analysis:
         end = address + length
         self.mappings = [m for m in self.mappings if m[1] <= address or end <= m[0]]
         self.mappings.insert(0, (address, end, buffer, offset))
-
-    def _setting(
-        self, plan: _Plan, arg: Callable[[int], object], ctx: object, position: int
-    ) -> None:
-        """A setting replaces the one with the same key before it (nothing read it)."""
-        name = plan.name
-        key: tuple[object, ...]
-        if name in ("glEnable", "glDisable"):
-            key = ("enable", ctx, arg(0))
-        elif name in _GLOBAL_SETTINGS:
-            key = (_GLOBAL_SETTINGS[name], ctx)
-        elif _TEX_PARAMETER.match(name):
-            target = _int(arg(0))
-            texture = self.bound[ctx].get(("texture", target, self.unit.get(ctx, 0)), 0)
-            key = ("texture parameter", texture, arg(1))
-        elif _NAMED_PARAMETER.match(name):
-            key = (name[2:9], arg(0), arg(1))
-        else:  # a uniform: of the program in use or named, at a location, so many values
-            where = dict(zip(plan.args, range(len(plan.args)), strict=True))
-            program = arg(where["program"]) if "program" in where else self.program.get(ctx)
-            count = arg(where["count"]) if "count" in where else 1
-            key = ("uniform", program, arg(where.get("location", 0)), count)
-        before = self.settings.get(key)
-        if before is not None:
-            self.cuts[before] = Cut(None)
-        self.settings[key] = position
 
     def _destination(
         self,

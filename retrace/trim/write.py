@@ -1,5 +1,8 @@
 """Writing a trimmed trace: the calls a `SetupFilter` keeps before the part, then the part.
 
+At the levels that cut, the settings set again before anything reads them are left
+out too (`state.Liveness`).
+
 Calls are copied from the scanner's records (`TraceWriter.copy_call`), in the
 order they are delivered, with the original's header, properties, thread ids and
 FAKE flags; the trace ends after the part's last call.
@@ -16,8 +19,9 @@ from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
 from retrace.trim.data import Cut, byte_kind
-from retrace.trim.keep import SetupFilter
+from retrace.trim.keep import CUT_LEVELS, SetupFilter
 from retrace.trim.outline import Part
+from retrace.trim.state import Liveness
 
 
 class Written(NamedTuple):
@@ -102,6 +106,7 @@ def _choose(
     lists some 4,000 names, 100 kB in every trace)."""
     reader = TraceReader(path)
     keep = SetupFilter(level, part.start, part.frame_ends)
+    live = Liveness() if level < CUT_LEVELS else None
     kept = bytearray(part.end + 1)
     enums: dict[int, set[int]] = defaultdict(set)
     position = 0
@@ -116,6 +121,8 @@ def _choose(
                     continue
                 if cut is not None and cut.blank is None:
                     continue
+                if live is not None:
+                    live.add(batch, values, i, position + i, sigs)
             kept[position + i] = 1
             _, _, _, _, _, start, count, _, _, _, _, _ = batch.call(i)
             for j in range(start, start + count):
@@ -124,4 +131,6 @@ def _choose(
         position += len(batch)
         if position > part.end:
             break
+    for p in live.dead() if live is not None else ():
+        kept[p] = 0
     return kept, enums
