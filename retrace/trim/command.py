@@ -21,8 +21,7 @@ import click
 from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.trace.callset import CallSet, frame_range
-from retrace.trim.data import Cut, unseen_uploads
-from retrace.trim.keep import CUT_LEVELS, LEVELS
+from retrace.trim.keep import LEVELS
 from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, Snapshots, differs, snapshots
 from retrace.trim.write import Written, write_trim
@@ -56,8 +55,7 @@ def run_trim(
         "levels": [],
     }
     if not verify:
-        unseen = unseen_uploads(trace, part, 0)
-        written = write_trim(trace, part, 0, output, unseen.cuts, unseen.referenced)
+        written = write_trim(trace, part, 0, output)
         _record(facts, part, written, 0, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
@@ -65,12 +63,8 @@ def run_trim(
         want = [no for _, no in part.checks]
         with Snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0) as replaying:
             original: dict[int, Shot] | None = None
-            referenced: set[int] = set()
             for level in range(len(LEVELS)):
-                cuts: dict[int, Cut] = {}
-                if level < CUT_LEVELS:
-                    cuts, referenced = unseen_uploads(trace, part, level)
-                written = write_trim(trace, part, level, output, cuts, referenced)
+                written = write_trim(trace, part, level, output)
                 try:
                     got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
                 except RetraceError as e:

@@ -40,7 +40,6 @@ from retrace.gl.registry import Registry, load_registry
 from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
-from retrace.trace.reader import TraceReader
 from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN
 from retrace.trim.outline import Part
 
@@ -189,12 +188,6 @@ class Unseen(NamedTuple):
     referenced: set[int]  # the uploads kept to objects the part uses: the data it needs
 
 
-def unseen_uploads(path: str, part: Part, level: int) -> Unseen:
-    """The uploads before `part` that no frame of it can see, by position (see above), in
-    the trim of `level` (`keep.LEVELS`): the offscreen draws it keeps read what is bound."""
-    return _Analysis(part, level >= OFFSCREEN).run(path)
-
-
 _SHADERS = re.compile(
     r"gl(ShaderSource|ShaderBinary|ProgramBinary|ProgramString|CreateShaderProgram)"
 )
@@ -218,10 +211,14 @@ def byte_kind(sig: FunctionSig) -> str:
     return "other GL calls"
 
 
-class _Analysis:
-    def __init__(self, part: Part, offscreen: bool) -> None:
+class Uploads:
+    """Follows the calls up to `part`'s end (`step`), then names the uploads before it that
+    no frame of it can see (`finish`), in the trim of `level` (`keep.LEVELS`): the
+    offscreen draws that level keeps read what is bound."""
+
+    def __init__(self, part: Part, level: int) -> None:
         self.part = part
-        self.offscreen = offscreen  # the offscreen draws before the part are kept
+        self.offscreen = level >= OFFSCREEN  # the offscreen draws before the part are kept
         self.gl = load_registry()
         self.plans: dict[int, _Plan] = {}
         self.objects: dict[tuple[str, int], _Object] = {}
@@ -241,41 +238,23 @@ class _Analysis:
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
         self.owner: dict[int, tuple[str, int]] = {}  # upload -> the object it writes
 
-    def run(self, path: str) -> Unseen:
-        reader = TraceReader(path)
-        sigs = reader.signatures
-        position = 0
-        for batch in reader.batches():
-            values: NodeLists | None = None
-            for i in range(len(batch)):
-                if position > self.part.end:
-                    break
-                sid = batch.call(i)[2]
-                plan = self.plans.get(sid)
-                if plan is None:
-                    sig = sigs.functions[sid]
-                    plan = self.plans[sid] = _plan(sig, self.gl)
-                if plan.kind != OTHER or plan.refs or plan.reads or plan.pointer:
-                    if values is None:
-                        values = NodeLists(batch)
-                    self._call(batch, values, i, position, plan, sigs)
-                position += 1
-            if position > self.part.end:
-                break
-        used = self._unused()
-        referenced = {p for p, key in self.owner.items() if key in used and p not in self.cuts}
-        return Unseen(self.cuts, referenced)
-
-    def _call(
+    def step(
         self,
         batch: CallBatch,
         values: NodeLists,
-        index: int,
+        call: tuple[int, ...],
         position: int,
-        plan: _Plan,
         sigs: Signatures,
     ) -> None:
-        _, _, _, thread, _, node_start, _, slot_start, nargs, ret, _, _ = batch.call(index)
+        """Follow one call (`call`: its record in `batch`), in delivery order, up to the
+        part's end."""
+        sid = call[2]
+        plan = self.plans.get(sid)
+        if plan is None:
+            plan = self.plans[sid] = _plan(sigs.functions[sid], self.gl)
+        if plan.kind == OTHER and not (plan.refs or plan.reads or plan.pointer):
+            return
+        _, _, _, thread, _, node_start, _, slot_start, nargs, ret, _, _ = call
         slots = batch.arguments(slot_start, nargs)
 
         def arg(n: int) -> object:
@@ -341,6 +320,12 @@ class _Analysis:
                     self._seen(key)
         elif kind == OTHER:
             self._other(bound, plan, names)
+
+    def finish(self) -> Unseen:
+        """What the part cannot see, once every call up to its end was followed."""
+        used = self._unused()
+        referenced = {p for p, key in self.owner.items() if key in used and p not in self.cuts}
+        return Unseen(self.cuts, referenced)
 
     def _in_part(
         self,

@@ -108,9 +108,15 @@ class SetupFilter:
         self._block: dict[int, bool] = {}  # per thread in glBegin/glEnd: whether it is kept
 
     def keep(
-        self, batch: CallBatch, values: NodeLists, index: int, position: int, sigs: Signatures
+        self,
+        batch: CallBatch,
+        values: NodeLists,
+        call: tuple[int, ...],
+        position: int,
+        sigs: Signatures,
     ) -> bool:
-        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = batch.call(index)
+        """Whether the call before the part (`call`: its record in `batch`) is kept."""
+        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = call
         kind = self._kinds.get(sid)
         if kind is None:
             kind = self._kinds[sid] = kind_of(sigs.functions[sid], self._gl)

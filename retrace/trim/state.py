@@ -130,9 +130,15 @@ class Liveness:
         }
 
     def add(
-        self, batch: CallBatch, values: NodeLists, index: int, position: int, sigs: Signatures
+        self,
+        batch: CallBatch,
+        values: NodeLists,
+        call: tuple[int, ...],
+        position: int,
+        sigs: Signatures,
     ) -> None:
-        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = batch.call(index)
+        """One kept call before the part (`call`: its record in `batch`), in order."""
+        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = call
         sig = sigs.functions[sid]
         if sid in self._rules:
             rule = self._rules[sid]

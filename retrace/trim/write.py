@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
-from retrace.trim.data import Cut, byte_kind
+from retrace.trim.data import Cut, Uploads, byte_kind
 from retrace.trim.keep import CUT_LEVELS, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
@@ -36,17 +35,12 @@ class Written(NamedTuple):
 
 
 def write_trim(
-    path: str,
-    part: Part,
-    level: int,
-    out: str,
-    cuts: dict[int, Cut],
-    referenced: Collection[int] = (),
+    path: str, part: Part, level: int, out: str, cuts: dict[int, Cut] | None = None
 ) -> Written:
-    """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
-    drop, or to keep with null data), then the part whole. `referenced`: the uploads of
-    the setup that the part's objects hold (their bytes are counted apart)."""
-    kept, enums = _choose(path, part, level, cuts)
+    """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
+    of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
+    uploads to drop, or to keep with null data), then the part whole."""
+    kept, enums, cuts, referenced = _choose(path, part, level, cuts)
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
     writer.enum_values = enums
@@ -99,13 +93,15 @@ def write_trim(
 
 
 def _choose(
-    path: str, part: Part, level: int, cuts: dict[int, Cut]
-) -> tuple[bytearray, dict[int, set[int]]]:
-    """Which calls the trim keeps (1 by position, up to the part's end), and per enum
-    signature the values they use: the trim defines each enum with those alone (GLenum
-    lists some 4,000 names, 100 kB in every trace)."""
+    path: str, part: Part, level: int, cuts: dict[int, Cut] | None
+) -> tuple[bytearray, dict[int, set[int]], dict[int, Cut], set[int]]:
+    """One pass over the trace up to the part's end: which calls the trim keeps (1 by
+    position), per enum signature the values they use (the trim defines each enum with
+    those alone: GLenum lists some 4,000 names, 100 kB in every trace), the uploads cut,
+    and the uploads kept that the part's objects hold."""
     reader = TraceReader(path)
     keep = SetupFilter(level, part.start, part.frame_ends)
+    uploads = Uploads(part, level) if cuts is None and level < CUT_LEVELS else None
     live = Liveness() if level < CUT_LEVELS else None
     kept = bytearray(part.end + 1)
     enums: dict[int, set[int]] = defaultdict(set)
@@ -114,23 +110,29 @@ def _choose(
     for batch in reader.batches():
         values = NodeLists(batch)
         tags = values.tags
-        for i in range(min(len(batch), part.end + 1 - position)):
+        for i, call in zip(range(part.end + 1 - position), batch.records(), strict=False):
+            if uploads is not None:
+                uploads.step(batch, values, call, position + i, sigs)
             if position + i < part.start:
-                cut = cuts.get(position + i)
-                if not keep.keep(batch, values, i, position + i, sigs):
-                    continue
-                if cut is not None and cut.blank is None:
+                if not keep.keep(batch, values, call, position + i, sigs):
                     continue
                 if live is not None:
-                    live.add(batch, values, i, position + i, sigs)
+                    live.add(batch, values, call, position + i, sigs)
             kept[position + i] = 1
-            _, _, _, _, _, start, count, _, _, _, _, _ = batch.call(i)
+            start, count = call[5], call[6]
             for j in range(start, start + count):
                 if tags[j] == Tag.ENUM:
                     enums[values.aux[j]].add(values.signed(j))
         position += len(batch)
         if position > part.end:
             break
+    referenced: set[int] = set()
+    if uploads is not None:
+        cuts, referenced = uploads.finish()
+    cuts = cuts or {}
+    for p, cut in cuts.items():
+        if cut.blank is None and p < part.start:
+            kept[p] = 0
     for p in live.dead() if live is not None else ():
         kept[p] = 0
-    return kept, enums
+    return kept, enums, cuts, referenced

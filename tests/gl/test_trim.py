@@ -116,7 +116,7 @@ def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch)
     and its facts kept."""
     real = command.write_trim
 
-    def without_programs(trace, part, level, out, cuts, referenced):
+    def without_programs(trace, part, level, out):
         return real(trace, part, 0, out, {p: Cut(None) for p in range(part.start)})
 
     monkeypatch.setattr(command, "write_trim", without_programs)
