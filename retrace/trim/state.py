@@ -55,7 +55,7 @@ _SETTINGS = {
         ("", "glDepthRange glColorMask glViewport glScissor glClearColor glClearDepth"),
         ("", "glClearStencil glCullFace glFrontFace glStencilMask glStencilFunc glStencilOp"),
         ("", "glStencilFuncSeparate glStencilOpSeparate glStencilMaskSeparate glLogicOp"),
-        ("", "glSampleCoverage glColorMaterial"),
+        ("", "glSampleCoverage glColorMaterial glVertexAttrib"),
         ("unit", "glTexEnv glEnable glDisable"),
         ("modelview", "glLight glClipPlane"),
         ("unit modelview", "glTexGen"),
@@ -76,11 +76,15 @@ _MATRIX = re.compile(r"gl(Rotate|Translate|Scale|MultMatrix|MultTransposeMatrix|
 _LOAD = re.compile(r"glLoad(Identity|Matrix|TransposeMatrix)")
 # calls that neither read nor set the state followed here
 _INERT = re.compile(
-    r"gl(Gen|Create|ShaderSource|CompileShader|AttachShader|DetachShader|LinkProgram"
-    r"|BindAttribLocation|BindFragDataLocation|ObjectLabel|ObjectPtrLabel|DeleteShader"
-    r"|ValidateProgram|UniformBlockBinding|ShaderStorageBlockBinding"
-    r"|TransformFeedbackVaryings|ProgramParameteri)"
+    r"gl(Gen|Create|Delete|ShaderSource|CompileShader|AttachShader|DetachShader|LinkProgram"
+    r"|BindAttribLocation|BindFragDataLocation|ObjectLabel|ObjectPtrLabel|ValidateProgram"
+    r"|UniformBlockBinding|ShaderStorageBlockBinding|TransformFeedbackVaryings"
+    r"|ProgramParameteri|Get(Uniform|Attrib|FragData)Location|GetUniformBlockIndex"
+    r"|GetProgramResource|FenceSync|ClientWaitSync|WaitSync|(Push|Pop)DebugGroup|Debug)"
 )
+GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
+GL_TEXTURE_CUBE_MAP = 0x8513
+_CUBE_FACES = range(0x8515, 0x851B)
 
 
 def family(name: str) -> str:
@@ -106,6 +110,7 @@ class Liveness:
         self._mode: dict[object, int] = {}
         self._depth: dict[Key, int] = {}
         self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
+        self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
         self._bindings: dict[str, Rule] = {
             "glBindTexture": self._bind_texture,
             "glActiveTexture": self._active_texture,
@@ -122,6 +127,7 @@ class Liveness:
             "glDisableVertexAttribArray": self._attrib_array,
             "glEnableClientState": self._client_state,
             "glDisableClientState": self._client_state,
+            "glVertexAttribDivisor": self._vertex_array_setting,
             "glMatrixMode": self._matrix_mode,
             "glPushMatrix": self._stack,
             "glPopMatrix": self._stack,
@@ -143,7 +149,7 @@ class Liveness:
         if sid in self._rules:
             rule = self._rules[sid]
         else:
-            rule = self._rules[sid] = self._rule(sig.name)
+            rule = self._rules[sid] = self._rule(sig.name, sig.arg_names)
         if rule is _inert:
             return
         if rule is _list:  # what a list holds is not followed, and it may read anything
@@ -197,7 +203,7 @@ class Liveness:
             overwritten.difference_update(effect.reads)
         return dead
 
-    def _rule(self, name: str) -> Rule | None:
+    def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
         """How to find a function's effect; None: it reads everything."""
         if MAKE_CURRENT_CALL.match(name):
             return _current
@@ -216,6 +222,8 @@ class Liveness:
             return self._matrix
         if family(name) in _SETTINGS:
             return self._setting
+        if args[:1] == ("target",) and not name.startswith("glBindTransformFeedback"):
+            return self._of_target
         return None
 
     # -- bindings
@@ -302,6 +310,33 @@ class Liveness:
         self._depth[stack] = max(depth - 1, 0)
         return Effect((matrix,), reads, stack)
 
+    def _of_target(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A call on what is bound to a target (uploads, mapping, mipmaps, attachments):
+        it reads that binding, and an upload the pixel buffers and pixel store too."""
+        target = arg(0)
+        unit = self._unit.get(ctx, 0)
+        binding = GL_TEXTURE_CUBE_MAP if target in _CUBE_FACES else target
+        buffer: Key = ("buffer", ctx, target)
+        if target == GL_ELEMENT_ARRAY_BUFFER:
+            buffer = ("elements", ctx, self._vao.get(ctx, 0))
+        reads: tuple[Key, ...] = (
+            ("texture", ctx, unit, binding),
+            ("unit", ctx),
+            buffer,
+            ("vertex array", ctx),
+            ("buffer", ctx, GL_PIXEL_UNPACK_BUFFER),
+            ("buffer", ctx, GL_PIXEL_PACK_BUFFER),
+            *self._pixel_store.get(ctx, ()),
+        )
+        return Effect((), reads)
+
+    def _vertex_array_setting(
+        self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
+    ) -> Effect:
+        """glVertexAttribDivisor: per attribute of the vertex array bound."""
+        key = (_SUFFIX.sub("", name), ctx, self._vao.get(ctx, 0), arg(0))
+        return Effect((key,), (("vertex array", ctx),))
+
     # -- settings
     def _setting(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
         scope = _SETTINGS[family(name)]
@@ -311,6 +346,8 @@ class Liveness:
         if "unit" in scope:
             key += (self._unit.get(ctx, 0),)
             reads += (("unit", ctx),)
+        if key[0] == "glPixelStore":  # read by uploads
+            self._pixel_store.setdefault(ctx, set()).add(key)
         if "modelview" in scope:
             stack = ("stack", ctx, GL_MODELVIEW, 0)
             reads += ((*stack, self._depth.get(stack, 0)),)
