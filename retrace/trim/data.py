@@ -39,8 +39,8 @@ from typing import NamedTuple
 from retrace.gl.registry import Registry, load_registry
 from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
-from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
-from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN
+from retrace.trace.model import FunctionSig
+from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN, Call
 from retrace.trim.outline import Part
 
 RESOURCES = ("texture", "buffer")
@@ -238,30 +238,16 @@ class Uploads:
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
         self.owner: dict[int, tuple[str, int]] = {}  # upload -> the object it writes
 
-    def step(
-        self,
-        batch: CallBatch,
-        values: NodeLists,
-        call: tuple[int, ...],
-        position: int,
-        sigs: Signatures,
-    ) -> None:
-        """Follow one call (`call`: its record in `batch`), in delivery order, up to the
-        part's end."""
-        sid = call[2]
+    def step(self, call: Call) -> None:
+        """Follow one call, in delivery order, up to the part's end."""
+        _, _, sid, thread, _, node_start, _, _, nargs, ret, _, _ = call.record
         plan = self.plans.get(sid)
         if plan is None:
-            plan = self.plans[sid] = _plan(sigs.functions[sid], self.gl)
+            plan = self.plans[sid] = _plan(call.sigs.functions[sid], self.gl)
         if plan.kind == OTHER and not (plan.refs or plan.reads or plan.pointer):
             return
-        _, _, _, thread, _, node_start, _, slot_start, nargs, ret, _, _ = call
-        slots = batch.arguments(slot_start, nargs)
-
-        def arg(n: int) -> object:
-            if n >= len(slots) or slots[n] < 0:
-                return None
-            return values.value(node_start + slots[n], sigs)
-
+        arg = call.arguments()
+        position = call.position
         kind = plan.kind
         if kind == CURRENT:
             self.context[thread] = arg(nargs - 1)
@@ -294,7 +280,7 @@ class Uploads:
             if _int(target) in _DRAW_FRAMEBUFFERS:
                 bound["framebuffer", 0, -1] = _int(arg(1))
         elif kind == MAP:
-            address = values.value(node_start + ret, sigs) if ret >= 0 else None
+            address = call.values.value(node_start + ret, call.sigs) if ret >= 0 else None
             self._map(plan, arg, _int(address), ctx)
         elif inside:
             self._in_part(kind, plan, arg, bound, ctx, names)

@@ -21,6 +21,8 @@ over the previous image), then every call.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import NamedTuple
 
 from retrace.gl.registry import Registry, load_registry
 from retrace.replay.effects import has_side_effects
@@ -90,6 +92,30 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
     return KEEP
 
 
+class Call(NamedTuple):
+    """One call as the trim's followers see it: its record in `batch`, and its position
+    in delivery order."""
+
+    batch: CallBatch
+    values: NodeLists
+    record: tuple[int, ...]
+    position: int
+    sigs: Signatures
+
+    def arguments(self) -> Callable[[int], object]:
+        """Its arguments by index, decoded when asked (None where absent)."""
+        node_start, slot_start, nargs = self.record[5], self.record[7], self.record[8]
+        slots = self.batch.arguments(slot_start, nargs)
+        values, sigs = self.values, self.sigs
+
+        def arg(n: int) -> object:
+            if n >= len(slots) or slots[n] < 0:
+                return None
+            return values.value(node_start + slots[n], sigs)
+
+        return arg
+
+
 class SetupFilter:
     """Decides, call by call in delivery order, what a trim keeps before its part."""
 
@@ -107,31 +133,19 @@ class SetupFilter:
         self._listing: set[int] = set()  # threads compiling a display list
         self._block: dict[int, bool] = {}  # per thread in glBegin/glEnd: whether it is kept
 
-    def keep(
-        self,
-        batch: CallBatch,
-        values: NodeLists,
-        call: tuple[int, ...],
-        position: int,
-        sigs: Signatures,
-    ) -> bool:
-        """Whether the call before the part (`call`: its record in `batch`) is kept."""
-        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = call
+    def keep(self, call: Call) -> bool:
+        """Whether a call before the part is kept."""
+        _, _, sid, thread, _, _, _, _, nargs, _, _, _ = call.record
         kind = self._kinds.get(sid)
         if kind is None:
-            kind = self._kinds[sid] = kind_of(sigs.functions[sid], self._gl)
+            kind = self._kinds[sid] = kind_of(call.sigs.functions[sid], self._gl)
+        position = call.position
         whole = position >= self._whole_from
         if kind == KEEP:
             return True
         context = self._context.get(thread)
         if kind >= NEW_LIST and kind != PRODUCER:  # state the filter follows: always kept
-            args = batch.arguments(slot_start, nargs)
-
-            def arg(n: int) -> object:
-                if n >= len(args) or args[n] < 0:
-                    return None
-                return values.value(node_start + args[n], sigs)
-
+            arg = call.arguments()
             if kind == MAKE_CURRENT:
                 self._context[thread] = arg(nargs - 1)
             elif kind == BIND_FRAMEBUFFER:

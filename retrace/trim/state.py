@@ -20,8 +20,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from retrace.replay.ws.core import is_window_system_call
-from retrace.trace.model import CallBatch, NodeLists, Signatures
-from retrace.trim.keep import MAKE_CURRENT_CALL
+from retrace.trim.keep import MAKE_CURRENT_CALL, Call
 
 GL_TEXTURE0 = 0x84C0
 GL_ARRAY_BUFFER, GL_ELEMENT_ARRAY_BUFFER = 0x8892, 0x8893
@@ -135,17 +134,10 @@ class Liveness:
             "glEndList": _list,
         }
 
-    def add(
-        self,
-        batch: CallBatch,
-        values: NodeLists,
-        call: tuple[int, ...],
-        position: int,
-        sigs: Signatures,
-    ) -> None:
-        """One kept call before the part (`call`: its record in `batch`), in order."""
-        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = call
-        sig = sigs.functions[sid]
+    def add(self, call: Call) -> None:
+        """One kept call before the part, in order."""
+        sid, thread = call.record[2], call.record[3]
+        sig = call.sigs.functions[sid]
         if sid in self._rules:
             rule = self._rules[sid]
         else:
@@ -158,18 +150,12 @@ class Liveness:
             return  # a list's content: kept as it is
         effect = None
         if rule is not None and rule is not _list:
-            slots = batch.arguments(slot_start, nargs)
-
-            def arg(n: int) -> object:
-                if n >= len(slots) or slots[n] < 0:
-                    return None
-                return values.value(node_start + slots[n], sigs)
-
+            arg = call.arguments()
             if rule is _current:
-                self._context[thread] = arg(nargs - 1)
+                self._context[thread] = arg(len(sig.arg_names) - 1)
                 return
             effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
-        self._events.append((position, effect))
+        self._events.append((call.position, effect))
 
     def dead(self) -> list[int]:
         """The calls whose settings are all set again before anything kept reads them."""

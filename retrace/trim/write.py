@@ -18,7 +18,7 @@ from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
 from retrace.trim.data import Cut, Uploads, byte_kind
-from retrace.trim.keep import CUT_LEVELS, SetupFilter
+from retrace.trim.keep import CUT_LEVELS, Call, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
 
@@ -110,16 +110,17 @@ def _choose(
     for batch in reader.batches():
         values = NodeLists(batch)
         tags = values.tags
-        for i, call in zip(range(part.end + 1 - position), batch.records(), strict=False):
+        for i, record in zip(range(part.end + 1 - position), batch.records(), strict=False):
+            call = Call(batch, values, record, position + i, sigs)
             if uploads is not None:
-                uploads.step(batch, values, call, position + i, sigs)
+                uploads.step(call)
             if position + i < part.start:
-                if not keep.keep(batch, values, call, position + i, sigs):
+                if not keep.keep(call):
                     continue
                 if live is not None:
-                    live.add(batch, values, call, position + i, sigs)
+                    live.add(call)
             kept[position + i] = 1
-            start, count = call[5], call[6]
+            start, count = record[5], record[6]
             for j in range(start, start + count):
                 if tags[j] == Tag.ENUM:
                     enums[values.aux[j]].add(values.signed(j))

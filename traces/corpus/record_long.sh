@@ -22,17 +22,7 @@ die() { log "error: $*"; exit 1; }
 
 install_debs apitrace xvfb glmark2-x11 neverball gtk-4-examples
 WORK=/tmp/retrace-record-long
-rm -rf "$WORK"
-mkdir -p "$WORK/home/.neverball" "$WORK/runtime"
-chmod 700 "$WORK/runtime"
-start_private_xvfb "$WORK"
-export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
-export HOME=$WORK/home XDG_RUNTIME_DIR=$WORK/runtime
-export PATH=$PATH:/usr/games
-export LC_ALL=C.UTF-8 NO_AT_BRIDGE=1 SDL_AUDIODRIVER=dummy
-unset LD_PRELOAD TRACE_FILE
-printf 'fullscreen 0\nwidth 640\nheight 480\nsound_volume 0\nmusic_volume 0\n' \
-    >"$HOME/.neverball/neverballrc"
+program_environment "$WORK"
 
 # rec NAME SECONDS CMD...: trace CMD, stopped with SIGINT after SECONDS if still running
 rec() {
