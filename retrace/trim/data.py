@@ -186,6 +186,9 @@ class Unseen(NamedTuple):
 
     cuts: dict[int, Cut]  # uploads no frame of the part can see
     referenced: set[int]  # the uploads kept to objects the part uses: the data it needs
+    # the part reads what a draw before it drew (offscreen), before it draws there itself:
+    # a trim without the draws before the part cannot be right
+    reads_earlier_draws: bool
 
 
 _SHADERS = re.compile(
@@ -237,6 +240,9 @@ class Uploads:
         self.mappings: list[tuple[int, int, int, int]] = []
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
         self.owner: dict[int, tuple[str, int]] = {}  # upload -> the object it writes
+        # what draws wrote into before the part (less, in the part, what it drew into since)
+        self.drawn: set[tuple[str, int]] = set()
+        self.reads_earlier_draws = False  # a call of the part reads one of them
 
     def step(self, call: Call) -> None:
         """Follow one call, in delivery order, up to the part's end."""
@@ -299,9 +305,11 @@ class Uploads:
                 self._end(key)
         elif kind in (FULL, PART, NAMED_FULL, NAMED_PART):
             self._upload(bound, ctx, plan, arg, names, position)
-        elif kind == DRAW and self.offscreen:
-            offscreen = bound.get(("framebuffer", 0, -1)) or self.feedback.get(ctx)
-            if offscreen or plan.name.startswith("glDispatch"):
+        elif kind == DRAW:
+            framebuffer = bound.get(("framebuffer", 0, -1), 0)
+            self.drawn.update(self._attachments(framebuffer))
+            offscreen = framebuffer or self.feedback.get(ctx)
+            if self.offscreen and (offscreen or plan.name.startswith("glDispatch")):
                 for key in self._bound(bound):  # what it may read
                     self._seen(key)
         elif kind == OTHER:
@@ -311,7 +319,7 @@ class Uploads:
         """What the part cannot see, once every call up to its end was followed."""
         used = self._unused()
         referenced = {p for p, key in self.owner.items() if key in used and p not in self.cuts}
-        return Unseen(self.cuts, referenced)
+        return Unseen(self.cuts, referenced, self.reads_earlier_draws)
 
     def _in_part(
         self,
@@ -324,7 +332,14 @@ class Uploads:
     ) -> None:
         """A call of the part: what it draws with, reads, or names is used."""
         if kind == DRAW or (kind == BARRIER and "Call" in plan.name) or plan.reads:
-            self.used.update(self._bound(bound))
+            reads = self._bound(bound)
+            if not self.drawn.isdisjoint(reads):  # drawn before the part, not yet in it
+                self.reads_earlier_draws = True
+            if kind == DRAW:
+                self.drawn.difference_update(
+                    self._attachments(bound.get(("framebuffer", 0, -1), 0))
+                )
+            self.used.update(reads)
             self.used.update(names)
         elif kind in (FULL, PART):
             self.used.add(self._destination(bound, ctx, plan, arg)[0])
@@ -335,6 +350,10 @@ class Uploads:
         elif kind in (NAMED_FULL, NAMED_PART, OTHER) and not _NEW_NAMES.match(plan.name):
             self._other(bound, plan, names)
             self.used.update(key for key in names if key[0] in RESOURCES)
+
+    def _attachments(self, framebuffer: int) -> set[tuple[str, int]]:
+        obj = self.objects.get(("framebuffer", framebuffer)) if framebuffer else None
+        return obj.holds if obj is not None else set()
 
     def _bound(self, bound: dict[tuple[str, int, int], int]) -> list[tuple[str, int]]:
         """What a draw may read: every object bound, and the vertex array (0 too)."""
@@ -425,6 +444,7 @@ class Uploads:
         self.owner[position] = key
         pending = obj.pending[image]
         if full:
+            self.drawn.discard(key)
             before = obj.last_full.get(image)
             if before in self.cuts:  # blanked: no longer needed at all
                 self.cuts[before] = Cut(None)

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
-from retrace.trim.data import Cut, Uploads, byte_kind
+from retrace.trim.data import Cut, Unseen, Uploads, byte_kind
 from retrace.trim.keep import CUT_LEVELS, Call, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
@@ -31,7 +31,8 @@ class Written(NamedTuple):
     frames: int  # frames that end in it
     checks: list[int]  # the call numbers in it of the part's checks, in order
     size: int  # bytes of the file
-    stream_bytes: dict[str, Any]  # decompressed bytes: where they went (`_account`)
+    stream_bytes: dict[str, Any]  # decompressed bytes: where they went
+    reads_earlier_draws: bool  # the part reads what draws left out of it drew (`data.Unseen`)
 
 
 def write_trim(
@@ -40,7 +41,8 @@ def write_trim(
     """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
     of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
     uploads to drop, or to keep with null data), then the part whole."""
-    kept, enums, cuts, referenced = _choose(path, part, level, cuts)
+    kept, enums, unseen = _choose(path, part, level, cuts)
+    cuts, referenced = unseen.cuts, unseen.referenced
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
     writer.enum_values = enums
@@ -89,16 +91,18 @@ def write_trim(
         "setup_data_the_part_uses": referenced_bytes,
         "functions": dict(per_function.most_common(8)),
     }
-    return Written(writer.calls, setup_calls, frames, found, os.path.getsize(out), stream_bytes)
+    size = os.path.getsize(out)
+    early = unseen.reads_earlier_draws
+    return Written(writer.calls, setup_calls, frames, found, size, stream_bytes, early)
 
 
 def _choose(
     path: str, part: Part, level: int, cuts: dict[int, Cut] | None
-) -> tuple[bytearray, dict[int, set[int]], dict[int, Cut], set[int]]:
+) -> tuple[bytearray, dict[int, set[int]], Unseen]:
     """One pass over the trace up to the part's end: which calls the trim keeps (1 by
     position), per enum signature the values they use (the trim defines each enum with
-    those alone: GLenum lists some 4,000 names, 100 kB in every trace), the uploads cut,
-    and the uploads kept that the part's objects hold."""
+    those alone: GLenum lists some 4,000 names, 100 kB in every trace), and the uploads
+    cut (`data.Unseen`)."""
     reader = TraceReader(path)
     keep = SetupFilter(level, part.start, part.frame_ends)
     uploads = Uploads(part, level) if cuts is None and level < CUT_LEVELS else None
@@ -127,13 +131,10 @@ def _choose(
         position += len(batch)
         if position > part.end:
             break
-    referenced: set[int] = set()
-    if uploads is not None:
-        cuts, referenced = uploads.finish()
-    cuts = cuts or {}
-    for p, cut in cuts.items():
+    unseen = uploads.finish() if uploads is not None else Unseen(cuts or {}, set(), False)
+    for p, cut in unseen.cuts.items():
         if cut.blank is None and p < part.start:
             kept[p] = 0
     for p in live.dead() if live is not None else ():
         kept[p] = 0
-    return kept, enums, cuts, referenced
+    return kept, enums, unseen
