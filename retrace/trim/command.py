@@ -26,7 +26,9 @@ from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, Snapshots, differs, snapshots
 from retrace.trim.write import Written, write_trim
 
-_NEEDS_EARLIER_DRAWS = "not checked: the part draws with what offscreen draws before it drew"
+_NEEDS_EARLIER_DRAWS = (
+    "not written: the part draws with what offscreen draws before it drew, which it leaves out"
+)
 
 
 class TrimFailed(RetraceError):
@@ -117,6 +119,7 @@ def _record(
     error: str | None = None,
 ) -> None:
     """Keep what one level wrote and how its check went."""
+    mines: list[int | None] = [*written.checks] or [None] * len(part.checks)  # (not written)
     tried: dict[str, Any] = {
         "level": level,
         "keeps": LEVELS[level],
@@ -127,7 +130,7 @@ def _record(
         "equal": sum(equal) if equal else 0,
         "checks": [
             {"original_call": no, "trim_call": mine, "equal": None if equal is None else equal[k]}
-            for k, ((_, no), mine) in enumerate(zip(part.checks, written.checks, strict=True))
+            for k, ((_, no), mine) in enumerate(zip(part.checks, mines, strict=True))
         ],
         "stream_bytes": written.stream_bytes,
     }

@@ -103,15 +103,16 @@ class Call(NamedTuple):
     sigs: Signatures
 
     def arguments(self) -> Callable[[int], object]:
-        """Its arguments by index, decoded when asked (None where absent)."""
-        node_start, slot_start, nargs = self.record[5], self.record[7], self.record[8]
+        """Its arguments by index, decoded when asked (None where absent; -1: the return
+        value)."""
+        node_start = self.record[5]
+        slot_start, nargs, ret = self.record[7:10]
         slots = self.batch.arguments(slot_start, nargs)
         values, sigs = self.values, self.sigs
 
         def arg(n: int) -> object:
-            if n >= len(slots) or slots[n] < 0:
-                return None
-            return values.value(node_start + slots[n], sigs)
+            node = ret if n < 0 else slots[n] if n < len(slots) else -1
+            return values.value(node_start + node, sigs) if node >= 0 else None
 
         return arg
 

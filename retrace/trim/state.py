@@ -8,9 +8,17 @@ long trace they are most of the setup. They are followed backwards from the
 part (which is taken to read every setting): a call is left out when all it
 sets is set again later before any kept call reads it. What a call sets and
 reads is keyed by context, and by texture unit, vertex array or matrix stack
-depth where those decide; glPushMatrix and glPopMatrix are always kept (the
-stack's depth), and a call not described here reads everything: nothing set
-before it is left out. Display lists' contents are never touched.
+depth where those decide; a glPushMatrix and its glPopMatrix go together,
+when nothing kept lies between them; a call on a bound target (an upload, a
+mapping, an attachment) reads that binding and the pixel store; a call not
+described here reads everything: nothing set before it is left out. Display
+lists' contents are never touched.
+
+Program and shader objects are followed the same way, but what the part does
+not use is not read at its start: the calls that make programs and shaders
+(glCreateShader, glShaderSource, glAttachShader, glLinkProgram, ...) and the
+uniforms of programs neither in use when the part starts, nor named by it, nor
+drawn with by a draw kept before it, are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from retrace.gl.registry import load_registry
 from retrace.replay.ws.core import is_window_system_call
+from retrace.trace.flags import CallFlag
 from retrace.trim.keep import MAKE_CURRENT_CALL, Call
 
 GL_TEXTURE0 = 0x84C0
@@ -39,6 +49,7 @@ class Effect(NamedTuple):
     reads: tuple[Key, ...]
     stack: Key | None = None
     push: bool = False
+    draw: object = None  # a draw (kept offscreen): it reads everything of this program alone
 
 
 # Settings keyed by the function's family (its name less type suffixes) and the arguments
@@ -75,12 +86,11 @@ _MATRIX = re.compile(r"gl(Rotate|Translate|Scale|MultMatrix|MultTransposeMatrix|
 _LOAD = re.compile(r"glLoad(Identity|Matrix|TransposeMatrix)")
 # calls that neither read nor set the state followed here
 _INERT = re.compile(
-    r"gl(Gen|Create|Delete|ShaderSource|CompileShader|AttachShader|DetachShader|LinkProgram"
-    r"|BindAttribLocation|BindFragDataLocation|ObjectLabel|ObjectPtrLabel|ValidateProgram"
-    r"|UniformBlockBinding|ShaderStorageBlockBinding|TransformFeedbackVaryings"
-    r"|ProgramParameteri|Get(Uniform|Attrib|FragData)Location|GetUniformBlockIndex"
-    r"|GetProgramResource|FenceSync|ClientWaitSync|WaitSync|(Push|Pop)DebugGroup|Debug)"
+    r"gl(Gen|Create|Delete|ObjectLabel|ObjectPtrLabel|FenceSync|ClientWaitSync|WaitSync"
+    r"|(Push|Pop)DebugGroup|Debug)"
 )
+# what a program or shader object is made of: their calls set it, and read it
+_OBJECTS = {"program": "program object", "shader": "shader"}
 GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
 GL_TEXTURE_CUBE_MAP = 0x8513
 _CUBE_FACES = range(0x8515, 0x851B)
@@ -110,6 +120,9 @@ class Liveness:
         self._depth: dict[Key, int] = {}
         self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
         self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
+        self._gl = load_registry()
+        self._refs: dict[int, tuple[tuple[int, str], ...]] = {}  # programs, shaders named
+        self._used: set[Key] = set()  # the programs and shaders the part names
         self._bindings: dict[str, Rule] = {
             "glBindTexture": self._bind_texture,
             "glActiveTexture": self._active_texture,
@@ -119,6 +132,9 @@ class Liveness:
             "glBindBufferRange": self._bind_indexed,
             "glBindVertexArray": self._bind_vertex_array,
             "glUseProgram": self._use_program,
+            "glUseProgramObject": self._use_program,
+            "glCreateProgram": self._create,
+            "glCreateShader": self._create,
             "glVertexAttribPointer": self._attrib_pointer,
             "glVertexAttribIPointer": self._attrib_pointer,
             "glVertexAttribLPointer": self._attrib_pointer,
@@ -155,17 +171,63 @@ class Liveness:
                 self._context[thread] = arg(len(sig.arg_names) - 1)
                 return
             effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
+        elif rule is None and (sig.flags & CallFlag.RENDER or sig.name.startswith("glDispatch")):
+            effect = Effect((), (), draw=self._program.get(self._context.get(thread), 0))
         self._events.append((call.position, effect))
 
+    def part(self, call: Call) -> None:
+        """A call of the part: the programs and shaders it names are used, as are those in
+        use when it starts."""
+        if not self._used:
+            self._used.update(("program object", p) for p in self._program.values())
+            self._used.add(("program object", None))  # (marks the start seen)
+        sid = call.record[2]
+        refs = self._refs.get(sid)
+        if refs is None:
+            command = self._gl.command(call.sigs.functions[sid].name)
+            params = command.params if command else ()
+            classes = [
+                (i, _OBJECTS[p.object_class])
+                for i, p in enumerate(params)
+                if p.object_class in _OBJECTS
+            ]
+            refs = self._refs[sid] = tuple(classes)
+        if refs:
+            arg = call.arguments()
+            self._used.update((what, arg(i)) for i, what in refs)
+
+    def _unused(self, key: Key) -> bool:
+        """Whether the part never uses what `key` belongs to (a program or shader object,
+        a program's uniform)."""
+        what = key[0]
+        if what == "uniform":
+            return ("program object", key[1]) not in self._used
+        return what in ("program object", "shader") and key not in self._used
+
     def dead(self) -> list[int]:
-        """The calls whose settings are all set again before anything kept reads them."""
+        """The calls whose settings are all set again before anything kept reads them, or
+        belong to programs and shaders the part never uses."""
         overwritten: set[Key] = set()
+        revived: set[Key] = set()  # unused objects' keys read by calls kept
+        drawn_with: set[object] = set()  # the programs of draws kept
+        everything = False  # a call reading everything is kept
+
+        def gone(key: Key) -> bool:
+            if key in overwritten:
+                return True
+            if everything or key in revived or not self._unused(key):
+                return False
+            return key[0] == "shader" or key[1] not in drawn_with
+
         dead: list[int] = []
         kept = 0  # calls kept so far, from the part backwards
         pops: dict[Key, list[tuple[int, int]]] = {}  # per stack: (position, kept then)
         for position, effect in reversed(self._events):
-            if effect is None:
+            if effect is None or effect.draw is not None:
                 overwritten.clear()
+                everything = everything or effect is None
+                if effect is not None:
+                    drawn_with.add(effect.draw)
                 kept += 1
                 continue
             if effect.stack is not None:
@@ -174,6 +236,7 @@ class Liveness:
                     pending.append((position, kept))
                     overwritten.update(effect.sets)
                     overwritten.difference_update(effect.reads)
+                    revived.update(effect.reads)
                     continue
                 if pending:
                     pop, then = pending.pop()
@@ -181,25 +244,30 @@ class Liveness:
                         dead += (position, pop)
                         continue
                     kept += 1  # (the pop)
-            elif effect.sets and overwritten.issuperset(effect.sets):
+            elif effect.sets and all(gone(key) for key in effect.sets):
                 dead.append(position)
                 continue
             kept += 1
             overwritten.update(effect.sets)
             overwritten.difference_update(effect.reads)
+            revived.update(effect.reads)
         return dead
 
     def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
         """How to find a function's effect; None: it reads everything."""
         if MAKE_CURRENT_CALL.match(name):
             return _current
-        if is_window_system_call(name) or not name.startswith("gl") or _INERT.match(name):
+        if is_window_system_call(name) or not name.startswith("gl"):
             return _inert
         base = _SUFFIX.sub("", name)
         if base in self._bindings:
             return self._bindings[base]
         if _UNIFORM.match(name):
             return self._uniform
+        if args[:1] in (("program",), ("shader",)):
+            return self._object_call
+        if _INERT.match(name):
+            return _inert
         if _TEX_PARAMETER.match(name):
             return self._parameter
         if _CLIENT_POINTER.match(name):
@@ -242,7 +310,21 @@ class Liveness:
 
     def _use_program(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
         self._program[ctx] = _int(arg(0))
-        return Effect((("program", ctx),), ())
+        return Effect((("program", ctx),), (("program object", arg(0)),))
+
+    # -- program and shader objects: kept only for the programs the part uses
+    def _create(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """glCreateProgram, glCreateShader: the object (the return value) begins."""
+        what = "program object" if "Program" in name else "shader"
+        return Effect(((what, arg(-1)),), ())
+
+    def _object_call(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A call on a program or shader (glShaderSource, glAttachShader, glLinkProgram,
+        glGetUniformLocation, ...): it changes the object, from what it was and from
+        the shaders it names."""
+        key = (_OBJECTS[args[0]], arg(0))
+        reads = (key, *(("shader", arg(i)) for i, a in enumerate(args) if a == "shader"))
+        return Effect((key,), reads)
 
     # -- vertex arrays
     def _attrib_pointer(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:

@@ -18,7 +18,7 @@ from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
 from retrace.trim.data import Cut, Unseen, Uploads, byte_kind
-from retrace.trim.keep import CUT_LEVELS, Call, SetupFilter
+from retrace.trim.keep import CUT_LEVELS, OFFSCREEN, Call, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
 
@@ -40,8 +40,11 @@ def write_trim(
 ) -> Written:
     """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
     of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
-    uploads to drop, or to keep with null data), then the part whole."""
+    uploads to drop, or to keep with null data), then the part whole. A first level whose
+    part draws with what the draws it leaves out drew (`data.Unseen`) is not written."""
     kept, enums, unseen = _choose(path, part, level, cuts)
+    if level < OFFSCREEN and unseen.reads_earlier_draws:  # it cannot be right: not written
+        return Written(0, 0, 0, [], 0, {}, True)
     cuts, referenced = unseen.cuts, unseen.referenced
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
@@ -123,6 +126,8 @@ def _choose(
                     continue
                 if live is not None:
                     live.add(call)
+            elif live is not None:
+                live.part(call)
             kept[position + i] = 1
             start, count = record[5], record[6]
             for j in range(start, start + count):
