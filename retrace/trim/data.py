@@ -105,6 +105,7 @@ _DIMENSIONS = (
 )
 
 Box = tuple[tuple[int, int], ...]
+_RECENT = 64  # how many of an image's latest uploads a small one may cover
 
 
 class _Plan(NamedTuple):
@@ -162,6 +163,13 @@ def _box(plan: _Plan, arg: Callable[[int], object]) -> Box | None:
             return None
         box.append((lo, lo + size))
     return tuple(box) if box else None
+
+
+def _volume(box: Box) -> int:
+    volume = 1
+    for lo, hi in box:
+        volume *= max(hi - lo, 0)
+    return volume
 
 
 def _within(inner: Box, outer: Box) -> bool:
@@ -454,11 +462,18 @@ class Uploads:
             self.blank[position] = data
         elif box is not None:
             last = obj.last_full.get(image)
-            covered = {p for p in pending if (b := self.boxes.get(p)) and _within(b, box)}
+            extent = self.boxes.get(last) if last is not None else None
+            # a small box is looked for among the latest uploads alone (a font atlas takes
+            # thousands of glyphs, none over another: all of them would be quadratic)
+            small = extent is not None and 4 * _volume(box) < _volume(extent)
+            candidates = pending[-_RECENT:] if small else pending
+            covered = {p for p in candidates if (b := self.boxes.get(p)) and _within(b, box)}
             if last in covered and self.blank.get(last) is None:
                 covered.discard(last)  # its storage is needed, and it has no data to leave out
-            self.cuts.update((p, Cut(self.blank.get(p) if p == last else None)) for p in covered)
-            pending[:] = [p for p in pending if p not in covered]
+            if covered:
+                cuts = ((p, Cut(self.blank.get(p) if p == last else None)) for p in covered)
+                self.cuts.update(cuts)
+                pending[:] = [p for p in pending if p not in covered]
         if box is not None:
             self.boxes[position] = box
         pending.append(position)
