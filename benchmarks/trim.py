@@ -1,7 +1,9 @@
 """`retrace trim` against apitrace's two trimmers on traces of real programs, same run.
 
-    python benchmarks/trim.py [TRACE ...]
-        (default: every *.trace in $RETRACE_CORPUS, else /work/corpus/traces, and traces/corpus)
+    python benchmarks/trim.py [TRACE ...] [--json OUT.json]
+        (default: every *.trace in $RETRACE_CORPUS, else /work/corpus/traces, traces/corpus,
+        and the long recordings in $RETRACE_LONG_CORPUS, else /work/corpus/long, if any:
+        traces/corpus/record_long.sh)
 
 Needs: apitrace (`apitrace trim`, `apitrace gltrim`, glretrace, eglretrace), Xvfb,
 Mesa's EGL and llvmpipe, and the corpus `traces/corpus/record.sh` records.
@@ -20,7 +22,11 @@ replays of the original is not deterministic and left out of the shares. The
 table gives, per case, right or wrong per trimmer, its size as a share of the
 original, and retrace's time to trim (self-check included) as a ratio of one
 `retrace replay -b` of the original; then per trimmer the share of right trims,
-the median size and retrace's median time ratio. Run by hand; timing is not a test.
+the median size and retrace's median time ratio. The floor is the least a trim
+of that frame can be: the data the frame draws with (the uploads kept to the
+objects it uses, as retrace's OUT.trace.json counts them) and the frame's own
+calls, as their share of retrace's trim (decompressed) times its size. Run by
+hand; timing is not a test.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from retrace.trim.outline import outline
 
 ROOT = Path(__file__).parents[1]
 DEFAULT_CORPUS = Path("/work/corpus/traces")
+DEFAULT_LONG = Path("/work/corpus/long")
 TRIMMERS = ("retrace", "apitrace trim", "gltrim")
 
 
@@ -48,7 +55,9 @@ def corpus(given: list[str]) -> list[Path]:
     if given:
         return [Path(p) for p in given]
     folder = Path(os.environ.get("RETRACE_CORPUS", DEFAULT_CORPUS))
+    long = Path(os.environ.get("RETRACE_LONG_CORPUS", DEFAULT_LONG))
     traces = sorted(folder.glob("*.trace")) + sorted((ROOT / "traces/corpus").glob("*.trace"))
+    traces += sorted(long.glob("*.trace"))
     if not traces:
         sys.exit(
             f"benchmarks/trim.py: no traces in {folder}: record them (traces/corpus/record.sh)"
@@ -106,18 +115,34 @@ def case(trace: Path, frame: int, env: dict[str, str], folder: Path) -> dict[str
             "seconds": seconds,
             "exit": done.returncode,
         }
+        if name == "retrace" and out.exists():
+            row["floor"] = floor(out, size)
     return row
 
 
+def floor(out: Path, size: int) -> float:
+    """The data the trim's frames draw with and their own calls, as a share of the original
+    (their share of the trim's decompressed bytes, times the trim's size)."""
+    facts = json.loads(Path(f"{out}.json").read_text())
+    streamed = facts["levels"][-1]["stream_bytes"]
+    needed = streamed["setup_data_the_part_uses"] + streamed["part"]
+    return needed / max(streamed["setup"] + streamed["part"], 1) * out.stat().st_size / size
+
+
 def main() -> None:
-    traces = corpus(sys.argv[1:])
+    argv = sys.argv[1:]
+    keep = argv.pop(argv.index("--json") + 1) if "--json" in argv else None
+    argv = [a for a in argv if a != "--json"]
+    traces = corpus(argv)
     rows, results = [], []
     with private_display() as env, tempfile.TemporaryDirectory() as tmp:
         for trace in traces:
             count = frames_of(trace)
             for frame in sorted({min(1, count - 1), count // 2, count - 1} - {-1}):
                 r = case(trace, frame, env, Path(tmp))
-                results.append(r)
+                results.append(r | {"trace": trace.name, "frame": frame})
+                if keep:
+                    Path(keep).write_text(json.dumps(results, indent=1))
                 cells = []
                 for name in TRIMMERS:
                     t = r[name]
@@ -127,9 +152,11 @@ def main() -> None:
                 ratio = r["retrace"]["seconds"] / r["replay_s"]  # type: ignore[index]
                 det = "" if r["deterministic"] else " (not deterministic)"
                 det = det if r["imaged"] else " (no reference image)"
+                cells.append(f"{100 * r['floor']:.1f}%" if "floor" in r else "-")  # type: ignore[operator]
                 rows.append([f"{trace.stem} {frame}{det}", *cells, f"{ratio:.2f}"])
                 print(*rows[-1], sep="\t", file=sys.stderr)
-    print(tabulate(rows, ["trace frame", *TRIMMERS, "retrace time / replay"], tablefmt="github"))
+    headers = ["trace frame", *TRIMMERS, "floor", "retrace time / replay"]
+    print(tabulate(rows, headers, tablefmt="github"))
     judged = [r for r in results if r["deterministic"]]
     summary = []
     for name in TRIMMERS:
@@ -142,7 +169,10 @@ def main() -> None:
             else f"{name}: no output"
         )
     ratios = [r["retrace"]["seconds"] / r["replay_s"] for r in results]  # type: ignore[index]
-    summary.append(f"retrace time to trim / one replay: median {statistics.median(ratios):.2f}")
+    summary.append(
+        f"retrace time to trim / one replay: median {statistics.median(ratios):.2f}, "
+        f"max {max(ratios):.2f}"
+    )
     print("\n" + "\n".join(summary))
 
 

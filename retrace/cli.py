@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -708,21 +708,14 @@ def export(tables: str, perfetto: str) -> None:
     metavar="N",
     help="Frames are equal when no channel of any pixel differs by more than N (0: by MD5).",
 )
-def trim(
-    trace: str,
-    frames_spec: str | None,
-    calls_spec: str | None,
-    output: str,
-    verify: bool,
-    tolerance: int,
-) -> None:
+def trim(**options: Any) -> None:
     """Write frames A-B of TRACE, with the setup they need, as a trace of their own; replay
     both and check the frames are equal (exit 1 if they never are)."""
     from retrace.trim.command import run_trim
 
-    if (frames_spec is None) == (calls_spec is None):
+    if (options["frames_spec"] is None) == (options["calls_spec"] is None):
         raise click.UsageError("give --frames A-B or --calls CALLSET")
-    run_trim(trace, frames_spec, calls_spec, output, verify, tolerance)
+    run_trim(**options)  # (its parameters are the options above)
 
 
 @cli.group("cache")

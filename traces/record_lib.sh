@@ -1,4 +1,4 @@
-# record_lib.sh - what the recording scripts (record.sh, corpus/record.sh) share.
+# record_lib.sh - what the recording scripts (record.sh, corpus/record*.sh) share.
 # Source it after defining `log MESSAGE` and `die MESSAGE`.
 
 # install_debs PACKAGE...: apt-get install those that are not installed yet.
@@ -45,4 +45,22 @@ _stop_private_xvfb() {
         wait "$XVFB_PID" 2>/dev/null || true
     fi
     rm -rf "$RECORD_WORK"
+}
+
+# program_environment WORK: a fresh work folder WORK, a private Xvfb (start_private_xvfb),
+# Mesa's llvmpipe, a private empty HOME (Neverball windowed and silent), no tracer
+# settings inherited.
+program_environment() {
+    local work=$1
+    rm -rf "$work"
+    mkdir -p "$work/home/.neverball" "$work/runtime"
+    chmod 700 "$work/runtime"
+    start_private_xvfb "$work"
+    export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
+    export HOME=$work/home XDG_RUNTIME_DIR=$work/runtime
+    export PATH=$PATH:/usr/games
+    export LC_ALL=C.UTF-8 NO_AT_BRIDGE=1 SDL_AUDIODRIVER=dummy
+    unset LD_PRELOAD TRACE_FILE
+    printf 'fullscreen 0\nwidth 640\nheight 480\nsound_volume 0\nmusic_volume 0\n' \
+        >"$HOME/.neverball/neverballrc"
 }

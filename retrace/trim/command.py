@@ -21,11 +21,14 @@ import click
 from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.trace.callset import CallSet, frame_range
-from retrace.trim.data import unseen_uploads
-from retrace.trim.keep import CUT_LEVELS, LEVELS
+from retrace.trim.keep import LEVELS, OFFSCREEN
 from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, Snapshots, differs, snapshots
 from retrace.trim.write import Written, write_trim
+
+_NEEDS_EARLIER_DRAWS = (
+    "not written: the part draws with what offscreen draws before it drew, which it leaves out"
+)
 
 
 class TrimFailed(RetraceError):
@@ -56,17 +59,19 @@ def run_trim(
         "levels": [],
     }
     if not verify:
-        written = write_trim(trace, part, 0, output, unseen_uploads(trace, part))
+        written = write_trim(trace, part, 0, output)
         _record(facts, part, written, 0, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
     with tempfile.TemporaryDirectory(prefix="retrace-trim-") as folder:
         want = [no for _, no in part.checks]
         with Snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0) as replaying:
-            cuts = unseen_uploads(trace, part)
             original: dict[int, Shot] | None = None
             for level in range(len(LEVELS)):
-                written = write_trim(trace, part, level, output, cuts if level < CUT_LEVELS else {})
+                written = write_trim(trace, part, level, output)
+                if level < OFFSCREEN and written.reads_earlier_draws:
+                    _record(facts, part, written, level, None, _NEEDS_EARLIER_DRAWS)
+                    continue
                 try:
                     got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
                 except RetraceError as e:
@@ -114,6 +119,7 @@ def _record(
     error: str | None = None,
 ) -> None:
     """Keep what one level wrote and how its check went."""
+    mines: list[int | None] = [*written.checks] or [None] * len(part.checks)  # (not written)
     tried: dict[str, Any] = {
         "level": level,
         "keeps": LEVELS[level],
@@ -124,7 +130,7 @@ def _record(
         "equal": sum(equal) if equal else 0,
         "checks": [
             {"original_call": no, "trim_call": mine, "equal": None if equal is None else equal[k]}
-            for k, ((_, no), mine) in enumerate(zip(part.checks, written.checks, strict=True))
+            for k, ((_, no), mine) in enumerate(zip(part.checks, mines, strict=True))
         ],
         "stream_bytes": written.stream_bytes,
     }

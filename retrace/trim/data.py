@@ -1,32 +1,32 @@
-"""What a trim can leave out before its part: uploads and settings no frame of it can see.
+"""What a trim can leave out before its part: uploads no frame of it can see.
 
 Uploads carry most of a trace's bytes (a game's textures, a program's vertices
 streamed anew every frame). Before the part, with its draws dropped, an
 upload is seen by nothing when, before the part starts,
 
-- a later upload replaces the same whole image (glTexImage* of the same face
-  and level, glBufferData) or the same bytes of a buffer (glBufferSubData, or
-  a memcpy record of a write into mapped memory, placed by the mapping it
-  lands in), with nothing reading the object in between;
+- later uploads cover what it wrote, with nothing reading the object in
+  between: a glTexImage* of the same face and level or a glBufferData
+  replaces it whole; a glTexSubImage* whose box (x, y, z offsets and extent)
+  holds its box, or a glBufferSubData or memcpy record (placed by the mapping
+  it lands in) over the same bytes replaces it where it lies inside;
 - or its object is deleted, again with nothing reading it in between;
-- or its object lives on but the part never uses it: the part names no such
-  object, none is bound when the part starts, and no vertex array, framebuffer
-  or texture the part uses holds it.
+- or its object lives on but the part never uses it: no draw, copy or read of
+  the part has it bound (on any texture unit or buffer target, or held by the
+  vertex array or framebuffer bound), and no other call of the part names it.
 
-Such uploads are dropped, except that the last full specification of an
-unused object keeps its call with null data, so the object keeps its size and
-format. Objects are followed by name, bindings per context (texture units,
-buffer targets, vertex arrays, framebuffers) as the calls make them; which
-parameters name textures, buffers and containers comes from the GL registry.
-What can read data without a draw (copies, mipmap generation, uploads from a
-pixel-unpack buffer) keeps what it may read. All contexts are taken to share
-one namespace: where they do not, more is kept, or the self-check finds the
-mistake and the trim keeps every upload (`keep.LEVELS`).
-
-Settings only draws read (uniforms, texture and sampler parameters, enables,
-blend, depth, stencil, viewport, scissor and clear state) are left out where
-the same setting is made again before the part with no draw kept in between;
-display lists, glPush/PopAttrib and transform feedback end that.
+Such uploads are dropped, but a full specification (glTexImage*,
+glBufferData, glBufferStorage) still needed for its object's size and format
+is kept with null data. Objects are followed by name, bindings per context
+(texture units, buffer targets, vertex arrays, framebuffers) as the calls make
+them, before and through the part; which parameters name textures, buffers and
+containers comes from the GL registry. What can read data without a draw
+(copies, mipmap generation, reads into memory) keeps what it may read; an
+upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
+itself is kept. Objects named inside display lists are taken as used (a
+list's calls are not followed). All contexts are taken to share one
+namespace: where they do not, more is kept, or the self-check finds the
+mistake and the trim keeps every upload (`keep.LEVELS`). Settings set again
+before anything reads them are `state.py`'s.
 """
 
 from __future__ import annotations
@@ -37,21 +37,14 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from retrace.gl.registry import Registry, load_registry
+from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
-from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
-from retrace.trace.reader import TraceReader
-from retrace.trim.keep import MAKE_CURRENT_CALL
+from retrace.trace.model import FunctionSig
+from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN, Call
 from retrace.trim.outline import Part
 
 RESOURCES = ("texture", "buffer")
 CONTAINERS = ("vertex array", "framebuffer")
-
-_FULL = re.compile(r"gl(Compressed)?TexImage[123]D(ARB|EXT|OES)?$|glBufferData(ARB)?$")
-_PART = re.compile(r"gl(Compressed)?TexSubImage[123]D(ARB|EXT|OES)?$|glBufferSubData(ARB)?$")
-_NAMED_FULL = re.compile(r"glNamedBufferData(EXT)?$")
-_NAMED_PART = re.compile(r"glNamedBufferSubData(EXT)?$|gl(Compressed)?TextureSubImage[123]D(EXT)?$")
-_READS = re.compile(r"Copy|Generate|TexBuffer|TextureBuffer|TextureView")  # without a draw
-_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$")
 
 GL_TEXTURE0 = 0x84C0
 GL_ARRAY_BUFFER, GL_ELEMENT_ARRAY_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x8892, 0x8893, 0x88EC
@@ -68,44 +61,51 @@ class Cut(NamedTuple):
 
 (OTHER, BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO) = range(7)
 (FULL, PART, NAMED_FULL, NAMED_PART, DELETE, CURRENT, DRAW) = range(7, 14)
-(SETTING, USE_PROGRAM, BARRIER, NEW_LIST, END_LIST, MAP, MEMCPY) = range(14, 21)
-_MAP = re.compile(r"glMap(Named)?Buffer(Range)?(ARB|EXT|OES)?$")
+(BARRIER, NEW_LIST, END_LIST, MAP, MEMCPY) = range(14, 19)
 
-# Settings that only draws and clears read: a later call with the same key replaces one
-# (keys: what the value belongs to, per context for global state, see `_setting`)
-_GLOBAL_SETTINGS = {
-    name: group
-    for group, names in (
-        ("blend func", "glBlendFunc glBlendFuncSeparate"),
-        ("blend equation", "glBlendEquation glBlendEquationSeparate"),
-        ("blend color", "glBlendColor"),
-        ("depth func", "glDepthFunc"),
-        ("depth mask", "glDepthMask"),
-        ("color mask", "glColorMask"),
-        ("viewport", "glViewport"),
-        ("scissor", "glScissor"),
-        ("clear color", "glClearColor"),
-        ("clear depth", "glClearDepth glClearDepthf"),
-        ("clear stencil", "glClearStencil"),
-        ("cull face", "glCullFace"),
-        ("front face", "glFrontFace"),
-        ("polygon offset", "glPolygonOffset"),
-        ("line width", "glLineWidth"),
-        ("depth range", "glDepthRange glDepthRangef"),
-        ("stencil mask", "glStencilMask"),
-        ("stencil func", "glStencilFunc"),
-        ("stencil op", "glStencilOp"),
+# What each function is to the analysis: the first pattern that matches its name
+# (re.match); a function none matches is a DRAW if apitrace flags it as rendering.
+_KINDS = tuple(
+    (re.compile(pattern), kind)
+    for pattern, kind in (
+        (MAKE_CURRENT_CALL.pattern, CURRENT),
+        (r"glBindTexture(EXT)?$", BIND_TEXTURE),
+        (r"glActiveTexture(ARB)?$", ACTIVE_TEXTURE),
+        (r"glBindBuffer(ARB|EXT|NV)?$", BIND_BUFFER),
+        (r"glBindBuffer(Base|Range)(EXT|NV)?$", BIND_INDEXED),
+        (r"glBindVertexArray(APPLE|OES)?$", BIND_VAO),
+        (r"glBindFramebuffer(EXT|OES)?$", BIND_FBO),
+        (r"glDelete(Textures|Buffers)(ARB|EXT)?$", DELETE),
+        (r"glMap(Named)?Buffer(Range)?(ARB|EXT|OES)?$", MAP),
+        (r"memcpy$", MEMCPY),
+        (r"glCallLists?$|glExecuteCommands|gl(Begin|End)TransformFeedback", BARRIER),
+        (r"glNewList$", NEW_LIST),
+        (r"glEndList$", END_LIST),
+        (r"gl(Compressed)?TexImage[123]D(ARB|EXT|OES)?$", FULL),
+        (r"glBuffer(Data|Storage)(ARB|EXT)?$", FULL),
+        (r"gl(Compressed)?TexSubImage[123]D(ARB|EXT|OES)?$|glBufferSubData(ARB)?$", PART),
+        (r"glNamedBuffer(Data|Storage)(EXT)?$", NAMED_FULL),
+        (r"glNamedBufferSubData(EXT)?$|gl(Compressed)?TextureSubImage[123]D(EXT)?$", NAMED_PART),
+        (r"glDispatchCompute|glBegin", DRAW),
     )
-    for name in names.split()
-}
-_UNIFORM = re.compile(
-    r"gl(Program)?Uniform(Matrix)?[1-4](x[2-4])?(fv|iv|uiv|dv|f|i|ui|d|i64v|ui64v)(ARB|EXT)?$"
 )
-_TEX_PARAMETER = re.compile(r"glTexParameter(I?[if]v?|Iu?iv)(EXT)?$")
-_NAMED_PARAMETER = re.compile(r"gl(Texture|Sampler)Parameter(I?[if]v?|Iu?iv)(EXT)?$")
-_BARRIERS = re.compile(
-    r"glP(ush|op)(Client)?Attrib|glCallLists?$|glExecuteCommands|gl(Begin|End)TransformFeedback"
+# what reads objects without a draw, or writes part of them from what they hold
+_READS = re.compile(
+    r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|GetTex|GetTexture|"
+    r"GetCompressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
 )
+_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$")
+_NEW_NAMES = re.compile(r"gl(Gen|Create)")  # names given out, not used
+# an upload's box: per dimension, the arguments of its offset and its extent
+_DIMENSIONS = (
+    ("offset", "size"),
+    ("xoffset", "width"),
+    ("yoffset", "height"),
+    ("zoffset", "depth"),
+)
+
+Box = tuple[tuple[int, int], ...]
+_RECENT = 64  # how many of an image's latest uploads a small one may cover
 
 
 class _Plan(NamedTuple):
@@ -114,68 +114,36 @@ class _Plan(NamedTuple):
     kind: int
     refs: tuple[tuple[int, str], ...]  # (argument, object class) of names it passes
     data: int | None  # the argument holding an upload's data
+    box: tuple[tuple[int | None, int], ...]  # an upload's (offset, extent) arguments
+    level: int | None  # the argument of a texture upload's level
+    reads: bool  # it reads objects without a draw (`_READS`)
+    pointer: bool  # it points a vertex attribute into the array buffer bound
+
+
+def kind_of(sig: FunctionSig) -> int:
+    kind = next((k for pattern, k in _KINDS if pattern.match(sig.name)), OTHER)
+    if kind == OTHER and sig.flags & CallFlag.RENDER:
+        return DRAW
+    return kind
 
 
 def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
-    name, arg_names = sig.name, sig.arg_names
-    command = gl.command(name)
+    arg_names = sig.arg_names
+    command = gl.command(sig.name)
     classes = {p.name: p.object_class for p in command.params} if command else {}
     refs = tuple(
         (i, c) for i, a in enumerate(arg_names) if (c := classes.get(a)) in RESOURCES + CONTAINERS
     )
+    where = {a: i for i, a in enumerate(arg_names)}
     data = next((i for i, a in enumerate(arg_names) if a in ("data", "pixels")), None)
-    kind = OTHER
-    if MAKE_CURRENT_CALL.match(name):
-        kind = CURRENT
-    elif re.match(r"glBindTexture(EXT)?$", name):
-        kind = BIND_TEXTURE
-    elif re.match(r"glActiveTexture(ARB)?$", name):
-        kind = ACTIVE_TEXTURE
-    elif re.match(r"glBindBuffer(ARB|EXT|NV)?$", name):
-        kind = BIND_BUFFER
-    elif re.match(r"glBindBuffer(Base|Range)(EXT|NV)?$", name):
-        kind = BIND_INDEXED
-    elif re.match(r"glBindVertexArray(APPLE|OES)?$", name):
-        kind = BIND_VAO
-    elif re.match(r"glBindFramebuffer(EXT|OES)?$", name):
-        kind = BIND_FBO
-    elif re.match(r"glDelete(Textures|Buffers)(ARB|EXT)?$", name):
-        kind = DELETE
-    elif _MAP.match(name):
-        kind = MAP
-    elif name == "memcpy":
-        kind = MEMCPY
-    elif _is_setting(name):
-        kind = SETTING
-    elif re.match(r"glUseProgram(ObjectARB)?$", name):
-        kind = USE_PROGRAM
-    elif _BARRIERS.match(name):
-        kind = BARRIER
-    elif name == "glNewList":
-        kind = NEW_LIST
-    elif name == "glEndList":
-        kind = END_LIST
-    elif _FULL.match(name):
-        kind = FULL
-    elif _PART.match(name):
-        kind = PART
-    elif _NAMED_FULL.match(name):
-        kind = NAMED_FULL
-    elif _NAMED_PART.match(name):
-        kind = NAMED_PART
-    elif sig.flags & CallFlag.RENDER or name.startswith(("glDispatchCompute", "glBegin")):
-        kind = DRAW
-    return _Plan(name, arg_names, kind, refs, data)
+    box = tuple((where.get(o), where[e]) for o, e in _DIMENSIONS if e in where)
+    reads, pointer = bool(_READS.search(sig.name)), bool(_POINTERS.match(sig.name))
+    kind, level = kind_of(sig), where.get("level")
+    return _Plan(sig.name, arg_names, kind, refs, data, box, level, reads, pointer)
 
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
-
-
-def _span(offset: object, size: object) -> tuple[int, int] | None:
-    if isinstance(offset, int) and isinstance(size, int):
-        return offset, offset + size
-    return None
 
 
 def _names(value: object) -> list[int]:
@@ -185,10 +153,29 @@ def _names(value: object) -> list[int]:
     return [value] if isinstance(value, int) and value else []
 
 
-def _is_setting(name: str) -> bool:
-    if name in _GLOBAL_SETTINGS or name in ("glEnable", "glDisable"):
-        return True
-    return any(p.match(name) for p in (_UNIFORM, _TEX_PARAMETER, _NAMED_PARAMETER))
+def _box(plan: _Plan, arg: Callable[[int], object]) -> Box | None:
+    """Where an upload writes: per dimension [start, end) (None: not known)."""
+    box = []
+    for offset, extent in plan.box:
+        lo = 0 if offset is None else arg(offset)
+        size = arg(extent)
+        if not isinstance(lo, int) or not isinstance(size, int):
+            return None
+        box.append((lo, lo + size))
+    return tuple(box) if box else None
+
+
+def _volume(box: Box) -> int:
+    volume = 1
+    for lo, hi in box:
+        volume *= max(hi - lo, 0)
+    return volume
+
+
+def _within(inner: Box, outer: Box) -> bool:
+    return len(inner) == len(outer) and all(
+        a <= c and d <= b for (c, d), (a, b) in zip(inner, outer, strict=True)
+    )
 
 
 class _Object:
@@ -202,14 +189,47 @@ class _Object:
         self.holds: set[tuple[str, int]] = set()  # (class, name) it holds (a container)
 
 
-def unseen_uploads(path: str, part: Part) -> dict[int, Cut]:
-    """The uploads before `part` that no frame of it can see, by position (see above)."""
-    return _Analysis(part).run(path)
+class Unseen(NamedTuple):
+    """The analysis' answer, by position before the part."""
+
+    cuts: dict[int, Cut]  # uploads no frame of the part can see
+    referenced: set[int]  # the uploads kept to objects the part uses: the data it needs
+    # the part reads what a draw before it drew (offscreen), before it draws there itself:
+    # a trim without the draws before the part cannot be right
+    reads_earlier_draws: bool
 
 
-class _Analysis:
-    def __init__(self, part: Part) -> None:
+_SHADERS = re.compile(
+    r"gl(ShaderSource|ShaderBinary|ProgramBinary|ProgramString|CreateShaderProgram)"
+)
+
+
+def byte_kind(sig: FunctionSig) -> str:
+    """What a call's bytes are, for the trim's account of where they went."""
+    kind = kind_of(sig)
+    if kind in (FULL, PART, NAMED_FULL, NAMED_PART):
+        return "texture uploads" if "Tex" in sig.name else "buffer data"
+    if kind == MEMCPY:
+        return "buffer data"
+    if kind in (BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO):
+        return "bindings"
+    if _POINTERS.match(sig.name):
+        return "bindings"
+    if _SHADERS.match(sig.name):
+        return "shaders"
+    if is_window_system_call(sig.name) or not sig.name.startswith("gl"):
+        return "window system and other"
+    return "other GL calls"
+
+
+class Uploads:
+    """Follows the calls up to `part`'s end (`step`), then names the uploads before it that
+    no frame of it can see (`finish`), in the trim of `level` (`keep.LEVELS`): the
+    offscreen draws that level keeps read what is bound."""
+
+    def __init__(self, part: Part, level: int) -> None:
         self.part = part
+        self.offscreen = level >= OFFSCREEN  # the offscreen draws before the part are kept
         self.gl = load_registry()
         self.plans: dict[int, _Plan] = {}
         self.objects: dict[tuple[str, int], _Object] = {}
@@ -218,94 +238,42 @@ class _Analysis:
         self.unit: dict[object, int] = {}  # per context: the active texture unit
         # per context: (what, target, index) -> name bound
         self.bound: dict[object, dict[tuple[str, int, int], int]] = defaultdict(dict)
-        self.used: set[tuple[str, int]] = set()  # named in the part
+        self.used: set[tuple[str, int]] = set()  # what the part uses
         self.blank: dict[int, int | None] = {}  # full specifications: their data argument
-        self.spans: dict[int, tuple[int, int]] = {}  # buffer uploads: the bytes they write
-        self.settings: dict[tuple[object, ...], int] = {}  # setting -> the call that made it
-        self.program: dict[object, int] = {}  # per context: the program in use
+        self.boxes: dict[int, Box] = {}  # uploads: where they write
+        self.readers: dict[int, list[int]] = {}  # uploads from a pixel-unpack buffer: its uploads
         self.listing: set[int] = set()  # threads compiling a display list
         self.feedback: dict[object, bool] = {}  # per context: transform feedback active
         # mapped memory: (start, end, buffer, offset in it), the latest first
         self.mappings: list[tuple[int, int, int, int]] = []
-        self.sizes: dict[int, int] = {}  # buffer -> size given by its last glBufferData
+        self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
+        self.owner: dict[int, tuple[str, int]] = {}  # upload -> the object it writes
+        # what draws wrote into before the part (less, in the part, what it drew into since)
+        self.drawn: set[tuple[str, int]] = set()
+        self.reads_earlier_draws = False  # a call of the part reads one of them
 
-    def run(self, path: str) -> dict[int, Cut]:
-        reader = TraceReader(path)
-        sigs = reader.signatures
-        position = 0
-        for batch in reader.batches():
-            values: NodeLists | None = None
-            for i in range(len(batch)):
-                if position > self.part.end:
-                    break
-                sid = batch.call(i)[2]
-                plan = self.plans.get(sid)
-                if plan is None:
-                    sig = sigs.functions[sid]
-                    plan = self.plans[sid] = _plan(sig, self.gl)
-                if plan.kind != OTHER or plan.refs:
-                    if values is None:
-                        values = NodeLists(batch)
-                    self._call(batch, values, i, position, plan, sigs)
-                position += 1
-            if position > self.part.end:
-                break
-        self._unused()
-        return self.cuts
-
-    def _call(
-        self,
-        batch: CallBatch,
-        values: NodeLists,
-        index: int,
-        position: int,
-        plan: _Plan,
-        sigs: Signatures,
-    ) -> None:
-        _, _, _, thread, _, node_start, _, slot_start, nargs, ret, _, _ = batch.call(index)
-        slots = batch.arguments(slot_start, nargs)
-
-        def arg(n: int) -> object:
-            if n >= len(slots) or slots[n] < 0:
-                return None
-            return values.value(node_start + slots[n], sigs)
-
+    def step(self, call: Call) -> None:
+        """Follow one call, in delivery order, up to the part's end."""
+        _, _, sid, thread, _, node_start, _, _, nargs, ret, _, _ = call.record
+        plan = self.plans.get(sid)
+        if plan is None:
+            plan = self.plans[sid] = _plan(call.sigs.functions[sid], self.gl)
+        if plan.kind == OTHER and not (plan.refs or plan.reads or plan.pointer):
+            return
+        arg = call.arguments()
+        position = call.position
         kind = plan.kind
         if kind == CURRENT:
             self.context[thread] = arg(nargs - 1)
             return
         ctx = self.context.get(thread)
         names = [(c, n) for a, c in plan.refs for n in _names(arg(a))]
-        if position >= self.part.start:
-            self.used.update(names)
-            return
+        inside = position >= self.part.start
         if kind in (NEW_LIST, END_LIST):
             self.listing.symmetric_difference_update({thread})
             return
         if thread in self.listing:  # a display list's content: kept, never run here
-            return
-        if kind == SETTING:
-            self._setting(plan, arg, ctx, position)
-            return
-        if kind == USE_PROGRAM:
-            self.program[ctx] = _int(arg(0))
-            return
-        if kind == MAP:
-            address = values.value(node_start + ret, sigs) if ret >= 0 else None
-            self._map(plan, arg, _int(address), ctx)
-            return
-        if kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
-            destination, size = _int(arg(0)), _int(arg(2))
-            for base, end, buffer, offset in self.mappings:
-                if base <= destination < end:
-                    lo = offset + destination - base
-                    self._add("buffer", buffer, 0, position, False, plan, (lo, lo + size))
-                    break
-            return
-        if kind == BARRIER:
-            if "TransformFeedback" in plan.name:  # draws while it is active are kept
-                self.feedback[ctx] = plan.name.startswith("glBegin")
-            self.settings.clear()
+            self.used.update(names)
             return
         bound = self.bound[ctx]
         target = arg(0)
@@ -325,27 +293,87 @@ class _Analysis:
         elif kind == BIND_FBO:
             if _int(target) in _DRAW_FRAMEBUFFERS:
                 bound["framebuffer", 0, -1] = _int(arg(1))
+        elif kind == MAP:
+            address = call.values.value(node_start + ret, call.sigs) if ret >= 0 else None
+            self._map(plan, arg, _int(address), ctx)
+        elif inside:
+            self._in_part(kind, plan, arg, bound, ctx, names)
+        elif kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
+            destination = self._mapped(_int(arg(0)))
+            if destination is not None:
+                lo = destination[1]
+                self._add(
+                    ("buffer", destination[0]), 0, position, False, ((lo, lo + _int(arg(2))),)
+                )
+        elif kind == BARRIER:
+            if "TransformFeedback" in plan.name:  # draws while it is active are kept
+                self.feedback[ctx] = plan.name.startswith("glBegin")
         elif kind == DELETE:
-            for c, n in names:
-                self._end(c, n)
-        elif kind in (FULL, PART):
-            level = _int(arg(1))
-            span = None if kind == FULL else _span(arg(1), arg(2))
-            self._upload(bound, ctx, kind == FULL, _int(target), level, position, plan, span)
-        elif kind in (NAMED_FULL, NAMED_PART):
-            span = None if kind == NAMED_FULL else _span(arg(1), arg(2))
-            if kind == NAMED_FULL:
-                self.sizes[_int(arg(0))] = _int(arg(1))
-            for c, n in names:
-                self._add(c, n, 0, position, kind == NAMED_FULL, plan, span)
+            for key in names:
+                self._end(key)
+        elif kind in (FULL, PART, NAMED_FULL, NAMED_PART):
+            self._upload(bound, ctx, plan, arg, names, position)
         elif kind == DRAW:
-            offscreen = bound.get(("framebuffer", 0, -1)) or self.feedback.get(ctx)
-            if offscreen or plan.name.startswith("glDispatch"):
-                self.settings.clear()  # it is kept at a level that cuts: it reads them
-                for (what, _, _), n in list(bound.items()):  # what it may read
-                    self._seen(what, n)
-        else:
-            self._other(bound, ctx, plan, names)
+            framebuffer = bound.get(("framebuffer", 0, -1), 0)
+            self.drawn.update(self._attachments(framebuffer))
+            offscreen = framebuffer or self.feedback.get(ctx)
+            if self.offscreen and (offscreen or plan.name.startswith("glDispatch")):
+                for key in self._bound(bound):  # what it may read
+                    self._seen(key)
+        elif kind == OTHER:
+            self._other(bound, plan, names)
+
+    def finish(self) -> Unseen:
+        """What the part cannot see, once every call up to its end was followed."""
+        used = self._unused()
+        referenced = {p for p, key in self.owner.items() if key in used and p not in self.cuts}
+        return Unseen(self.cuts, referenced, self.reads_earlier_draws)
+
+    def _in_part(
+        self,
+        kind: int,
+        plan: _Plan,
+        arg: Callable[[int], object],
+        bound: dict[tuple[str, int, int], int],
+        ctx: object,
+        names: list[tuple[str, int]],
+    ) -> None:
+        """A call of the part: what it draws with, reads, or names is used."""
+        if kind == DRAW or (kind == BARRIER and "Call" in plan.name) or plan.reads:
+            reads = self._bound(bound)
+            if not self.drawn.isdisjoint(reads):  # drawn before the part, not yet in it
+                self.reads_earlier_draws = True
+            if kind == DRAW:
+                self.drawn.difference_update(
+                    self._attachments(bound.get(("framebuffer", 0, -1), 0))
+                )
+            self.used.update(reads)
+            self.used.update(names)
+        elif kind in (FULL, PART):
+            self.used.add(self._destination(bound, ctx, plan, arg)[0])
+        elif kind == MEMCPY:
+            destination = self._mapped(_int(arg(0)))
+            if destination is not None:
+                self.used.add(("buffer", destination[0]))
+        elif kind in (NAMED_FULL, NAMED_PART, OTHER) and not _NEW_NAMES.match(plan.name):
+            self._other(bound, plan, names)
+            self.used.update(key for key in names if key[0] in RESOURCES)
+
+    def _attachments(self, framebuffer: int) -> set[tuple[str, int]]:
+        obj = self.objects.get(("framebuffer", framebuffer)) if framebuffer else None
+        return obj.holds if obj is not None else set()
+
+    def _bound(self, bound: dict[tuple[str, int, int], int]) -> list[tuple[str, int]]:
+        """What a draw may read: every object bound, and the vertex array (0 too)."""
+        keys = [(what, n) for (what, _, _), n in bound.items() if n]
+        return [*keys, ("vertex array", bound.get(("vertex array", 0, -1), 0))]
+
+    def _mapped(self, address: int) -> tuple[int, int] | None:
+        """The buffer and offset in it that mapped memory at `address` is."""
+        for base, end, buffer, offset in self.mappings:
+            if base <= address < end:
+                return buffer, offset + address - base
+        return None
 
     def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> None:
         """A buffer mapped at `address`: the writes into it that memcpy records make."""
@@ -361,95 +389,105 @@ class _Analysis:
         self.mappings = [m for m in self.mappings if m[1] <= address or end <= m[0]]
         self.mappings.insert(0, (address, end, buffer, offset))
 
-    def _setting(
-        self, plan: _Plan, arg: Callable[[int], object], ctx: object, position: int
-    ) -> None:
-        """A setting replaces the one with the same key before it (nothing read it)."""
-        name = plan.name
-        key: tuple[object, ...]
-        if name in ("glEnable", "glDisable"):
-            key = ("enable", ctx, arg(0))
-        elif name in _GLOBAL_SETTINGS:
-            key = (_GLOBAL_SETTINGS[name], ctx)
-        elif _TEX_PARAMETER.match(name):
-            target = _int(arg(0))
-            texture = self.bound[ctx].get(("texture", target, self.unit.get(ctx, 0)), 0)
-            key = ("texture parameter", texture, arg(1))
-        elif _NAMED_PARAMETER.match(name):
-            key = (name[2:9], arg(0), arg(1))
-        else:  # a uniform: of the program in use or named, at a location, so many values
-            where = dict(zip(plan.args, range(len(plan.args)), strict=True))
-            program = arg(where["program"]) if "program" in where else self.program.get(ctx)
-            count = arg(where["count"]) if "count" in where else 1
-            key = ("uniform", program, arg(where.get("location", 0)), count)
-        before = self.settings.get(key)
-        if before is not None:
-            self.cuts[before] = Cut(None)
-        self.settings[key] = position
+    def _destination(
+        self,
+        bound: dict[tuple[str, int, int], int],
+        ctx: object,
+        plan: _Plan,
+        arg: Callable[[int], object],
+    ) -> tuple[tuple[str, int], int]:
+        """The object an upload to a bound target writes, and the image (face and level)."""
+        target = _int(arg(0))
+        if "Buffer" in plan.name:  # glBuffer(Sub)Data(target, ...)
+            return ("buffer", bound.get(("buffer", target, -1), 0)), 0
+        binding = GL_TEXTURE_CUBE_MAP if target in _CUBE_FACES else target
+        name = bound.get(("texture", binding, self.unit.get(ctx, 0)), 0)
+        level = _int(arg(plan.level)) if plan.level is not None else 0
+        return ("texture", name), (target << 8) | (level & 0xFF)
 
     def _upload(
         self,
         bound: dict[tuple[str, int, int], int],
         ctx: object,
-        full: bool,
-        target: int,
-        level: int,
-        position: int,
         plan: _Plan,
-        span: tuple[int, int] | None,
+        arg: Callable[[int], object],
+        names: list[tuple[str, int]],
+        position: int,
     ) -> None:
-        unpack = bound.get(("buffer", GL_PIXEL_UNPACK_BUFFER, -1), 0)
-        if unpack:  # the data comes from a buffer: it is read
-            self._seen("buffer", unpack)
-        if "Buffer" in plan.name:  # glBuffer(Sub)Data(target, ...)
-            buffer = bound.get(("buffer", target, -1), 0)
-            if full:
-                self.sizes[buffer] = level  # (glBufferData's second argument: its size)
-            self._add("buffer", buffer, 0, position, full, plan, span)
+        kind = plan.kind
+        full = kind in (FULL, NAMED_FULL)
+        box = _box(plan, arg)
+        if kind in (FULL, PART):
+            key, image = self._destination(bound, ctx, plan, arg)
+        elif names:
+            key = names[0]
+            image = _int(arg(plan.level)) if plan.level is not None else 0
+        else:
             return
-        binding = GL_TEXTURE_CUBE_MAP if target in _CUBE_FACES else target
-        name = bound.get(("texture", binding, self.unit.get(ctx, 0)), 0)
-        self._add("texture", name, (target << 8) | (level & 0xFF), position, full, plan, None)
+        unpack = bound.get(("buffer", GL_PIXEL_UNPACK_BUFFER, -1), 0) if key[0] == "texture" else 0
+        if unpack:  # its data come from that buffer's uploads so far: needed if it is kept
+            source = self.objects.get(("buffer", unpack))
+            self.readers[position] = (
+                [p for ps in source.pending.values() for p in ps] if source else []
+            )
+        if full and key[0] == "buffer" and box is not None:
+            self.sizes[key[1]] = box[0][1]
+        self._add(key, image, position, full, box, None if unpack else plan.data)
 
     def _add(
         self,
-        c: str,
-        name: int,
+        key: tuple[str, int],
         image: int,
         position: int,
         full: bool,
-        plan: _Plan,
-        span: tuple[int, int] | None,
+        box: Box | None,
+        data: int | None = None,
     ) -> None:
-        """An upload to an image of an object: all of it (`full`), or the bytes `span` of a
-        buffer (None: somewhere in it)."""
-        if c not in RESOURCES or not name:
+        """An upload to an image of an object: all of it (`full`), or `box` of it (None: not
+        known where). Earlier uploads within its box are replaced; of a full specification
+        (`data`: its data argument) only the data."""
+        if key[0] not in RESOURCES or not key[1]:
             return
-        obj = self.objects.setdefault((c, name), _Object())
+        obj = self.objects.setdefault(key, _Object())
+        self.owner[position] = key
         pending = obj.pending[image]
         if full:
+            self.drawn.discard(key)
+            before = obj.last_full.get(image)
+            if before in self.cuts:  # blanked: no longer needed at all
+                self.cuts[before] = Cut(None)
             self.cuts.update((p, Cut(None)) for p in pending)
             pending.clear()
             obj.last_full[image] = position
-            self.blank[position] = plan.data
-        elif span is not None:  # earlier writes within the same bytes are overwritten
-            lo, hi = span
-            covered = {p for p in pending if (s := self.spans.get(p)) and lo <= s[0] and s[1] <= hi}
-            self.cuts.update((p, Cut(None)) for p in covered)
-            pending[:] = [p for p in pending if p not in covered]
-            self.spans[position] = span
+            self.blank[position] = data
+        elif box is not None:
+            last = obj.last_full.get(image)
+            extent = self.boxes.get(last) if last is not None else None
+            # a small box is looked for among the latest uploads alone (a font atlas takes
+            # thousands of glyphs, none over another: all of them would be quadratic)
+            small = extent is not None and 4 * _volume(box) < _volume(extent)
+            candidates = pending[-_RECENT:] if small else pending
+            covered = {p for p in candidates if (b := self.boxes.get(p)) and _within(b, box)}
+            if last in covered and self.blank.get(last) is None:
+                covered.discard(last)  # its storage is needed, and it has no data to leave out
+            if covered:
+                cuts = ((p, Cut(self.blank.get(p) if p == last else None)) for p in covered)
+                self.cuts.update(cuts)
+                pending[:] = [p for p in pending if p not in covered]
+        if box is not None:
+            self.boxes[position] = box
         pending.append(position)
 
-    def _seen(self, c: str, name: int) -> None:
+    def _seen(self, key: tuple[str, int]) -> None:
         """Something read the object: its uploads so far are needed."""
-        obj = self.objects.get((c, name))
+        obj = self.objects.get(key)
         if obj is not None:
             obj.pending.clear()
             for held in obj.holds:
-                self._seen(*held)
+                self._seen(held)
 
-    def _end(self, c: str, name: int) -> None:
-        obj = self.objects.pop((c, name), None)
+    def _end(self, key: tuple[str, int]) -> None:
+        obj = self.objects.pop(key, None)
         if obj is not None:
             for uploads in obj.pending.values():
                 self.cuts.update((p, Cut(None)) for p in uploads)
@@ -457,39 +495,32 @@ class _Analysis:
     def _hold(
         self, bound: dict[tuple[str, int, int], int], c: str, held: list[tuple[str, int]]
     ) -> None:
+        """The container bound (a vertex array: 0 too) holds `held`."""
         name = bound.get((c, 0, -1), 0)
-        if name:
+        if name or c == "vertex array":
             self.objects.setdefault((c, name), _Object()).holds.update(held)
 
     def _other(
-        self,
-        bound: dict[tuple[str, int, int], int],
-        ctx: object,
-        plan: _Plan,
-        names: list[tuple[str, int]],
+        self, bound: dict[tuple[str, int, int], int], plan: _Plan, names: list[tuple[str, int]]
     ) -> None:
         containers = [(c, n) for c, n in names if c in CONTAINERS]
         resources = [(c, n) for c, n in names if c in RESOURCES]
-        for c, n in containers:  # glFramebufferTexture2D-style DSA, glVertexArrayVertexBuffer
-            self.objects.setdefault((c, n), _Object()).holds.update(resources)
+        for key in containers:  # glFramebufferTexture2D-style DSA, glVertexArrayVertexBuffer
+            self.objects.setdefault(key, _Object()).holds.update(resources)
         if not containers and resources:  # attachments to the framebuffer bound
             self._hold(bound, "framebuffer", resources)
-        if _POINTERS.match(plan.name):
+        if plan.pointer:
             array_buffer = bound.get(("buffer", GL_ARRAY_BUFFER, -1), 0)
             self._hold(bound, "vertex array", [("buffer", array_buffer)])
-        if _READS.search(plan.name):
-            for c, n in resources:
-                self._seen(c, n)
-            for (what, _, _), n in list(bound.items()):
-                self._seen(what, n)
+        if plan.reads:
+            for key in resources + self._bound(bound):
+                self._seen(key)
 
-    def _unused(self) -> None:
-        """At the part's start: what the part names, what is bound, and what those hold are
-        used; the unseen uploads of every other object are cut (its last specification of
-        each image blanked)."""
+    def _unused(self) -> set[tuple[str, int]]:
+        """After the part: what it used, and what those hold, are used; the unseen uploads
+        of every other object are cut (its last specification of each image blanked), and
+        the uploads into pixel-unpack buffers that kept uploads read are kept."""
         used = set(self.used)
-        for bound in self.bound.values():
-            used.update((c, n) for (c, _, _), n in bound.items() if n)
         todo = list(used)
         while todo:
             obj = self.objects.get(todo.pop())
@@ -504,3 +535,8 @@ class _Analysis:
                 last = obj.last_full.get(image)
                 for p in uploads:
                     self.cuts[p] = Cut(self.blank.get(p) if p == last else None)
+        for reader, sources in self.readers.items():
+            if reader not in self.cuts:
+                for p in sources:
+                    self.cuts.pop(p, None)
+        return used

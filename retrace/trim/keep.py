@@ -6,7 +6,8 @@ part is kept (but for uploads the part cannot see: `data.py`) except what can
 only draw or read pixels: draws, clears and blits
 (apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
 glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
-rule, `replay/effects.py`) and the frame ends but the last one (so the part
+rule, `replay/effects.py`, and the window system's: glXGetProcAddress,
+eglGetConfigAttrib, ...) and the frame ends but the last one (so the part
 starts on a fresh frame, as in the original). Display lists being compiled are
 kept whole: their calls are the list's content.
 
@@ -20,6 +21,8 @@ over the previous image), then every call.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import NamedTuple
 
 from retrace.gl.registry import Registry, load_registry
 from retrace.replay.effects import has_side_effects
@@ -46,6 +49,11 @@ MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSe
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
 _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
+# window-system queries: they change nothing, and no replayer acts on them
+_QUERIES = re.compile(
+    r"(glX|egl|wgl)(GetProcAddress|Get\w*ConfigAttrib|Query\w*String|GetClientString|GetError"
+    r"|GetCurrent\w*)(ARB|EXT|KHR)?$"
+)
 
 
 def kind_of(sig: FunctionSig, gl: Registry) -> int:
@@ -55,6 +63,8 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
         return MAKE_CURRENT
     if sig.flags & CallFlag.END_FRAME:
         return FRAME_END
+    if _QUERIES.match(name):
+        return DROP
     if is_window_system_call(name) or not name.startswith("gl"):
         return KEEP  # contexts, surfaces, memcpy into mapped buffers
     if name == "glBegin":
@@ -82,6 +92,31 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
     return KEEP
 
 
+class Call(NamedTuple):
+    """One call as the trim's followers see it: its record in `batch`, and its position
+    in delivery order."""
+
+    batch: CallBatch
+    values: NodeLists
+    record: tuple[int, ...]
+    position: int
+    sigs: Signatures
+
+    def arguments(self) -> Callable[[int], object]:
+        """Its arguments by index, decoded when asked (None where absent; -1: the return
+        value)."""
+        node_start = self.record[5]
+        slot_start, nargs, ret = self.record[7:10]
+        slots = self.batch.arguments(slot_start, nargs)
+        values, sigs = self.values, self.sigs
+
+        def arg(n: int) -> object:
+            node = ret if n < 0 else slots[n] if n < len(slots) else -1
+            return values.value(node_start + node, sigs) if node >= 0 else None
+
+        return arg
+
+
 class SetupFilter:
     """Decides, call by call in delivery order, what a trim keeps before its part."""
 
@@ -99,25 +134,19 @@ class SetupFilter:
         self._listing: set[int] = set()  # threads compiling a display list
         self._block: dict[int, bool] = {}  # per thread in glBegin/glEnd: whether it is kept
 
-    def keep(
-        self, batch: CallBatch, values: NodeLists, index: int, position: int, sigs: Signatures
-    ) -> bool:
-        _, _, sid, thread, _, node_start, _, slot_start, nargs, _, _, _ = batch.call(index)
+    def keep(self, call: Call) -> bool:
+        """Whether a call before the part is kept."""
+        _, _, sid, thread, _, _, _, _, nargs, _, _, _ = call.record
         kind = self._kinds.get(sid)
         if kind is None:
-            kind = self._kinds[sid] = kind_of(sigs.functions[sid], self._gl)
+            kind = self._kinds[sid] = kind_of(call.sigs.functions[sid], self._gl)
+        position = call.position
         whole = position >= self._whole_from
         if kind == KEEP:
             return True
         context = self._context.get(thread)
         if kind >= NEW_LIST and kind != PRODUCER:  # state the filter follows: always kept
-            args = batch.arguments(slot_start, nargs)
-
-            def arg(n: int) -> object:
-                if n >= len(args) or args[n] < 0:
-                    return None
-                return values.value(node_start + args[n], sigs)
-
+            arg = call.arguments()
             if kind == MAKE_CURRENT:
                 self._context[thread] = arg(nargs - 1)
             elif kind == BIND_FRAMEBUFFER:

@@ -22,6 +22,9 @@ from typing import NamedTuple
 from retrace.errors import RetraceError
 from retrace.exits import run_reporting
 from retrace.replay.contain import signal_name
+from retrace.replay.replayer import Replayer  # (imported once, before the children fork)
+from retrace.replay.snapshot import Image
+from retrace.trace.callset import CallSet
 
 
 class Shot(NamedTuple):
@@ -97,10 +100,6 @@ def _exit_status(body: Callable[[], None]) -> int:
 
 
 def _replay(trace: str, calls: list[int], last_frame: int, out: str, keep: bool) -> None:
-    from retrace.replay.replayer import Replayer
-    from retrace.replay.snapshot import Image
-    from retrace.trace.callset import CallSet
-
     shots: dict[int, tuple[str, tuple[int, int, int], str | None]] = {}
 
     def shot(call_no: int, image: Image) -> None:

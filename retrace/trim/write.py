@@ -1,5 +1,8 @@
 """Writing a trimmed trace: the calls a `SetupFilter` keeps before the part, then the part.
 
+At the levels that cut, the settings set again before anything reads them are left
+out too (`state.Liveness`).
+
 Calls are copied from the scanner's records (`TraceWriter.copy_call`), in the
 order they are delivered, with the original's header, properties, thread ids and
 FAKE flags; the trace ends after the part's last call.
@@ -9,14 +12,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
-from retrace.trim.data import Cut
-from retrace.trim.keep import SetupFilter
+from retrace.trim.data import Cut, Unseen, Uploads, byte_kind
+from retrace.trim.keep import CUT_LEVELS, OFFSCREEN, Call, SetupFilter
 from retrace.trim.outline import Part
+from retrace.trim.state import Liveness
 
 
 class Written(NamedTuple):
@@ -27,13 +31,21 @@ class Written(NamedTuple):
     frames: int  # frames that end in it
     checks: list[int]  # the call numbers in it of the part's checks, in order
     size: int  # bytes of the file
-    stream_bytes: dict[str, int]  # decompressed bytes: "setup", "part", and per function
+    stream_bytes: dict[str, Any]  # decompressed bytes: where they went
+    reads_earlier_draws: bool  # the part reads what draws left out of it drew (`data.Unseen`)
 
 
-def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]) -> Written:
-    """Write `out`: the calls before `part` that `level` keeps, less `cuts` (uploads to
-    drop, or to keep with null data), then the part whole."""
-    kept, enums = _choose(path, part, level, cuts)
+def write_trim(
+    path: str, part: Part, level: int, out: str, cuts: dict[int, Cut] | None = None
+) -> Written:
+    """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
+    of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
+    uploads to drop, or to keep with null data), then the part whole. A first level whose
+    part draws with what the draws it leaves out drew (`data.Unseen`) is not written."""
+    kept, enums, unseen = _choose(path, part, level, cuts)
+    if level < OFFSCREEN and unseen.reads_earlier_draws:  # it cannot be right: not written
+        return Written(0, 0, 0, [], 0, {}, True)
+    cuts, referenced = unseen.cuts, unseen.referenced
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
     writer.enum_values = enums
@@ -41,7 +53,9 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
     checks = {p for p, _ in part.checks}
     found: list[int] = []
     per_function: Counter[str] = Counter()
-    setup_calls = frames = setup_bytes = 0
+    per_kind: dict[str, Counter[str]] = {"setup": Counter(), "part": Counter()}
+    kinds: dict[int, str] = {}
+    setup_calls = frames = setup_bytes = referenced_bytes = 0
     position = 0
     sigs = reader.signatures
     with open(out, "wb") as f:
@@ -55,10 +69,15 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
                     before = writer.tell()
                     number = writer.copy_call(batch, values, i, sigs, cut and cut.blank)
                     size = writer.tell() - before
-                    per_function[sigs.functions[batch.call(i)[2]].name] += size
-                    if position + i < part.start:
+                    sid = batch.call(i)[2]
+                    kind = kinds.get(sid) or kinds.setdefault(sid, byte_kind(sigs.functions[sid]))
+                    per_function[sigs.functions[sid].name] += size
+                    setup = position + i < part.start
+                    per_kind["setup" if setup else "part"][kind] += size
+                    if setup:
                         setup_calls += 1
                         setup_bytes += size
+                        referenced_bytes += size if position + i in referenced else 0
                     frames += position + i in frame_ends
                     if position + i in checks:
                         found.append(number)
@@ -67,19 +86,30 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: dict[int, Cut]
             if position > part.end:
                 break
         sink.close()
-    stream_bytes = {"setup": setup_bytes, "part": sink.stream_bytes - setup_bytes}
-    stream_bytes.update(per_function.most_common(8))
-    return Written(writer.calls, setup_calls, frames, found, os.path.getsize(out), stream_bytes)
+    stream_bytes: dict[str, Any] = {
+        "setup": setup_bytes,
+        "part": sink.stream_bytes - setup_bytes,
+        "setup_by_kind": dict(per_kind["setup"].most_common()),
+        "part_by_kind": dict(per_kind["part"].most_common()),
+        "setup_data_the_part_uses": referenced_bytes,
+        "functions": dict(per_function.most_common(8)),
+    }
+    size = os.path.getsize(out)
+    early = unseen.reads_earlier_draws
+    return Written(writer.calls, setup_calls, frames, found, size, stream_bytes, early)
 
 
 def _choose(
-    path: str, part: Part, level: int, cuts: dict[int, Cut]
-) -> tuple[bytearray, dict[int, set[int]]]:
-    """Which calls the trim keeps (1 by position, up to the part's end), and per enum
-    signature the values they use: the trim defines each enum with those alone (GLenum
-    lists some 4,000 names, 100 kB in every trace)."""
+    path: str, part: Part, level: int, cuts: dict[int, Cut] | None
+) -> tuple[bytearray, dict[int, set[int]], Unseen]:
+    """One pass over the trace up to the part's end: which calls the trim keeps (1 by
+    position), per enum signature the values they use (the trim defines each enum with
+    those alone: GLenum lists some 4,000 names, 100 kB in every trace), and the uploads
+    cut (`data.Unseen`)."""
     reader = TraceReader(path)
     keep = SetupFilter(level, part.start, part.frame_ends)
+    uploads = Uploads(part, level) if cuts is None and level < CUT_LEVELS else None
+    live = Liveness() if level < CUT_LEVELS else None
     kept = bytearray(part.end + 1)
     enums: dict[int, set[int]] = defaultdict(set)
     position = 0
@@ -87,19 +117,29 @@ def _choose(
     for batch in reader.batches():
         values = NodeLists(batch)
         tags = values.tags
-        for i in range(min(len(batch), part.end + 1 - position)):
+        for i, record in zip(range(part.end + 1 - position), batch.records(), strict=False):
+            call = Call(batch, values, record, position + i, sigs)
+            if uploads is not None:
+                uploads.step(call)
             if position + i < part.start:
-                cut = cuts.get(position + i)
-                if not keep.keep(batch, values, i, position + i, sigs):
+                if not keep.keep(call):
                     continue
-                if cut is not None and cut.blank is None:
-                    continue
+                if live is not None:
+                    live.add(call)
+            elif live is not None:
+                live.part(call)
             kept[position + i] = 1
-            _, _, _, _, _, start, count, _, _, _, _, _ = batch.call(i)
+            start, count = record[5], record[6]
             for j in range(start, start + count):
                 if tags[j] == Tag.ENUM:
                     enums[values.aux[j]].add(values.signed(j))
         position += len(batch)
         if position > part.end:
             break
-    return kept, enums
+    unseen = uploads.finish() if uploads is not None else Unseen(cuts or {}, set(), False)
+    for p, cut in unseen.cuts.items():
+        if cut.blank is None and p < part.start:
+            kept[p] = 0
+    for p in live.dead() if live is not None else ():
+        kept[p] = 0
+    return kept, enums, unseen

@@ -68,6 +68,53 @@ def test_frames_drawn_over_the_previous_frame_need_more_than_state(tmp_path):
     assert tried[-1]["equal"] == 1
 
 
+def setup_of(facts: dict) -> dict:
+    return facts["levels"][-1]
+
+
+@pytest.mark.parametrize("name", ["es2gears.trace", "glxgears.trace"])
+def test_settings_made_again_before_the_part_are_left_out(name, tmp_path):
+    """Programs that set their state anew for every frame (bindings, uniforms, matrices
+    with glPush/PopMatrix): a trim of the last frame needs no more setup than the second
+    frame's, the state the frames between set being set again before the part reads it."""
+    _, early = trim(name, tmp_path / "a.trace", "--frames", "1")
+    _, late = trim(name, tmp_path / "b.trace", "--frames", "4")
+    assert setup_of(late)["level"] == setup_of(early)["level"] == 0
+    assert setup_of(late)["setup_calls"] == setup_of(early)["setup_calls"]
+
+
+def test_uploads_replaced_before_the_part_are_left_out(tmp_path):
+    """mpv uploads every video frame's planes through pixel-unpack buffers into the same
+    textures: a trim of frame 3 keeps the planes of one frame, as a trim of frame 1 does,
+    and counts them as data the part uses."""
+    trace = "corpus/mpv-gpu.trace"
+    _, early = trim(trace, tmp_path / "a.trace", "--frames", "1")
+    _, late = trim(trace, tmp_path / "b.trace", "--frames", "3")
+    planes = 320 * 240 * 3 // 2  # 4:2:0, a byte per sample
+    data = [setup_of(f)["stream_bytes"]["setup_by_kind"]["buffer data"] for f in (early, late)]
+    assert planes <= data[0] < 2 * planes and planes <= data[1] < 2 * planes  # not 4 frames
+    assert setup_of(late)["stream_bytes"]["setup_data_the_part_uses"] >= planes
+
+
+def test_a_part_that_reads_earlier_offscreen_draws_skips_the_first_level(tmp_path):
+    """glmark2's desktop scene draws with a texture an offscreen draw before the part drew:
+    the first level (no draws before the part) is not written, and it would indeed
+    differ; the second, which keeps those draws, is right."""
+    name, frame = "glmark2-desktop-fbo.trace", 2
+    _, facts = trim(name, tmp_path / "t.trace", "--frames", str(frame))
+    first, second = facts["levels"]
+    assert first["level"] == 0 and first["error"].startswith("not written") and not first["equal"]
+    assert second["level"] == 1 and second["equal"] == 1
+    trace = str(TRACES / name)
+    part = outline(trace, frame, frame, None)
+    out = str(tmp_path / "first.trace")
+    assert write_trim(trace, part, 0, out).reads_earlier_draws
+    written = write_trim(trace, part, 0, out, {})  # (written all the same, no upload cut)
+    original = snapshots(trace, [no for _, no in part.checks], frame, str(tmp_path), False)
+    got = snapshots(out, written.checks, 1 << 62, str(tmp_path), False)
+    assert not all(command.compare(part, written, original, got, 0))
+
+
 def test_a_trim_profiles_like_any_trace(tmp_path):
     out = tmp_path / "t.trace"
     _, facts = trim("glmark2-desktop-fbo.trace", out, "--frames", "2-3")
@@ -116,7 +163,7 @@ def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch)
     and its facts kept."""
     real = command.write_trim
 
-    def without_programs(trace, part, level, out, cuts):
+    def without_programs(trace, part, level, out):
         return real(trace, part, 0, out, {p: Cut(None) for p in range(part.start)})
 
     monkeypatch.setattr(command, "write_trim", without_programs)

@@ -61,19 +61,8 @@ dpkg-query -W -f='${Package}\t${Version}\n' "${DEBS[@]}" libgl1-mesa-dri >"$BIG/
 # --------------------------------------------------------------------------
 # 2. Environment: private Xvfb, software rendering, private HOME
 WORK=/tmp/retrace-record-corpus
-rm -rf "$WORK"
-mkdir -p "$WORK/home/.neverball" "$WORK/runtime"
-chmod 700 "$WORK/runtime"
-start_private_xvfb "$WORK"
-export LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=llvmpipe
-export HOME=$WORK/home XDG_RUNTIME_DIR=$WORK/runtime
-export PATH=$PATH:/usr/games
-export LC_ALL=C.UTF-8 NO_AT_BRIDGE=1 SDL_AUDIODRIVER=dummy
-unset LD_PRELOAD TRACE_FILE
+program_environment "$WORK"
 log "Xvfb on $DISPLAY, work dir $WORK"
-
-printf 'fullscreen 0\nwidth 640\nheight 480\nsound_volume 0\nmusic_volume 0\n' \
-    >"$HOME/.neverball/neverballrc"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=25 -t 2 \
     -pix_fmt yuv420p -c:v libx264 -preset ultrafast "$WORK/test.mkv"
 

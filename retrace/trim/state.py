@@ -1,0 +1,460 @@
+"""Settings a trim can leave out: state set before the part and set again before anything reads it.
+
+With the draws before the part gone, most of the calls left there only set
+state: bindings (texture units, buffer targets, vertex arrays, programs),
+vertex attribute pointers, matrices, fixed-function and fragment settings,
+uniforms, texture parameters. A program sets them anew for every draw, so in a
+long trace they are most of the setup. They are followed backwards from the
+part (which is taken to read every setting): a call is left out when all it
+sets is set again later before any kept call reads it. What a call sets and
+reads is keyed by context, and by texture unit, vertex array or matrix stack
+depth where those decide; a glPushMatrix and its glPopMatrix go together,
+when nothing kept lies between them; a call on a bound target (an upload, a
+mapping, an attachment) reads that binding and the pixel store; a call not
+described here reads everything: nothing set before it is left out. Display
+lists' contents are never touched.
+
+Program and shader objects are followed the same way, but what the part does
+not use is not read at its start: the calls that make programs and shaders
+(glCreateShader, glShaderSource, glAttachShader, glLinkProgram, ...) and the
+uniforms of programs neither in use when the part starts, nor named by it, nor
+drawn with by a draw kept before it, are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from retrace.gl.registry import load_registry
+from retrace.replay.ws.core import is_window_system_call
+from retrace.trace.flags import CallFlag
+from retrace.trim.keep import MAKE_CURRENT_CALL, Call
+
+GL_TEXTURE0 = 0x84C0
+GL_ARRAY_BUFFER, GL_ELEMENT_ARRAY_BUFFER = 0x8892, 0x8893
+GL_MODELVIEW, GL_TEXTURE = 0x1700, 0x1702
+GL_TEXTURE_COORD_ARRAY = 0x8078
+
+Key = tuple[object, ...]
+Arg = Callable[[int], object]
+
+
+class Effect(NamedTuple):
+    """What one call sets and reads. `stack`: a glPushMatrix (`push`) or glPopMatrix of that
+    matrix stack, left out only with its pair, when nothing between them is kept."""
+
+    sets: tuple[Key, ...]
+    reads: tuple[Key, ...]
+    stack: Key | None = None
+    push: bool = False
+    draw: object = None  # a draw (kept offscreen): it reads everything of this program alone
+
+
+# Settings keyed by the function's family (its name less type suffixes) and the arguments
+# that select what is set; the rest are the value. Families scoped to the active texture
+# unit, and those that transform what they set by the modelview matrix, are marked.
+_SETTINGS = {
+    family: scope
+    for scope, families in (
+        ("", "glColor glSecondaryColor glNormal glFogCoord glMaterial glLightModel glFog"),
+        ("", "glPointParameter glPointSize glLineWidth glLineStipple glPolygonMode glShadeModel"),
+        ("", "glPolygonOffset glAlphaFunc glHint glPixelStore glBlendFunc glBlendFuncSeparate"),
+        ("", "glBlendEquation glBlendEquationSeparate glBlendColor glDepthFunc glDepthMask"),
+        ("", "glDepthRange glColorMask glViewport glScissor glClearColor glClearDepth"),
+        ("", "glClearStencil glCullFace glFrontFace glStencilMask glStencilFunc glStencilOp"),
+        ("", "glStencilFuncSeparate glStencilOpSeparate glStencilMaskSeparate glLogicOp"),
+        ("", "glSampleCoverage glColorMaterial glVertexAttrib"),
+        ("unit", "glTexEnv glEnable glDisable"),
+        ("modelview", "glLight glClipPlane"),
+        ("unit modelview", "glTexGen"),
+    )
+    for family in families.split()
+}
+_SELECTORS = frozenset(
+    ("face", "pname", "light", "coord", "plane", "target", "cap", "index", "buf")
+)
+_SUFFIX = re.compile(r"(ARB|EXT|OES|NV)$")
+_TYPE = re.compile(r"(?<=[a-z])[1-4]?(b|s|i|f|d|ub|us|ui|x)?v?$")
+_UNIFORM = re.compile(r"gl(Program)?Uniform(Matrix)?[1-4]")
+_TEX_PARAMETER = re.compile(r"gl(Tex|Texture|Sampler)Parameter")
+_CLIENT_POINTER = re.compile(
+    r"gl(Vertex|Normal|Color|SecondaryColor|FogCoord|TexCoord|Index)Pointer"
+)
+_MATRIX = re.compile(r"gl(Rotate|Translate|Scale|MultMatrix|MultTransposeMatrix|Ortho|Frustum)")
+_LOAD = re.compile(r"glLoad(Identity|Matrix|TransposeMatrix)")
+# calls that neither read nor set the state followed here
+_INERT = re.compile(
+    r"gl(Gen|Create|Delete|ObjectLabel|ObjectPtrLabel|FenceSync|ClientWaitSync|WaitSync"
+    r"|(Push|Pop)DebugGroup|Debug)"
+)
+# what a program or shader object is made of: their calls set it, and read it
+_OBJECTS = {"program": "program object", "shader": "shader"}
+GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
+GL_TEXTURE_CUBE_MAP = 0x8513
+_CUBE_FACES = range(0x8515, 0x851B)
+
+
+def family(name: str) -> str:
+    """glColor4ubv -> glColor, glPointParameterfARB -> glPointParameter."""
+    return _TYPE.sub("", _SUFFIX.sub("", name))
+
+
+Rule = Callable[[object, Arg, str, tuple[str, ...]], "Effect | None"]
+
+
+class Liveness:
+    """Fed the setup's kept calls in order (`add`); `dead()` names those left out."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[int, Effect | None]] = []  # None: reads everything
+        self._rules: dict[int, Rule | None] = {}
+        self._context: dict[int, object] = {}  # per thread
+        self._listing: set[int] = set()
+        self._unit: dict[object, int] = {}
+        self._client_unit: dict[object, int] = {}
+        self._vao: dict[object, int] = {}
+        self._program: dict[object, int] = {}
+        self._mode: dict[object, int] = {}
+        self._depth: dict[Key, int] = {}
+        self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
+        self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
+        self._gl = load_registry()
+        self._refs: dict[int, tuple[tuple[int, str], ...]] = {}  # programs, shaders named
+        self._used: set[Key] = set()  # the programs and shaders the part names
+        self._bindings: dict[str, Rule] = {
+            "glBindTexture": self._bind_texture,
+            "glActiveTexture": self._active_texture,
+            "glClientActiveTexture": self._client_active_texture,
+            "glBindBuffer": self._bind_buffer,
+            "glBindBufferBase": self._bind_indexed,
+            "glBindBufferRange": self._bind_indexed,
+            "glBindVertexArray": self._bind_vertex_array,
+            "glUseProgram": self._use_program,
+            "glUseProgramObject": self._use_program,
+            "glCreateProgram": self._create,
+            "glCreateShader": self._create,
+            "glVertexAttribPointer": self._attrib_pointer,
+            "glVertexAttribIPointer": self._attrib_pointer,
+            "glVertexAttribLPointer": self._attrib_pointer,
+            "glEnableVertexAttribArray": self._attrib_array,
+            "glDisableVertexAttribArray": self._attrib_array,
+            "glEnableClientState": self._client_state,
+            "glDisableClientState": self._client_state,
+            "glVertexAttribDivisor": self._vertex_array_setting,
+            "glMatrixMode": self._matrix_mode,
+            "glPushMatrix": self._stack,
+            "glPopMatrix": self._stack,
+            "glNewList": _list,
+            "glEndList": _list,
+        }
+
+    def add(self, call: Call) -> None:
+        """One kept call before the part, in order."""
+        sid, thread = call.record[2], call.record[3]
+        sig = call.sigs.functions[sid]
+        if sid in self._rules:
+            rule = self._rules[sid]
+        else:
+            rule = self._rules[sid] = self._rule(sig.name, sig.arg_names)
+        if rule is _inert:
+            return
+        if rule is _list:  # what a list holds is not followed, and it may read anything
+            self._listing.symmetric_difference_update({thread})
+        elif thread in self._listing:
+            return  # a list's content: kept as it is
+        effect = None
+        if rule is not None and rule is not _list:
+            arg = call.arguments()
+            if rule is _current:
+                self._context[thread] = arg(len(sig.arg_names) - 1)
+                return
+            effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
+        elif rule is None and (sig.flags & CallFlag.RENDER or sig.name.startswith("glDispatch")):
+            effect = Effect((), (), draw=self._program.get(self._context.get(thread), 0))
+        self._events.append((call.position, effect))
+
+    def part(self, call: Call) -> None:
+        """A call of the part: the programs and shaders it names are used, as are those in
+        use when it starts."""
+        if not self._used:
+            self._used.update(("program object", p) for p in self._program.values())
+            self._used.add(("program object", None))  # (marks the start seen)
+        sid = call.record[2]
+        refs = self._refs.get(sid)
+        if refs is None:
+            command = self._gl.command(call.sigs.functions[sid].name)
+            params = command.params if command else ()
+            classes = [
+                (i, _OBJECTS[p.object_class])
+                for i, p in enumerate(params)
+                if p.object_class in _OBJECTS
+            ]
+            refs = self._refs[sid] = tuple(classes)
+        if refs:
+            arg = call.arguments()
+            self._used.update((what, arg(i)) for i, what in refs)
+
+    def _unused(self, key: Key) -> bool:
+        """Whether the part never uses what `key` belongs to (a program or shader object,
+        a program's uniform)."""
+        what = key[0]
+        if what == "uniform":
+            return ("program object", key[1]) not in self._used
+        return what in ("program object", "shader") and key not in self._used
+
+    def dead(self) -> list[int]:
+        """The calls whose settings are all set again before anything kept reads them, or
+        belong to programs and shaders the part never uses."""
+        overwritten: set[Key] = set()
+        revived: set[Key] = set()  # unused objects' keys read by calls kept
+        drawn_with: set[object] = set()  # the programs of draws kept
+        everything = False  # a call reading everything is kept
+
+        def gone(key: Key) -> bool:
+            if key in overwritten:
+                return True
+            if everything or key in revived or not self._unused(key):
+                return False
+            return key[0] == "shader" or key[1] not in drawn_with
+
+        dead: list[int] = []
+        kept = 0  # calls kept so far, from the part backwards
+        pops: dict[Key, list[tuple[int, int]]] = {}  # per stack: (position, kept then)
+        for position, effect in reversed(self._events):
+            if effect is None or effect.draw is not None:
+                overwritten.clear()
+                everything = everything or effect is None
+                if effect is not None:
+                    drawn_with.add(effect.draw)
+                kept += 1
+                continue
+            if effect.stack is not None:
+                pending = pops.setdefault(effect.stack, [])
+                if not effect.push:  # kept unless its push is left out (see above)
+                    pending.append((position, kept))
+                    overwritten.update(effect.sets)
+                    overwritten.difference_update(effect.reads)
+                    revived.update(effect.reads)
+                    continue
+                if pending:
+                    pop, then = pending.pop()
+                    if then == kept:  # nothing kept between the two
+                        dead += (position, pop)
+                        continue
+                    kept += 1  # (the pop)
+            elif effect.sets and all(gone(key) for key in effect.sets):
+                dead.append(position)
+                continue
+            kept += 1
+            overwritten.update(effect.sets)
+            overwritten.difference_update(effect.reads)
+            revived.update(effect.reads)
+        return dead
+
+    def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
+        """How to find a function's effect; None: it reads everything."""
+        if MAKE_CURRENT_CALL.match(name):
+            return _current
+        if is_window_system_call(name) or not name.startswith("gl"):
+            return _inert
+        base = _SUFFIX.sub("", name)
+        if base in self._bindings:
+            return self._bindings[base]
+        if _UNIFORM.match(name):
+            return self._uniform
+        if args[:1] in (("program",), ("shader",)):
+            return self._object_call
+        if _INERT.match(name):
+            return _inert
+        if _TEX_PARAMETER.match(name):
+            return self._parameter
+        if _CLIENT_POINTER.match(name):
+            return self._client_pointer
+        if _MATRIX.match(name) or _LOAD.match(name):
+            return self._matrix
+        if family(name) in _SETTINGS:
+            return self._setting
+        if args[:1] == ("target",) and not name.startswith("glBindTransformFeedback"):
+            return self._of_target
+        return None
+
+    # -- bindings
+    def _bind_texture(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        unit = self._unit.get(ctx, 0)
+        self._texture[ctx, unit, arg(0)] = _int(arg(1))
+        return Effect((("texture", ctx, unit, arg(0)),), (("unit", ctx),))
+
+    def _active_texture(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        self._unit[ctx] = _int(arg(0)) - GL_TEXTURE0
+        return Effect((("unit", ctx),), ())
+
+    def _client_active_texture(
+        self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
+    ) -> Effect:
+        self._client_unit[ctx] = _int(arg(0)) - GL_TEXTURE0
+        return Effect((("client unit", ctx),), ())
+
+    def _bind_buffer(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        if arg(0) == GL_ELEMENT_ARRAY_BUFFER:  # the vertex array's
+            return Effect((("elements", ctx, self._vao.get(ctx, 0)),), (("vertex array", ctx),))
+        return Effect((("buffer", ctx, arg(0)),), ())
+
+    def _bind_indexed(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        return Effect((("buffer", ctx, arg(0)), ("indexed", ctx, arg(0), arg(1))), ())
+
+    def _bind_vertex_array(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        self._vao[ctx] = _int(arg(0))
+        return Effect((("vertex array", ctx),), ())
+
+    def _use_program(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        self._program[ctx] = _int(arg(0))
+        return Effect((("program", ctx),), (("program object", arg(0)),))
+
+    # -- program and shader objects: kept only for the programs the part uses
+    def _create(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """glCreateProgram, glCreateShader: the object (the return value) begins."""
+        what = "program object" if "Program" in name else "shader"
+        return Effect(((what, arg(-1)),), ())
+
+    def _object_call(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A call on a program or shader (glShaderSource, glAttachShader, glLinkProgram,
+        glGetUniformLocation, ...): it changes the object, from what it was and from
+        the shaders it names."""
+        key = (_OBJECTS[args[0]], arg(0))
+        reads = (key, *(("shader", arg(i)) for i, a in enumerate(args) if a == "shader"))
+        return Effect((key,), reads)
+
+    # -- vertex arrays
+    def _attrib_pointer(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        vao = self._vao.get(ctx, 0)
+        reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx))
+        return Effect((("attribute", ctx, vao, arg(0)),), reads)
+
+    def _attrib_array(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        vao = self._vao.get(ctx, 0)
+        return Effect((("attribute on", ctx, vao, arg(0)),), (("vertex array", ctx),))
+
+    def _client_pointer(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
+        reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
+        return Effect((("client pointer", ctx, vao, _SUFFIX.sub("", name), unit),), reads)
+
+    def _client_state(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        vao = self._vao.get(ctx, 0)
+        unit = self._client_unit.get(ctx, 0) if arg(0) == GL_TEXTURE_COORD_ARRAY else -1
+        reads = (("vertex array", ctx), ("client unit", ctx))
+        return Effect((("client state", ctx, vao, arg(0), unit),), reads)
+
+    # -- matrices
+    def _current_matrix(self, ctx: object) -> tuple[Key, Key, tuple[Key, ...]]:
+        """The key of the matrix that matrix calls change now, its stack's, and what
+        chooses it (the matrix mode, and for texture matrices the active unit)."""
+        mode = self._mode.get(ctx, GL_MODELVIEW)
+        stack = ("stack", ctx, mode, self._unit.get(ctx, 0) if mode == GL_TEXTURE else 0)
+        chosen_by: tuple[Key, ...] = (("matrix mode", ctx),)
+        if mode == GL_TEXTURE:
+            chosen_by += (("unit", ctx),)
+        return (*stack, self._depth.get(stack, 0)), stack, chosen_by
+
+    def _matrix_mode(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        self._mode[ctx] = _int(arg(0))
+        return Effect((("matrix mode", ctx),), ())
+
+    def _matrix(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        matrix, _, reads = self._current_matrix(ctx)
+        if not _LOAD.match(name):  # a product with the matrix
+            reads += (matrix,)
+        return Effect((matrix,), reads)
+
+    def _stack(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """glPushMatrix copies the matrix one deeper; glPopMatrix ends that copy."""
+        matrix, stack, reads = self._current_matrix(ctx)
+        depth = self._depth.get(stack, 0)
+        if name == "glPushMatrix":
+            self._depth[stack] = depth + 1
+            return Effect(((*stack, depth + 1),), (*reads, matrix), stack, push=True)
+        self._depth[stack] = max(depth - 1, 0)
+        return Effect((matrix,), reads, stack)
+
+    def _of_target(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A call on what is bound to a target (uploads, mapping, mipmaps, attachments):
+        it reads that binding, and an upload the pixel buffers and pixel store too."""
+        target = arg(0)
+        unit = self._unit.get(ctx, 0)
+        binding = GL_TEXTURE_CUBE_MAP if target in _CUBE_FACES else target
+        buffer: Key = ("buffer", ctx, target)
+        if target == GL_ELEMENT_ARRAY_BUFFER:
+            buffer = ("elements", ctx, self._vao.get(ctx, 0))
+        reads: tuple[Key, ...] = (
+            ("texture", ctx, unit, binding),
+            ("unit", ctx),
+            buffer,
+            ("vertex array", ctx),
+            ("buffer", ctx, GL_PIXEL_UNPACK_BUFFER),
+            ("buffer", ctx, GL_PIXEL_PACK_BUFFER),
+            *self._pixel_store.get(ctx, ()),
+        )
+        return Effect((), reads)
+
+    def _vertex_array_setting(
+        self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
+    ) -> Effect:
+        """glVertexAttribDivisor: per attribute of the vertex array bound."""
+        key = (_SUFFIX.sub("", name), ctx, self._vao.get(ctx, 0), arg(0))
+        return Effect((key,), (("vertex array", ctx),))
+
+    # -- settings
+    def _setting(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        scope = _SETTINGS[family(name)]
+        key: Key = (family(name).replace("glDisable", "glEnable"), ctx)
+        key += tuple(arg(i) for i, a in enumerate(args) if a in _SELECTORS)
+        reads: tuple[Key, ...] = ()
+        if "unit" in scope:
+            key += (self._unit.get(ctx, 0),)
+            reads += (("unit", ctx),)
+        if key[0] == "glPixelStore":  # read by uploads
+            self._pixel_store.setdefault(ctx, set()).add(key)
+        if "modelview" in scope:
+            stack = ("stack", ctx, GL_MODELVIEW, 0)
+            reads += ((*stack, self._depth.get(stack, 0)),)
+        return Effect((key,), reads)
+
+    def _uniform(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        where = {a: i for i, a in enumerate(args)}
+        reads: tuple[Key, ...] = ()
+        if "program" in where:
+            program = arg(where["program"])
+        else:
+            program, reads = self._program.get(ctx, 0), (("program", ctx),)
+        count = arg(where["count"]) if "count" in where else 1
+        return Effect((("uniform", program, arg(where.get("location", 0)), count),), reads)
+
+    def _parameter(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        if args[0] != "target":  # glTextureParameter, glSamplerParameter: of a named object
+            return Effect((("parameter", name[2:9], arg(0), arg(1)),), ())
+        unit = self._unit.get(ctx, 0)
+        texture = self._texture.get((ctx, unit, arg(0)), 0)
+        owner = (texture, arg(0)) if texture else (ctx, unit, arg(0))  # (a default texture's)
+        reads = (("texture", ctx, unit, arg(0)), ("unit", ctx))
+        return Effect((("parameter", *owner, arg(1)),), reads)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _inert(ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> None:
+    """Neither reads nor sets what is followed here."""
+    return None
+
+
+def _current(ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> None:
+    """Makes a context current on its thread."""
+    return None
+
+
+def _list(ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> None:
+    """glNewList, glEndList."""
+    return None
