@@ -21,8 +21,9 @@ import os
 import sys
 from typing import NoReturn
 
-# The commands that replay by name; glretrace's form (options, then a trace) runs one too.
-REPLAYING = ("replay", "profile")
+# The commands that replay by name (trim replays to check what it wrote); glretrace's form
+# (options, then a trace) runs replay or profile.
+REPLAYING = ("replay", "profile", "trim")
 # The shared-library modules the command line and a replay import before the driver is
 # loaded (standard ones that are built in on some Pythons import as cheaply).
 LIBRARIES = (
@@ -51,8 +52,8 @@ def command_line() -> NoReturn:
 
 
 def replays(args: list[str]) -> bool:
-    """Whether `retrace ARGS` replays a trace: `replay` and `profile`, and glretrace's form,
-    which runs one of them (`retrace -b T`, `retrace --pframes ... T`, `retrace T`). A
+    """Whether `retrace ARGS` replays a trace: `REPLAYING`, and glretrace's form, which runs
+    replay or profile (`retrace -b T`, `retrace --pframes ... T`, `retrace T`). A
     wrong guess costs only a display opened for nothing, on another core."""
     if not args or {"-h", "--help", "--version"} & set(args):
         return False

@@ -89,9 +89,15 @@ def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
     assert set(REPLAYING) <= set(cli.commands)
     trace = tmp_path / "t.trace"
     trace.write_bytes(b"")
-    for args in (["replay", "-b", "T"], ["profile", "T"], ["-b", "T"], ["--pcalls=x", "T"]):
+    for args in (
+        ["replay", "-b", "T"],
+        ["profile", "T"],
+        ["trim", "T"],
+        ["-b", "T"],
+        ["--pcalls=x", "T"],
+    ):
         assert replays(args), args
     assert replays([str(trace)])
-    for args in ([], ["dump", "T"], ["trim", "T"], ["batch", "x.yml"], ["--help"],
+    for args in ([], ["dump", "T"], ["info", "T"], ["batch", "x.yml"], ["--help"],
                  ["replay", "--help"], ["--version"], ["nosuchfile"]):  # fmt: skip
         assert not replays(args), args
