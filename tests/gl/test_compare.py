@@ -40,9 +40,9 @@ from compare_runs import (
 )
 from conftest import TRACES
 
-from retrace.compare.load import TABLE_NAMES, load_comparison
+from retrace.compare.load import load_comparison
 from retrace.compare.stats import EXACT_LIMIT, mann_whitney
-from retrace.vocabulary import Boundary
+from retrace.vocabulary import TABLE_TITLES, Boundary
 from retrace.writer.tsv_reader import read_tables
 
 THRESHOLD = ["--threshold", "0.5"]
@@ -316,7 +316,7 @@ def test_summary_statistics(runs):
     tables = {t["table"]: t for t in run["tables"]}
     assert set(tables) == {"frames", "calls", "draw calls"}
     for boundary, table in parsed.items():
-        summary = tables[TABLE_NAMES[boundary]]
+        summary = tables[TABLE_TITLES[boundary]]
         assert summary["rows"] == len(table)
         for metric in summary["metrics"]:
             values = [v for v in table.column(metric["metric"]) if not math.isnan(v)]
