@@ -1,5 +1,5 @@
 """`python -m retrace` runs the command-line interface."""
 
-from retrace.cli import main
+from retrace.launch import command_line
 
-main()
+command_line()

@@ -6,11 +6,13 @@ command's work (`retrace.replay.contain`), which must end exactly as the command
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import click
 
@@ -122,3 +124,28 @@ def _flush_stdout() -> None:
 def _drop_stdout() -> None:
     """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def end_process(main: Callable[[], object]) -> NoReturn:
+    """Run a process's `main` and end the process with its exit status, without the
+    interpreter's teardown: freeing every module's objects costs each command 5-10 ms
+    once its work is done. What teardown does that matters is done here: the atexit
+    handlers run (temporary folders go) and the standard streams are flushed. Where a
+    thread the interpreter would wait for is still running, or the status is a message,
+    the process ends the ordinary way."""
+    try:
+        main()
+        code: str | int | None = 0
+    except SystemExit as e:
+        code = e.code
+    waited = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    if not isinstance(code, int) or waited:  # (None: 0, a message: 1, said on stderr)
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):  # (closed or gone: the ordinary exit says so as it would)
+        sys.exit(code)
+    os._exit(code)

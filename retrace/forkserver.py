@@ -31,10 +31,6 @@ import sys
 from typing import Any
 
 
-def _threads() -> int:
-    return len(os.listdir("/proc/self/task"))
-
-
 def warm_up() -> None:
     """Import what a profile and a replay import, and open the driver as far as is safe."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `retrace.cli.main` does
@@ -47,13 +43,13 @@ def warm_up() -> None:
     import retrace.writer.records  # noqa: F401
     from retrace.backends.registry import load_backends
     from retrace.gl.registry import load_registry
-    from retrace.replay.ws.headless import open_before_fork
-    from retrace.trace.reader import load_libraries
+    from retrace.replay.ws.headless import open_before_fork, thread_count
+    from retrace.trace.container import load_libraries
 
     load_libraries()
     load_backends()
     load_registry()
-    open_before_fork(_threads)
+    open_before_fork(thread_count)
 
 
 def _run(request: dict[str, Any], channels: tuple[int, int]) -> int:

@@ -50,7 +50,7 @@ def _replay(
     query_tolerance: int,
 ) -> None:
     from retrace.replay.ws.headless import open_ahead
-    from retrace.trace.reader import load_libraries
+    from retrace.trace.container import load_libraries
 
     load_libraries()
     open_ahead()

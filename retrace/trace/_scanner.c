@@ -675,9 +675,16 @@ static int emit(Scanner *s, Pending *p) {
     rec.slot_start = (uint32_t)(s->out_slots.len / 4);
     rec.bt_start = (uint32_t)(s->out_bt.len / 4);
     rec.bt_count = (uint32_t)(p->bt.len / 4);
+    if (pool_base == 0 && p->pool.len > BUF_KEEP) {
+        /* A call of megabytes (a texture) is usually alone in its batch: its pool becomes
+         * the batch's, instead of a second copy of it at once. */
+        Buf empty = s->out_pool;
+        s->out_pool = p->pool;
+        p->pool = empty;
+    } else if (buf_append(&s->out_pool, p->pool.data, p->pool.len) < 0)
+        return FAIL;
     if (buf_append(&s->out_calls, &rec, sizeof rec) < 0 ||
         buf_append(&s->out_slots, p->slots.data, p->slots.len) < 0 ||
-        buf_append(&s->out_pool, p->pool.data, p->pool.len) < 0 ||
         buf_append(&s->out_bt, p->bt.data, p->bt.len) < 0 ||
         buf_reserve(&s->out_nodes, p->nodes.len) < 0)
         return FAIL;
@@ -918,11 +925,55 @@ static PyObject *Scanner_finish(Scanner *self, PyObject *unused) {
     return PyLong_FromSize_t(self->ncalls_out);
 }
 
+/* The memory of a large taken buffer, handed to Python without a copy: a read-only
+ * buffer that frees it when the last view of it goes. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} Taken;
+
+static void Taken_dealloc(Taken *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Taken_getbuffer(Taken *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->len, 1, flags);
+}
+
+static PyBufferProcs Taken_as_buffer = {(getbufferproc)Taken_getbuffer, NULL};
+
+static PyTypeObject TakenType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "retrace.trace._scanner.Taken",
+    .tp_basicsize = sizeof(Taken),
+    .tp_dealloc = (destructor)Taken_dealloc,
+    .tp_as_buffer = &Taken_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory the scanner handed over (read through memoryview).",
+};
+
+/* The buffer's bytes, and a new empty buffer: small ones copied into bytes, large ones
+ * (a batch holding a texture) handed over as a memoryview, so that the batch is not held
+ * twice while Python takes it. */
 static PyObject *take_buf(Buf *b) {
-    PyObject *r = PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->len);
-    b->len = 0;
-    buf_trim(b);
-    return r;
+    if (b->len <= BUF_KEEP) {
+        PyObject *r = PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->len);
+        b->len = 0;
+        buf_trim(b);
+        return r;
+    }
+    Taken *taken = PyObject_New(Taken, &TakenType);
+    if (!taken)
+        return NULL;
+    taken->data = b->data;
+    taken->len = (Py_ssize_t)b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    PyObject *view = PyMemoryView_FromObject((PyObject *)taken);
+    Py_DECREF(taken);
+    return view;
 }
 
 static PyObject *Scanner_take(Scanner *self, PyObject *unused) {
@@ -1093,7 +1144,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__scanner(void) {
-    if (PyType_Ready(&ScannerType) < 0)
+    if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&TakenType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)

@@ -26,6 +26,20 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZSTD_SEEKABLE_MAGIC = b"\xb1\xea\x92\x8f"  # last 4 bytes of a seekable zstd file
 
+
+def load_libraries() -> None:
+    """Load the shared libraries a replay's reading uses, the decompressors of the common
+    containers (apitrace writes snappy) and the read-ahead's queue, before the display
+    opens in a thread of its own (`headless.open_ahead`): that thread holds the dynamic
+    loader's lock while the driver loads, and an extension module imported meanwhile
+    waits for it (15-35 ms measured) instead of importing alongside. This module imports
+    little, so the display starts opening sooner; tests/unit/test_startup.py checks that
+    nothing else the replay imports loads a library."""
+    import _queue  # noqa: F401  (the read-ahead's)
+
+    import cramjam  # noqa: F401  (zlib came with this module, the scanner with its callers')
+
+
 # How apitrace's `info` names each container.
 CONTAINER_NAMES = {
     "snappy": "Snappy",

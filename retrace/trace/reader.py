@@ -30,15 +30,6 @@ _FEED = 256 << 10
 _API_BY_PREFIX = (("glX", "GL"), ("wgl", "GL"), ("CGL", "GL"), ("egl", "EGL"))
 
 
-def load_libraries() -> None:
-    """Load the reader's shared libraries now: the C scanner, and the decompressors of
-    the common containers (apitrace writes snappy). Replay calls this before the display
-    opens in a thread of its own (`headless.open_ahead`): that thread holds the dynamic
-    loader's lock while the driver loads, and an extension module imported meanwhile
-    waits for it (15-35 ms measured) instead of importing alongside."""
-    import cramjam  # noqa: F401  (the scanner and zlib came with this module)
-
-
 class _Truncated(Exception):
     """The header ran past the data read so far."""
 

@@ -9,6 +9,7 @@ stderr says pass 1 is complete; no timing is asserted.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import pty
@@ -420,3 +421,33 @@ def test_a_resumed_store_stays_until_its_tables_are_written(tmp_path):
     assert len(tables) >= 5 and all(v == v for v in tables.column("Pixels Drawn"))
     assert len(list((tmp_path / "x.tsv.runs").iterdir())) == REPEAT
     assert not store.exists()
+
+
+@pytest.mark.parametrize("command", [["replay", "-b"], ["--pframes", "opengl: GPU Duration"]])
+def test_a_driver_crash_while_it_loads_is_one_line(tmp_path, command):
+    """The driver loads in the `retrace` process itself, before the replaying child exists
+    (`retrace.launch`): an EGL vendor library that crashes when loaded ends retrace with one
+    line and exit 1, not the shell's "Segmentation fault"."""
+    source = tmp_path / "crash.c"
+    source.write_text(
+        "#include <signal.h>\n"
+        "int __egl_Main(unsigned version, const void *exports, void *vendor, void *imports)\n"
+        "{ raise(SIGSEGV); return 0; }\n"
+    )
+    library = tmp_path / "libEGL_crash.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    vendor = tmp_path / "crash.json"
+    vendor.write_text(
+        json.dumps({"file_format_version": "1.0.0", "ICD": {"library_path": str(library)}})
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "retrace", *command, str(TRACE)],
+        env={**os.environ, "__EGL_VENDOR_LIBRARY_FILENAMES": str(vendor)},
+        capture_output=True,
+        timeout=120,
+    )
+    assert r.returncode == 1
+    assert r.stderr.decode() == (
+        "retrace: error: driver crashed (SIGSEGV) while loading, before the first call\n"
+    )
+    assert not list(tmp_path.glob("retrace-store-*"))

@@ -26,6 +26,7 @@ from tracegen import TraceWriter, every_value_kind, threads_and_leftovers, wrap_
 from retrace.errors import TraceError
 from retrace.trace.dump import dump_calls
 from retrace.trace.flags import CallFlag
+from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 
 
@@ -228,6 +229,36 @@ def test_random_chunking_of_a_big_blob(tmp_path):
     text, error = dump_text(path)
     assert error is None
     assert f"data = blob({len(payload)})" in text and "1 glFlush()" in text
+
+
+@pytest.mark.parametrize("chunk_size", [4096, 1 << 20])
+def test_blobs_of_megabytes_read_back_exactly(tmp_path, chunk_size):
+    """The scanner hands a batch's pool of megabytes over without copying it (a texture
+    alone in its batch) or appends it after the calls before it: either way every blob and
+    string reads back as written, in batches of any cut."""
+    rng = random.Random(2)
+    w = TraceWriter()
+    written: list[bytes] = []
+    for size in (5 << 20, 100, 6 << 20, 7 << 20, 3, 9 << 20):
+        written.append(rng.randbytes(size))
+        w.call(
+            "glBufferData",
+            ("target", "size", "data", "label"),
+            {0: w.int(0x8892), 1: w.int(size), 2: w.blob(written[-1]), 3: w.string("x" * 9)},
+        )
+    w.call("glFlush")
+    path = tmp_path / "blobs.trace"
+    path.write_bytes(w.snappy(chunk_size=chunk_size))
+    read: list[bytes] = []
+    strings: list[bytes] = []
+    for batch in TraceReader(path).batches():
+        values = NodeLists(batch)
+        for i, tag in enumerate(values.tags):
+            (read if tag == Tag.BLOB else strings if tag == Tag.STRING else []).append(
+                values.bytes(i)
+            )
+    assert read == written
+    assert strings == [b"x" * 9] * len(written)
 
 
 def _limit_memory() -> None:

@@ -25,3 +25,72 @@ def test_replay_modules_import_no_numpy():
     )
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
+
+
+def test_the_replay_loads_no_library_while_the_display_opens():
+    """The replaying child opens the display in a thread (`open_ahead`) after
+    `load_libraries`; an extension module imported after that waits for the driver to
+    load (the dynamic loader's lock) instead of importing alongside it."""
+    check = (
+        "import sys\n"
+        "def libraries():\n"
+        "    return {n for n, m in list(sys.modules.items())\n"
+        "            if (getattr(m, '__file__', None) or '').endswith('.so')}\n"
+        # the parent's, up to the fork (`contain.supervise`), then the child's first steps
+        "import retrace.cli, retrace.replay.run, retrace.profile.commands\n"
+        "from retrace.replay import _guard, _vm, contain, sandbox\n"
+        "from retrace.replay.ws.headless import open_ahead\n"
+        "from retrace.trace.container import load_libraries\n"
+        "load_libraries()\n"
+        "before = libraries()\n"
+        "import retrace.replay.replayer, retrace.profile.driver\n"
+        "from retrace.backends.registry import load_backends\n"
+        "load_backends()\n"
+        "print(sorted(libraries() - before))"
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+def test_the_program_loads_no_library_while_the_driver_loads_early():
+    """`retrace.launch` loads its LIBRARIES, then the driver on a thread: nothing the
+    command line, the fork and the replaying child import up to the replay is a library
+    left out of that list (it would wait for the driver's loading instead of importing
+    alongside it)."""
+    check = (
+        "import sys\n"
+        "def libraries():\n"
+        "    return {n for n, m in list(sys.modules.items())\n"
+        "            if (getattr(m, '__file__', None) or '').endswith('.so')}\n"
+        "import importlib, retrace.launch\n"
+        "for name in retrace.launch.LIBRARIES:\n"
+        "    importlib.import_module(name)\n"
+        "before = libraries()\n"
+        "import retrace.cli, retrace.replay.run, retrace.profile.commands\n"
+        "from retrace.replay import contain, sandbox\n"
+        "import retrace.replay.replayer, retrace.profile.driver, retrace.replay.ws.headless\n"
+        "from retrace.trace.container import load_libraries\n"
+        "load_libraries()\n"
+        "from retrace.backends.registry import load_backends\n"
+        "load_backends()\n"
+        "print(sorted(libraries() - before))"
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
+    """The driver starts loading early for `replay`, `profile` and glretrace's forms of
+    them, not for the other commands, help or the version."""
+    from retrace.cli import cli
+    from retrace.launch import REPLAYING, replays
+
+    assert set(REPLAYING) <= set(cli.commands)
+    trace = tmp_path / "t.trace"
+    trace.write_bytes(b"")
+    for args in (["replay", "-b", "T"], ["profile", "T"], ["-b", "T"], ["--pcalls=x", "T"]):
+        assert replays(args), args
+    assert replays([str(trace)])
+    for args in ([], ["dump", "T"], ["trim", "T"], ["batch", "x.yml"], ["--help"],
+                 ["replay", "--help"], ["--version"], ["nosuchfile"]):  # fmt: skip
+        assert not replays(args), args

@@ -41,6 +41,7 @@ instead of after it.
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -1132,6 +1133,34 @@ def open_ahead() -> None:
     platforms) returns, in a thread, so that the caller's imports overlap it."""
     if not _ahead:
         _ahead.append(_OpeningDisplay())
+
+
+def thread_count() -> int:
+    """This process's threads (the driver's included), for `open_before_fork`."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def open_early(crash: tuple[str, str]) -> None:
+    """In the process that will fork the replay, while it still parses its command line
+    (`retrace.launch`): `open_before_fork` on a thread of its own, so that the driver loads
+    on another core meanwhile instead of in the replaying child after the fork. Every
+    fork waits for that thread first (a forked child has only the forking thread, and a
+    lock another thread held stays locked). No child exists yet to be blamed for a crash
+    of the driver while it loads: the process says it in one line, `crash` being what
+    goes before and after the signal's name (`_guard.fatal`), and exits 1."""
+    thread = threading.Thread(target=_open_early, args=crash, name="retrace-egl-early", daemon=True)
+    thread.start()
+    os.register_at_fork(before=thread.join)
+
+
+def _open_early(before: str, after: str) -> None:
+    from retrace.replay import _guard
+
+    _guard.fatal(before, after)
+    try:
+        open_before_fork(thread_count)
+    finally:
+        _guard.fatal()
 
 
 def open_before_fork(threads: Callable[[], int]) -> bool:

@@ -1,0 +1,23 @@
+"""What `pip install .` installs: a regular install (a wheel) holds only the packages that
+pyproject.toml lists, where an editable one finds every folder of the source tree, so a
+package missing from the list breaks only the users' installs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # (Python 3.11 on)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {folder: package for package, folder in setuptools["package-dir"].items()}
+    found = set()
+    for top, package in folders.items():
+        for init in (ROOT / top).rglob("__init__.py"):
+            inner = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((package, *inner)))
+    assert sorted(found) == sorted(setuptools["packages"])
