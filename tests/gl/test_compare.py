@@ -14,7 +14,7 @@ depend on timing. Runs follow the README's recipe (separate runs per side,
 balanced for order (compare_runs.py), so a drift of this shared machine, or
 what a softpipe run leaves behind, hits both llvmpipe sides alike. Run-to-run
 noise here reaches +-30% of a total, and with both cores busy elsewhere a run
-can take 3 to 8 times another's, so the driver comparisons use a 50%
+can take 2 to 10 times another's, so the driver comparisons use a 50%
 threshold and the A/A one 25% with --alpha 0.001: at the default 0.05, noise
 alone made 4% of A/A diffs of 5 runs a side say something other than "same"
 (51 of 1200 splits of real runs made beside two busy loops), as alpha allows,
