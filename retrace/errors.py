@@ -6,6 +6,9 @@ into one line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+# Ctrl-C before a command's own handling of it: the line on stderr and the exit status.
+INTERRUPTED = ("retrace: interrupted", 130)
+
 
 class RetraceError(Exception):
     """An error the user caused or can fix; its message is one complete line."""

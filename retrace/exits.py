@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO
 
 import click
 
-from retrace.errors import RetraceError
+from retrace.errors import INTERRUPTED, RetraceError
 
 DEBUG = "RETRACE_DEBUG"  # set: a bug in retrace ends with its traceback (the tests set it)
 INTERNAL_ERROR = 70  # the exit status of a bug in retrace (sysexits.h's EX_SOFTWARE)
@@ -81,8 +81,8 @@ def run_reporting(run: Callable[[], object]) -> None:
         e.show()
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
-        click.echo("retrace: interrupted", err=True)
-        sys.exit(130)
+        click.echo(INTERRUPTED[0], err=True)
+        sys.exit(INTERRUPTED[1])
     except RetraceError as e:
         _flush_stdout()
         click.echo(f"retrace: {e.prefix}{e}", err=True)

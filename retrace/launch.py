@@ -37,11 +37,16 @@ CRASH = ("retrace: error: driver crashed (", ") while loading, before the first 
 
 def command_line() -> NoReturn:
     """Run `retrace ARGS` (sys.argv) and exit with its status."""
-    if replays(sys.argv[1:]):
-        load_driver_early()
-    from retrace.cli import main
-    from retrace.exits import end_process
+    try:
+        if replays(sys.argv[1:]):
+            load_driver_early()
+        from retrace.cli import main
+        from retrace.exits import end_process
+    except KeyboardInterrupt:  # (Ctrl-C while the modules import: `main` handles it after)
+        from retrace.errors import INTERRUPTED
 
+        print(INTERRUPTED[0], file=sys.stderr)
+        os._exit(INTERRUPTED[1])
     end_process(main)
 
 
@@ -59,6 +64,10 @@ def load_driver_early() -> None:
     """Start loading the driver (`headless.open_early`), after the libraries the rest of
     the start-up imports; before a fork, the child's replay modules import while it may
     still be loading."""
+    from retrace.trace.ahead import overlap_pays
+
+    if not overlap_pays():  # (on one core the driver would load as late, with switches)
+        return
     for name in LIBRARIES:
         importlib.import_module(name)
     from retrace.replay.ws.headless import open_early
@@ -68,9 +77,14 @@ def load_driver_early() -> None:
 
 
 def _import_replay() -> None:
-    """The child's first imports, done before the fork: the replayer, and a profile's
-    profiler."""
+    """The child's first steps, taken before the fork: the replayer's modules and the GL
+    registry, and a profile's profiler and backends."""
     import retrace.replay.replayer  # noqa: F401
+    from retrace.gl.registry import load_registry
 
+    load_registry()
     if "retrace.profile.commands" in sys.modules:
         import retrace.profile.driver  # noqa: F401
+        from retrace.backends.registry import load_backends
+
+        load_backends()

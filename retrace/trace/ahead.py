@@ -36,6 +36,12 @@ def wanted() -> bool:
     switch = os.environ.get("RETRACE_READ_AHEAD", "").strip()
     if switch in ("0", "1"):
         return switch == "1"
+    return overlap_pays()
+
+
+def overlap_pays() -> bool:
+    """Whether this process has more than one core to run on, so that work on a thread
+    of its own can overlap the caller's (reading ahead; the driver's loading ahead)."""
     try:
         return len(os.sched_getaffinity(0)) > 1
     except AttributeError:  # (no affinity masks on this platform)

@@ -8,6 +8,7 @@ one `retrace: internal error:` line (its traceback with RETRACE_DEBUG=1).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -62,3 +63,18 @@ def test_a_bug_in_retrace_is_one_line_unless_debugging(monkeypatch, capsys):
     monkeypatch.setenv(DEBUG, "1")
     with pytest.raises(KeyError):
         run_reporting(buggy)
+
+
+def test_ctrl_c_while_the_modules_import_is_one_line(tmp_path):
+    """Ctrl-C before the command line has loaded (here a click that is interrupted as it
+    imports, in place of the real signal's moment) ends with click's own line and 130."""
+    (tmp_path / "click").mkdir()
+    (tmp_path / "click" / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    for args in (["--version"], ["replay", "-b", GEARS]):
+        r = subprocess.run(
+            [sys.executable, "-m", "retrace", *args],
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+            timeout=120,
+        )
+        assert (r.returncode, r.stderr) == (130, b"retrace: interrupted\n"), args

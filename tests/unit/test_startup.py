@@ -4,6 +4,7 @@ replay is over), not to replay or measure."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -27,29 +28,44 @@ def test_replay_modules_import_no_numpy():
     assert r.stdout.strip() == "[]"
 
 
+# The replay's modules, imported from the command line's to the replaying child's first steps
+REPLAY_STEPS = (
+    "import retrace.cli, retrace.replay.run, retrace.profile.commands",
+    "from retrace.replay import _guard, _vm, contain, sandbox",
+    "import retrace.replay.replayer, retrace.profile.driver, retrace.replay.ws.headless",
+    "from retrace.trace.container import load_libraries",
+    "load_libraries()",
+    "from retrace.backends.registry import load_backends",
+    "load_backends()",
+)
+
+
+def libraries_loaded_after(steps: tuple[str, ...], first: tuple[str, ...]) -> list[str]:
+    """The shared-library modules that `steps` load in a fresh interpreter after `first`."""
+    check = "\n".join(
+        (
+            "import sys",
+            "def libraries():",
+            "    return {n for n, m in list(sys.modules.items())",
+            "            if (getattr(m, '__file__', None) or '').endswith('.so')}",
+            *first,
+            "before = libraries()",
+            *steps,
+            "import json; print(json.dumps(sorted(libraries() - before)))",
+        )
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    loaded: list[str] = json.loads(r.stdout)
+    return loaded
+
+
 def test_the_replay_loads_no_library_while_the_display_opens():
     """The replaying child opens the display in a thread (`open_ahead`) after
     `load_libraries`; an extension module imported after that waits for the driver to
     load (the dynamic loader's lock) instead of importing alongside it."""
-    check = (
-        "import sys\n"
-        "def libraries():\n"
-        "    return {n for n, m in list(sys.modules.items())\n"
-        "            if (getattr(m, '__file__', None) or '').endswith('.so')}\n"
-        # the parent's, up to the fork (`contain.supervise`), then the child's first steps
-        "import retrace.cli, retrace.replay.run, retrace.profile.commands\n"
-        "from retrace.replay import _guard, _vm, contain, sandbox\n"
-        "from retrace.replay.ws.headless import open_ahead\n"
-        "from retrace.trace.container import load_libraries\n"
-        "load_libraries()\n"
-        "before = libraries()\n"
-        "import retrace.replay.replayer, retrace.profile.driver\n"
-        "from retrace.backends.registry import load_backends\n"
-        "load_backends()\n"
-        "print(sorted(libraries() - before))"
-    )
-    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
-    assert r.stdout.strip() == "[]"
+    parent = REPLAY_STEPS[:2]  # up to the fork (`contain.supervise`), then the child's
+    first = (*parent, "from retrace.replay.ws.headless import open_ahead", *REPLAY_STEPS[3:5])
+    assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
 def test_the_program_loads_no_library_while_the_driver_loads_early():
@@ -57,26 +73,11 @@ def test_the_program_loads_no_library_while_the_driver_loads_early():
     command line, the fork and the replaying child import up to the replay is a library
     left out of that list (it would wait for the driver's loading instead of importing
     alongside it)."""
-    check = (
-        "import sys\n"
-        "def libraries():\n"
-        "    return {n for n, m in list(sys.modules.items())\n"
-        "            if (getattr(m, '__file__', None) or '').endswith('.so')}\n"
-        "import importlib, retrace.launch\n"
-        "for name in retrace.launch.LIBRARIES:\n"
-        "    importlib.import_module(name)\n"
-        "before = libraries()\n"
-        "import retrace.cli, retrace.replay.run, retrace.profile.commands\n"
-        "from retrace.replay import contain, sandbox\n"
-        "import retrace.replay.replayer, retrace.profile.driver, retrace.replay.ws.headless\n"
-        "from retrace.trace.container import load_libraries\n"
-        "load_libraries()\n"
-        "from retrace.backends.registry import load_backends\n"
-        "load_backends()\n"
-        "print(sorted(libraries() - before))"
+    first = (
+        "import importlib, retrace.launch",
+        "for name in retrace.launch.LIBRARIES: importlib.import_module(name)",
     )
-    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
-    assert r.stdout.strip() == "[]"
+    assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
 def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
