@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -179,15 +178,15 @@ def open_trace(path: str | os.PathLike[str], cache: bool = True) -> Trace:
 def profile(trace: str, options: ProfileOptions, store_dir: str | None = None) -> ProfileResult:
     """Measure `options` on `trace` as the CLI does, and read the tables into arrays."""
     from retrace.profile.checkpoint import Job
-    from retrace.profile.checks import check_profile
-    from retrace.profile.commands import measure
+    from retrace.profile.checks import check_options
+    from retrace.profile.commands import check_part_meanwhile, measure
     from retrace.writer.arrays import TABLE_NAMES, table_array
     from retrace.writer.store import Store
 
     if not options.selections:
         raise RetraceError("nothing to profile: select metrics for frames, calls or drawcalls")
-    for line in check_profile(trace, options):
-        print(line, file=sys.stderr)
+    check_options(options)
+    check_part_meanwhile(trace, options)
     job = Job.start(trace, options, None)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()

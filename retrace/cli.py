@@ -561,7 +561,7 @@ def profile(
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
-    from retrace.profile.checks import check_profile, check_writable
+    from retrace.profile.checks import check_options, check_writable
     from retrace.profile.options import ProfileOptions
 
     if output == "-":  # as everywhere: '-' is standard output
@@ -640,8 +640,7 @@ def profile(
             )
         chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
         check_writable(output, metadata, perfetto)
-        for line in check_profile(trace, options):
-            print(line, file=sys.stderr)
+        check_options(options)  # (--frames and --calls: `commands.check_part_meanwhile`)
         commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
 
 

@@ -96,20 +96,6 @@ class Events:
         )
 
 
-def context_runs(table: Table) -> list[list[int]]:
-    """The replay context of each row of a call table, run-length encoded for the metadata:
-    [[first row, context number], ...] at every change (empty when the table does not say).
-    """
-    rows = table.rows or 0
-    if table.contexts is None or not rows:
-        return []
-    known = read_rows(table.contexts, 0, rows)
-    contexts = np.zeros(rows, np.int64)
-    contexts[: len(known)] = np.where(missing_mask(known) | (known < 0), 0, known)
-    starts = np.flatnonzero(np.r_[True, contexts[1:] != contexts[:-1]])
-    return [[int(row), int(contexts[row])] for row in starts]
-
-
 def row_contexts(runs: list[list[int]], rows: int) -> np.ndarray:
     """`context_runs` decoded: the context number of each of `rows` rows (0: unknown)."""
     contexts = np.zeros(rows, np.int64)

@@ -28,6 +28,7 @@ with 2 metrics from store columns, 8 s, VmRSS +6 MB). Unlike glretrace's
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -142,6 +143,26 @@ class Table:
             self.rows = _length(self.call_nos)
         if any(_length(m) < self.rows for m in meta):
             raise ValueError(f"call metadata shorter than the table's {self.rows} rows")
+
+
+def context_runs(table: Table) -> list[list[int]]:
+    """The replay context of each row of a call table, run-length encoded for the metadata:
+    [[first row, context number], ...] at every change (empty when the table does not say;
+    0 for a row whose context is unknown). Without numpy, as the tables are written."""
+    rows = table.rows or 0
+    if table.contexts is None or not rows:
+        return []
+    known, _floats, missing = _row_list(table.contexts, 0, rows)
+    runs: list[list[int]] = []
+    row = 0
+    for value, same in itertools.groupby(known):
+        number = 0 if value == missing or value < 0 else int(value)
+        if not runs or runs[-1][1] != number:
+            runs.append([row, number])
+        row += len(list(same))
+    if row < rows and (not runs or runs[-1][1] != 0):  # rows the column does not reach
+        runs.append([row, 0])
+    return runs
 
 
 class MetricWriter:

@@ -26,7 +26,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrace.trace.flags import CallFlag
 from retrace.trace.reader import TraceReader
 
 
@@ -78,17 +77,10 @@ def _expected_image(folder: Path, checksum: str, other: Path) -> Path | None:
 
 def last_frame_call(trace: str) -> int | None:
     """The number of the trace's last frame-ending call; None if it has none."""
-    reader = TraceReader(trace)
-    ends: dict[int, bool] = {}  # signature -> whether it ends a frame (defined as read)
     last = None
-    for batch in reader.batches():
-        for call in batch.records():
-            sig = call[2]
-            end = ends.get(sig)
-            if end is None:
-                end = ends[sig] = bool(reader.signatures.functions[sig].flags & CallFlag.END_FRAME)
-            if end:
-                last = call[0]
+    for batch in TraceReader(trace).batches():
+        if batch.frame_ends:
+            last = batch.call(batch.frame_ends[-1])[0]
     return last
 
 

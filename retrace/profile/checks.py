@@ -1,15 +1,19 @@
 """What a profile's options are checked against before anything replays, so that a mistake
 costs a second, not a whole replay: the selection against the backends whose metrics need
 no driver, and `--frames`/`--calls` against the trace's frame and call counts (`retrace
-info`'s, read through the trace cache, which the replay then reads again for free).
+info`'s: `reader.read_counts`, without numpy, through the trace cache, which the replay
+then reads again for little).
 
-The command line, the Python API and every job of a `retrace batch` manifest use these.
+The command line and the Python API check the selection (`check_options`), then count
+the trace on a thread (`check_part_ahead`) while the replay's modules import, before the
+fork (`commands.check_part_meanwhile`). A `retrace batch` manifest is checked whole before
+any job runs (`check_profile`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from retrace.errors import UsageError
@@ -18,6 +22,7 @@ from retrace.vocabulary import Boundary
 if TYPE_CHECKING:
     from retrace.backends.base import MetricBackend
     from retrace.profile.options import ProfileOptions
+    from retrace.trace.reader import TraceCounts
 
 
 def check_profile(trace: str, options: ProfileOptions, where: str = "") -> list[str]:
@@ -25,12 +30,19 @@ def check_profile(trace: str, options: ProfileOptions, where: str = "") -> list[
     the trace that does not exist; return the warnings for a part that reaches past the
     trace's end."""
     try:
-        check_selection(options.selections)
-        return check_part(trace, options)
+        check_options(options)
+        return _counted_part(trace, options)
     except UsageError as e:
         if not where:
             raise
         raise UsageError(f"{where}: {e}") from None
+
+
+def check_options(options: ProfileOptions) -> None:
+    """What needs no trace: the selection (`check_selection`) and a `--calls` with no set."""
+    check_selection(options.selections)
+    if options.call_range is not None and not options.call_range.strip():
+        raise UsageError("--calls is empty: give a call set (10-20, */draw, @FILE)")
 
 
 def check_selection(selections: Mapping[Boundary, str]) -> None:
@@ -67,24 +79,58 @@ def _driverless_backends() -> dict[str, MetricBackend | None]:
     return made
 
 
-def check_part(trace: str, options: ProfileOptions) -> list[str]:
+def check_part_ahead(trace: str, options: ProfileOptions) -> Callable[[], list[str]]:
+    """Start counting the trace for `check_part` on a thread (the read fills the trace
+    cache, which the replay then reads instead of the file); the function returned waits
+    for it and returns the warnings, or raises UsageError (or the trace's own error)."""
+    if not _needs_counts(options):
+        return list
+    import threading
+
+    done: list[list[str] | BaseException] = []
+
+    def count() -> None:
+        try:
+            done.append(_counted_part(trace, options))
+        except BaseException as e:  # raised on the caller's thread
+            done.append(e)
+
+    thread = threading.Thread(target=count, name="retrace-count", daemon=True)
+    thread.start()
+
+    def checked() -> list[str]:
+        thread.join()
+        (found,) = done
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    return checked
+
+
+def _needs_counts(options: ProfileOptions) -> bool:
+    return options.frames != (0, None) or options.calls is not None
+
+
+def _counted_part(trace: str, options: ProfileOptions) -> list[str]:
+    if not _needs_counts(options):
+        return []
+    from retrace.trace.reader import read_counts
+
+    counts, damage = read_counts(trace)
+    if damage is not None:  # the replay says where it is damaged, and measures what it can
+        return []
+    return check_part(counts, options)
+
+
+def check_part(counts: TraceCounts, options: ProfileOptions) -> list[str]:
     """A `--frames` or `--calls` that selects nothing of the trace is a usage error; one that
     reaches past its end, a warning (returned). Frames count as `retrace info` and the
     `Rendered N frames` line count them: N frame-ending calls, frames 0 to N-1, and frame N
     for the calls after the last one."""
-    if options.call_range is not None and not options.call_range.strip():
-        raise UsageError("--calls is empty: give a call set (10-20, */draw, @FILE)")
     first, last = options.frames
     calls = options.calls
-    if options.frames == (0, None) and calls is None:
-        return []
-    from retrace.trace.info import trace_info
-
-    info, damage = trace_info(trace)
-    if damage is not None:  # the replay says where it is damaged, and measures what it can
-        return []
-    frame_count, call_count = info["FramesCount"], info["CallCount"]
-    after = info["CallsAfterLastFrame"]
+    frame_count, call_count, after = counts.frames, counts.calls, counts.after_last_frame
     frames = f"{frame_count} frames (0-{frame_count - 1})" if frame_count else "no frame end"
     if after:
         frames += f" and {after} calls after the last one (frame {frame_count})"

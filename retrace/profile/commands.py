@@ -19,6 +19,7 @@ import retrace.replay.contain as contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
+from retrace.profile.checks import check_part_ahead
 from retrace.profile.options import ProfileOptions
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
@@ -39,6 +40,18 @@ def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
     from retrace.profile.driver import Profiler
 
     return Profiler(trace, options, **kwargs)
+
+
+def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
+    """Check `--frames`/`--calls` against the trace before the replay child forks: counted
+    on a thread (`check_part_ahead`) while the modules the child runs first import here
+    (the launcher would import them at the fork anyway), the count filling the trace cache
+    that the replay then reads. Prints the warnings; raises UsageError."""
+    checked = check_part_ahead(trace, options)
+    import retrace.profile.driver  # noqa: F401
+
+    for line in checked():
+        print(line, file=sys.stderr)
 
 
 def list_metrics(trace: str, as_json: bool) -> None:
@@ -199,6 +212,7 @@ def run_profile(
     manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
     """
     job = Job.start(trace, options, output)
+    check_part_meanwhile(job.trace, options)
     store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     chosen = chosen_outputs or outputs.Outputs.chosen("tsv", None, None)

@@ -415,6 +415,9 @@ class Profiler(ReplayListener):
         expected = self._expected
         fidelity = self.fidelity or self.replayer.fidelity()
         self.store.meta["facts"] = run_facts(self.context_facts, self.plan, fidelity)
+        counts = self.replayer.reader.counts  # (known once the first replay read it all)
+        if counts is not None:  # for the metadata: the parent need not read the trace again
+            self.store.meta["trace_counts"] = counts._asdict()
         self.store.meta["progress"] = {
             "pass": next_pass,
             "run": next_run,

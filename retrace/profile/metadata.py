@@ -72,20 +72,24 @@ def trace_file(path: str | Path) -> TraceFile:
     return TraceFile(path, os.stat(path).st_size, content_digest(path))
 
 
-def trace_identity(path: str) -> TraceIdentity:
-    """Path, size, SHA-256, calls and frames of the trace at `path`.
+def trace_identity(path: str, counts: dict[str, int] | None = None) -> TraceIdentity:
+    """Path, size, SHA-256, calls and frames of the trace at `path`; `counts`: its calls
+    and frames as the replay counted them while reading it (`reader.TraceCounts`, kept in
+    the store), else the trace is read again for them (a replay that never read it to the
+    end: a crash, an interruption).
 
     Raises `RetraceError` if it cannot be read. Calls and frames of a damaged
     trace are those before the damage (the replay reports the damage itself).
     """
-    from retrace.trace.info import trace_info
-
     try:
         file = trace_file(path)
     except OSError as e:
         raise RetraceError(f"{os.path.abspath(path)}: cannot read: {e.strerror}") from None
-    info, _damage = trace_info(file.path)
-    return TraceIdentity(**asdict(file), calls=info["CallCount"], frames=info["FramesCount"])
+    if counts is None:
+        from retrace.trace.reader import read_counts
+
+        counts = read_counts(file.path)[0]._asdict()
+    return TraceIdentity(**asdict(file), calls=counts["calls"], frames=counts["frames"])
 
 
 def context_facts(replayer: Replayer) -> dict[str, Any]:
@@ -213,7 +217,7 @@ def describe(
     """
     import datetime
 
-    from retrace.writer.events import context_runs
+    from retrace.writer.tsv import context_runs
 
     columns_of: dict[str, list[dict[str, Any]]] = {}
     resolved: dict[str, list[str]] = {}

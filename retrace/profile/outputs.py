@@ -118,7 +118,7 @@ def write(profile: Profile, store: Store, job: Job) -> None:
     selections = how.pop("selections")
     how["frame_range"] = how.pop("frames")  # ("frames" there: how many frames ended)
     document = describe(
-        trace_identity(job.trace),
+        trace_identity(job.trace, store.meta.get("trace_counts")),
         selections,
         profile,
         tables,

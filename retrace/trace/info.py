@@ -37,9 +37,7 @@ def trace_info(
     reader = TraceReader(path)
     per_sig: Counter[int] = Counter()
     threads: set[int] = set()
-    calls = incomplete = fake = 0
-    frame_count = 0
-    after_last_frame = 0  # calls after the last frame-ending call (a partial frame)
+    incomplete = fake = 0
     frames: list[dict[str, int]] = []
     frame_first: tuple[int, int] | None = None  # (call no, stream offset) of the open frame
     frame_calls = 0
@@ -47,28 +45,21 @@ def trace_info(
     try:
         for batch in reader.batches():
             recs = batch.table()
-            calls += len(recs)
             sig_ids, counts = np.unique(recs["sig"], return_counts=True)
             per_sig.update(dict(zip(sig_ids.tolist(), counts.tolist(), strict=True)))
             threads.update(np.unique(recs["thread"]).tolist())
             incomplete += int(np.count_nonzero(recs["flags"] & CallFlag.INCOMPLETE))
             fake += int(np.count_nonzero(recs["flags"] & CallFlag.FAKE))
-            ends = _frame_end_mask(reader, recs["sig"])
-            frame_count += int(np.count_nonzero(ends))
-            last_end = np.flatnonzero(ends)
-            if len(last_end):
-                after_last_frame = len(recs) - 1 - int(last_end[-1])
-            else:
-                after_last_frame += len(recs)
             if not dump_frames:
                 continue
-            for no, offset, end in zip(
-                recs["no"].tolist(), recs["offset"].tolist(), ends.tolist(), strict=True
+            ends = set(batch.frame_ends)
+            for i, (no, offset) in enumerate(
+                zip(recs["no"].tolist(), recs["offset"].tolist(), strict=True)
             ):
                 if frame_first is None:
                     frame_first = (no, offset)
                 frame_calls += 1
-                if end:
+                if i in ends:
                     frames.append(
                         {
                             "FirstCallId": frame_first[0],
@@ -80,13 +71,15 @@ def trace_info(
                     frame_first, frame_calls = None, 0
     except TraceError as e:
         error = e
+    counted = reader.counts
+    assert counted is not None  # (read to the end, or to the damage)
     data_size = reader.stream_bytes
     info: dict[str, Any] = {
         "FileName": path,
         "ContainerVersion": reader.version,
         "ContainerType": CONTAINER_NAMES[reader.container],
         "API": API_NAMES[reader.api],
-        "FramesCount": frame_count,
+        "FramesCount": counted.frames,
         "ActualDataSize": data_size,
         "ContainerSize": reader.stream.file_size,
     }
@@ -100,8 +93,8 @@ def trace_info(
         {
             "SemanticVersion": reader.semantic_version,
             "Properties": reader.properties,
-            "CallCount": calls,
-            "CallsAfterLastFrame": after_last_frame,
+            "CallCount": counted.calls,
+            "CallsAfterLastFrame": counted.after_last_frame,
             "ThreadCount": len(threads),
             "IncompleteCalls": incomplete,
             "FakeCalls": fake,
@@ -114,12 +107,3 @@ def trace_info(
     if error is not None:
         info["Error"] = str(error)
     return info, error
-
-
-def _frame_end_mask(reader: TraceReader, sig_ids: np.ndarray) -> np.ndarray:
-    functions = reader.signatures.functions
-    table = np.zeros(max(functions) + 1, dtype=bool)
-    for sid, sig in functions.items():
-        table[sid] = bool(sig.flags & CallFlag.END_FRAME)
-    mask: np.ndarray = table[sig_ids]
-    return mask

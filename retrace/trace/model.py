@@ -171,6 +171,9 @@ class Signatures:
         self.enums: dict[int, EnumSig] = {}
         self.bitmasks: dict[int, BitmaskSig] = {}
         self.frames: dict[int, StackFrame] = {}
+        # per function id, 1 where its calls end a frame (END_FRAME): what `calls_of` takes
+        # to find a batch's frame ends in C
+        self.frame_ending = bytearray()
 
     def add(self, definitions: list[tuple[Any, ...]]) -> None:
         """Record definitions as reported by the scanner's take()."""
@@ -178,9 +181,12 @@ class Signatures:
             kind, sid = d[0], d[1]
             if kind == "call":
                 name = _text(d[2])
-                self.functions[sid] = FunctionSig(
+                sig = self.functions[sid] = FunctionSig(
                     sid, name, tuple(_text(a) for a in d[3]), call_flags(name)
                 )
+                if sid >= len(self.frame_ending):
+                    self.frame_ending.extend(bytes(sid + 1 - len(self.frame_ending)))
+                self.frame_ending[sid] = bool(sig.flags & CallFlag.END_FRAME)
             elif kind == "struct":
                 self.structs[sid] = StructSig(sid, _text(d[2]), tuple(_text(m) for m in d[3]))
             elif kind == "enum":
@@ -319,7 +325,7 @@ class CallBatch:
     buffers as it wrote them. Replay reads them a call at a time (`call`, `arguments`);
     tools that work on whole columns take numpy views (`table`, `node_table`)."""
 
-    __slots__ = ("calls", "slots", "nodes", "pool", "backtraces")
+    __slots__ = ("calls", "slots", "nodes", "pool", "backtraces", "frame_ends")
 
     def __init__(
         self,
@@ -328,12 +334,14 @@ class CallBatch:
         nodes: Buffer,
         pool: Buffer,
         backtraces: Buffer,
+        frame_ends: list[int],
     ) -> None:
         self.calls = calls
         self.slots = slots  # int32
         self.nodes = nodes
         self.pool = pool
         self.backtraces = backtraces  # uint32 frame ids
+        self.frame_ends = frame_ends  # indices of the calls that end a frame (END_FRAME)
 
     def __len__(self) -> int:
         return len(self.calls) // CALLS.size

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
+from typing import NamedTuple
 
 from retrace.errors import TraceError
 from retrace.trace import cache
-from retrace.trace._scanner import Scanner
+from retrace.trace._scanner import Scanner, calls_of
 from retrace.trace.ahead import ReadAhead
 from retrace.trace.container import TraceStream
 from retrace.trace.model import CallBatch, Signatures
@@ -28,6 +29,34 @@ MAX_VERSION = 6
 _FEED = 256 << 10
 
 _API_BY_PREFIX = (("glX", "GL"), ("wgl", "GL"), ("CGL", "GL"), ("egl", "EGL"))
+
+
+class TraceCounts(NamedTuple):
+    """How many calls a trace holds and how many of them end a frame (END_FRAME), counted
+    as it is read, the one count `retrace info`, a profile's checks of `--frames` and
+    `--calls` and its metadata share: frames 0 to `frames` - 1 end with such a call,
+    and frame `frames` holds the `after_last_frame` calls after the last. A damaged
+    trace's are those before the damage."""
+
+    calls: int
+    frames: int
+    after_last_frame: int
+
+
+def read_counts(path: str) -> tuple[TraceCounts, TraceError | None]:
+    """The calls and frames of the trace at `path`, read for nothing else (through the
+    trace cache, which fills, so that a replay after it reads no file), and the damage
+    that ended reading, if any. Raises TraceError where not even the header can be read,
+    OSError where the file cannot."""
+    reader = TraceReader(path)
+    damage = None
+    try:
+        for _batch in reader.batches():
+            pass
+    except TraceError as e:
+        damage = e
+    assert reader.counts is not None  # (read to the end or to the damage)
+    return reader.counts, damage
 
 
 class _Truncated(Exception):
@@ -68,6 +97,9 @@ class TraceReader:
         self.container = self.stream.container
         self.signatures = Signatures()
         self.calls_read = 0
+        self.frames_read = 0  # frame-ending calls among them
+        self._after_frame = 0  # calls read since the last frame-ending one
+        self.counts: TraceCounts | None = None  # once the trace was read to its end or damage
         self.read_ahead: ReadAhead[cache.Taken] | None = None  # the last one, for its timing
         self.stream_bytes = 0  # decompressed bytes read so far
         self._entry = cache.entry_for(self.path, self.stream.file_size)
@@ -155,8 +187,16 @@ class TraceReader:
         try:
             for one in taken:
                 yield self._batch(one)
+        except TraceError:
+            self._ended()
+            raise
+        else:
+            self._ended()
         finally:
             taken.close()
+
+    def _ended(self) -> None:
+        self.counts = TraceCounts(self.calls_read, self.frames_read, self._after_frame)
 
     def _kept_batches(self, kept: cache.Kept) -> Generator[cache.Taken, None, None]:
         for taken, self.stream_bytes in kept.batches():
@@ -224,6 +264,9 @@ class TraceReader:
         """One batch as the scanner took it (now, or from the cache) as a `CallBatch`."""
         calls, slots, nodes, pool, backtraces, definitions = taken
         self.signatures.add(definitions)
-        batch = CallBatch(calls, slots, nodes, pool, backtraces)
+        ends = calls_of(calls, self.signatures.frame_ending)
+        batch = CallBatch(calls, slots, nodes, pool, backtraces, ends)
         self.calls_read += len(batch)
+        self.frames_read += len(ends)
+        self._after_frame = len(batch) - 1 - ends[-1] if ends else self._after_frame + len(batch)
         return batch

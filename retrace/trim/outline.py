@@ -3,7 +3,7 @@
 A first, cheap pass over the trace (from the trace cache when it was read
 before): the calls are counted in the order they are delivered, which is the
 order replay runs them and the order a trim writes them, and the frame-ending
-calls are found by signature in C (`_scanner.calls_of`), as replay counts
+calls are those the reader finds (`CallBatch.frame_ends`), as replay counts
 frames. Reading stops once the part has been read.
 """
 
@@ -12,9 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from retrace.errors import RetraceError
-from retrace.trace._scanner import calls_of
 from retrace.trace.callset import CallSet
-from retrace.trace.flags import CallFlag
 from retrace.trace.reader import TraceReader
 
 
@@ -35,18 +33,12 @@ def outline(path: str, first: int, last: int | None, calls: CallSet | None) -> P
     """Find frames first..last (`last` None: to the trace's end) or, with `calls`, the calls
     from its lowest number to its highest; raises RetraceError naming what the trace lacks."""
     reader = TraceReader(path)
-    wanted, known = bytearray(), 0
     ends: list[tuple[int, int]] = []  # (position, call number) of each frame end
     inside: list[tuple[int, int]] = []  # with --calls: the first and last call in its range
     position = 0
     for batch in reader.batches():
-        sigs = reader.signatures.functions
-        if len(sigs) != known:
-            known, wanted = len(sigs), bytearray(max(sigs) + 1)
-            for sid, sig in sigs.items():
-                wanted[sid] = bool(sig.flags & CallFlag.END_FRAME)
         numbers = batch.column("no")
-        ends += [(position + i, numbers[i]) for i in calls_of(batch.calls, wanted)]
+        ends += [(position + i, numbers[i]) for i in batch.frame_ends]
         if calls is not None:
             for i, no in enumerate(numbers.tolist()):
                 if calls.first <= no <= calls.last:

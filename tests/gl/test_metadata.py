@@ -16,6 +16,7 @@ from conftest import TRACES, run_retrace
 
 from retrace.errors import RetraceError
 from retrace.profile.metadata import trace_identity
+from retrace.trace.reader import read_counts
 from retrace.vocabulary import Boundary
 from retrace.writer.tsv_reader import read_tables
 
@@ -44,6 +45,25 @@ def test_trace_identity():
     assert (identity.calls, identity.frames) == (info["CallCount"], info["FramesCount"])
     with pytest.raises(RetraceError, match="cannot read"):
         trace_identity(str(TRACE.with_suffix(".missing")))
+
+
+def test_the_trace_is_counted_where_it_is_replayed(tmp_path):
+    """The replay counts the trace's calls and frames as it reads it and keeps them in the
+    store, where the metadata takes them: no second read of the trace for them."""
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    out = tmp_path / "run.tsv"
+    done = run_retrace(*SELECTION[:2], "--quiet", "--store-dir", str(stores), "--keep-store",
+                       "-o", str(out), str(TRACE))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (manifest,) = stores.glob("*/manifest.json")
+    kept = json.loads(manifest.read_text())["meta"]["trace_counts"]
+    counts, damage = read_counts(str(TRACE))
+    assert damage is None and kept == counts._asdict()
+    info = json.loads(run_retrace("info", str(TRACE), check=True).stdout)
+    assert counts == (info["CallCount"], info["FramesCount"], info["CallsAfterLastFrame"])
+    meta = json.loads(Path(f"{out}.json").read_text())
+    assert (meta["trace"]["calls"], meta["trace"]["frames"]) == (counts.calls, counts.frames)
 
 
 def test_profile_writes_metadata_beside_its_tables(profiled):

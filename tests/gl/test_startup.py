@@ -54,13 +54,15 @@ def test_a_replay_imports_no_numpy(options):
 
 def test_a_profile_imports_numpy_only_for_tables_that_need_it(tmp_path):
     """The store, the loop's event records and the rows of the call tables are written
-    without numpy, and so are TSV tables; tables in another format import it once the
-    replay is over."""
+    without numpy, and so are TSV tables and their metadata (the trace's counts come from
+    the replay); tables in another format import it once the replay is over."""
     trace = str(TRACES / "glxgears-interrupted.trace")  # frames, and calls and draws in them
     selection = ["--pframes", "opengl: GPU Duration", "--pcalls", "opengl: GPU Duration"]
     lines = stderr_lines(*selection, trace)
     assert "retrace.profile.rows" in modules(lines) and not numpy_modules(modules(lines))
-    lines = stderr_lines(*selection, "-o", str(tmp_path / "tables.csv"), trace)
+    lines = stderr_lines(*selection, "-o", str(tmp_path / "tables.tsv"), trace)
+    assert (tmp_path / "tables.tsv.json").exists() and not numpy_modules(modules(lines))
+    lines = stderr_lines(*selection, "--format", "csv", "-o", str(tmp_path / "tables.csv"), trace)
     done = next(i for i, line in enumerate(lines) if line.startswith("retrace: pass 1 of 1 done"))
     replay, tables = modules(lines[:done]), modules(lines[done:])
     assert {"retrace.profile.events", "retrace.profile.rows", "retrace.replay.compiler"} <= replay
