@@ -31,8 +31,10 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from threading import Lock, local
 
@@ -102,36 +104,73 @@ def outcome_table(
     return tabulate(rows, ["command", "cases", *outcomes], tablefmt="github")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=10_000, help="damaged traces (dump, info)")
-    parser.add_argument("--replayed", type=int, default=1_000, help="of them, replayed/profiled")
+def arguments(description: str, cases: int) -> argparse.ArgumentParser:
+    """The options every fuzzing run takes (fuzz.py, fuzz_outputs.py)."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=cases, help="damaged traces")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=120, help="seconds before a hang")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="where to keep the failing cases")
+    return parser
+
+
+@dataclass
+class FuzzRun:
+    """A run's folder of case files, and the failing cases kept in `keep` (a line each)."""
+
+    work: Path
+    keep: Path
+    kept: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, prefix: str, keep: Path | None) -> FuzzRun:
+        work = Path(tempfile.mkdtemp(prefix=prefix))
+        keep = keep or work / "kept"
+        keep.mkdir(parents=True, exist_ok=True)
+        return cls(work, keep)
+
+    @contextmanager
+    def case_file(self, i: int, data: bytes) -> Iterator[Path]:
+        """Case `i` as a trace file, removed once its commands have run."""
+        path = self.work / f"{i}.trace"
+        path.write_bytes(data)
+        try:
+            yield path
+        finally:
+            path.unlink()
+
+    def keep_case(self, path: Path, name: str, line: str) -> None:
+        shutil.copy(path, self.keep / name)
+        self.kept.append(line)
+
+    def print_kept(self) -> None:
+        for line in self.kept:
+            print(line)
+        print(f"failing cases kept in {self.keep}")
+
+
+def main() -> None:
+    parser = arguments(__doc__, 10_000)
+    parser.add_argument("--replayed", type=int, default=1_000, help="of them, replayed/profiled")
     options = parser.parse_args()
     apitrace = shutil.which("apitrace")
     seeds = [Seed.load(path) for path in sorted((ROOT / "traces").glob("*.trace"))]
-    work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-"))
-    keep = options.keep or work / "kept"
-    keep.mkdir(parents=True, exist_ok=True)
-    kept: list[str] = []
+    run = FuzzRun.start("retrace-fuzz-", options.keep)
 
     def run_case(harness: Harness, i: int) -> list[tuple[str, str]]:
         kind, data = numbered_case(seeds, options.seed, i)
-        path = work / f"{i}.trace"
-        path.write_bytes(data)
         outcomes = [("damage", kind)]
-        for command in ["dump", "info"] + ["replay", "profile"] * (i < options.replayed):
-            outcome, detail = harness.run([*COMMANDS[command], str(path)])
-            outcomes.append((f"retrace {command}", outcome))
-            if outcome in FAILURES:
-                shutil.copy(path, keep / f"{i}-{kind}.trace")
-                kept.append(f"{command} {keep / f'{i}-{kind}.trace'}: {outcome}: {detail[-300:]}")
-        for command in ("dump", "info") if apitrace else ():
-            outcomes.append((f"apitrace {command}", apitrace_outcome(apitrace, command, path)))
-        path.unlink()
+        with run.case_file(i, data) as path:
+            for command in ["dump", "info"] + ["replay", "profile"] * (i < options.replayed):
+                outcome, detail = harness.run([*COMMANDS[command], str(path)])
+                outcomes.append((f"retrace {command}", outcome))
+                if outcome in FAILURES:
+                    name = f"{i}-{kind}.trace"
+                    run.keep_case(path, name, f"{command} {run.keep / name}: {outcome}: "
+                                  f"{detail[-300:]}")  # fmt: skip
+            for command in ("dump", "info") if apitrace else ():
+                outcomes.append((f"apitrace {command}", apitrace_outcome(apitrace, command, path)))
         return outcomes
 
     counts = run_cases(options.cases, options.jobs, options.timeout, run_case)
@@ -140,9 +179,7 @@ def main() -> None:
     print(outcome_table(counts, commands, OUTCOMES))
     kinds = {kind: n for (c, kind), n in counts.items() if c == "damage"}
     print(f"\nkinds of damage: {kinds}")
-    for line in kept:
-        print(line)
-    print(f"failing cases kept in {keep}")
+    run.print_kept()
 
 
 if __name__ == "__main__":

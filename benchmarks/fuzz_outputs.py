@@ -26,18 +26,16 @@ tests/gl/test_fuzz_outputs.py.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fuzz import outcome_table, reference_outcome, run_cases  # noqa: E402
+from fuzz import FuzzRun, arguments, outcome_table, reference_outcome, run_cases  # noqa: E402
 from fuzzing import (  # noqa: E402
     Harness,
     Seed,
@@ -77,40 +75,29 @@ def reference_argv(path: Path, egl: bool) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=2_000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=120, help="seconds before a hang")
+    parser = arguments(__doc__, 2_000)
     parser.add_argument(
         "--reference-timeout", type=float, default=10, help="the same for glretrace/eglretrace"
     )
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--keep", type=Path, help="where to keep the failing cases")
     parser.add_argument("--display", default=os.environ.get("DISPLAY"), help="for glretrace")
     options = parser.parse_args()
     seeds = output_seeds()
     egl = {seed.name: b"eglMakeCurrent" in seed.stream for seed, _ in seeds}
-    work = Path(tempfile.mkdtemp(prefix="retrace-fuzz-outputs-"))
-    keep = options.keep or work / "kept"
-    keep.mkdir(parents=True, exist_ok=True)
-    kept: list[str] = []
+    run = FuzzRun.start("retrace-fuzz-outputs-", options.keep)
 
     def run_case(harness: Harness, i: int) -> list[tuple[str, str]]:
         name, data = numbered_output_case(seeds, options.seed, i)
-        path = work / f"{i}.trace"
-        path.write_bytes(data)
-        outcome, detail = replay_outcome(harness, path)
-        if outcome in KEPT:
-            shutil.copy(path, keep / f"{i}.trace")
-            kept.append(f"{i} ({name}): {outcome}: {detail[-300:]}")
         reference = "eglretrace" if egl[name] else "glretrace"
         other = "not run"
-        if egl[name] or options.display:
-            env = {**os.environ, "WAFFLE_PLATFORM": "surfaceless_egl"} if egl[name] else {
-                **os.environ, "DISPLAY": options.display}  # fmt: skip
-            argv = reference_argv(path, egl[name])
-            other = reference_outcome(argv, env, options.reference_timeout)
-        path.unlink()
+        with run.case_file(i, data) as path:
+            outcome, detail = replay_outcome(harness, path)
+            if outcome in KEPT:
+                run.keep_case(path, f"{i}.trace", f"{i} ({name}): {outcome}: {detail[-300:]}")
+            if egl[name] or options.display:
+                env = {**os.environ, "WAFFLE_PLATFORM": "surfaceless_egl"} if egl[name] else {
+                    **os.environ, "DISPLAY": options.display}  # fmt: skip
+                other = reference_outcome(reference_argv(path, egl[name]), env,
+                                          options.reference_timeout)  # fmt: skip
         return [
             ("retrace replay", outcome),
             (f"retrace replay ({reference} traces)", outcome),
@@ -123,9 +110,7 @@ def main() -> None:
                 "retrace replay (glretrace traces)", "glretrace -b")  # fmt: skip
     print(outcome_table(counts, commands, OUTCOMES))
     print(f"\ncases per seed: { {name: n for (c, name), n in counts.items() if c == 'seed'} }")
-    for line in kept:
-        print(line)
-    print(f"failing cases kept in {keep}")
+    run.print_kept()
 
 
 if __name__ == "__main__":

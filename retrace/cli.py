@@ -6,7 +6,6 @@ of the project's own types become one line on stderr and a non-zero exit.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import re
@@ -17,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from retrace.command_line import count_option, refuse_misspelt_command
 from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -102,7 +102,7 @@ class _Cli(click.Group):
         passthrough = {"-h", "--help", "--version"}
         known = first in self.commands or first in self._LAZY
         if args and not known and not passthrough & set(args[:1]):
-            _refuse_misspelt_command(args[0], self.list_commands(ctx))
+            refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = [self._glretrace_command(args), *args]
         return super().parse_args(ctx, _bare_sandbox(loop_forms(args)))
 
@@ -154,21 +154,6 @@ HEADLESS = _no_effect("--headless", why="retrace always replays headless (EGL)")
 BENCHMARK_IN_PROFILE = _no_effect(
     "-b", "--benchmark", why="a profile ends with the Rendered line and checks no errors anyway"
 )
-
-
-def _refuse_misspelt_command(word: str, commands: list[str]) -> None:
-    """A first argument that reads as a command's name and is no file is a misspelt command,
-    not a trace to profile (which would fail on an option the command has, or on nothing
-    to profile)."""
-    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
-        return
-    close = difflib.get_close_matches(word, commands, n=1)
-    hint = (
-        f"did you mean '{close[0]}'?"
-        if close
-        else f"nor a file of that name (the commands: {', '.join(commands)})"
-    )
-    raise click.UsageError(f"no such command '{word}'; {hint}")
 
 
 def _refuse_idle(*cases: tuple[bool, str]) -> None:
@@ -308,11 +293,11 @@ def dump(
 @cli.command()
 @click.argument("trace", type=TRACE)
 @click.option("--dump-frames", is_flag=True, help="Add per-frame call ranges and sizes.")
-@click.option(
+@count_option(
     "--top",
-    type=click.IntRange(0, MAX_TOP),
+    low=0,
+    high=MAX_TOP,
     default=10,
-    show_default=True,
     help="How many of the most frequent functions to list.",
 )
 @_cache_option
@@ -501,19 +486,18 @@ def replay(trace: str, **options) -> None:
     "Then replay the last frame (or the --frames range) N more times, after --warmup "
     "loops, and measure the loops only."
 )
-@click.option(
+@count_option(
     "--repeat",
-    type=click.IntRange(1, MAX_RUNS),
+    low=1,
+    high=MAX_RUNS,
     default=1,
-    show_default=True,
-    metavar="N",
     help="Replay every pass N times; each cell holds the median.",
 )
-@click.option(
+@count_option(
     "--warmup",
-    type=click.IntRange(0, MAX_RUNS),
+    low=0,
+    high=MAX_RUNS,
     default=0,
-    show_default=True,
     metavar="K",
     help="Replays of every pass to run and discard first.",
 )

@@ -22,8 +22,12 @@ class Boundary(enum.IntEnum):
     CALL = 2
 
 
-# the tables' names in the Python API and the metadata
+# The tables' names: one word, as glretrace's --pdrawcalls, where code and files name them
+# (the Python API's tables and keywords, the metadata's keys: files written carry them),
+# and titles where people read them (diff and summary reports, `retrace report`'s page, the
+# batch database's `tbl` column, which queries name).
 TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "drawcalls"}
+TABLE_TITLES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 
 
 class NumType(enum.Enum):

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from retrace.command_line import count_option, refuse_misspelt_command, warm_option
 from retrace.errors import Interrupted, UsageError
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -26,6 +27,7 @@ class _BatchGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = next((a for a in args if not a.startswith("-")), None)
         if first is not None and first not in self.commands:
+            refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
@@ -65,12 +67,11 @@ def batch() -> None:
     metavar="ADDRESS",
     help="Run the jobs as tasks on this Ray cluster ('auto': the local one).",
 )
-@click.option(
+@count_option(
     "--jobs",
-    type=click.IntRange(1, 256),
+    low=1,
+    high=256,
     default=1,
-    show_default=True,
-    metavar="N",
     help="Local jobs at once; more than 1 skews timings (use for MD5s, counts).",
 )
 @click.option(
@@ -79,11 +80,8 @@ def batch() -> None:
     help="Run only shard I of N (default: from CI_NODE_INDEX/CI_NODE_TOTAL or "
     "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set).",
 )
-@click.option(
-    "--warm/--no-warm",
-    default=True,
-    show_default=True,
-    help="Fork local jobs from a worker that started once per environment, or start each afresh.",
+@warm_option(
+    "Fork local jobs from a worker that started once per environment, or start each afresh."
 )
 @click.option("--rerun", is_flag=True, help="Run every job, even those the database has.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write the jobs as JUnit XML.")
@@ -108,15 +106,14 @@ def batch() -> None:
 @click.option(
     "--update-checksums", is_flag=True, help="Write the checksums measured into the .yml."
 )
-@click.option(
+@count_option(
     "--loop",
-    type=click.IntRange(1, 10**6),
+    low=1,
+    high=10**6,
     help="A .yml performance run: time the last frame N more times (no checksums).",
 )
-@click.option(
-    "--warmup", type=click.IntRange(0, 10**6), help="With --loop: unmeasured loops first."
-)
-@click.option("--runs", type=click.IntRange(1, 1000), help="A .yml's profile runs per trace [1].")
+@count_option("--warmup", low=0, high=10**6, help="With --loop: N unmeasured loops first.")
+@count_option("--runs", low=1, high=1000, help="A .yml's profile runs per trace [1].")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),

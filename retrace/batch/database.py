@@ -37,18 +37,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrace.batch.job import FINISHED, SKIP, Job, Outcome, first_line
-from retrace.compare.load import (
-    TABLE_NAMES as _TABLE_NAMES,  # the tables named as compare shows them
-)
 from retrace.errors import RetraceError, UsageError
-from retrace.vocabulary import Boundary
+from retrace.vocabulary import TABLE_TITLES, Boundary
 
 if TYPE_CHECKING:
     import duckdb
 
     from retrace.compare.load import Run
 
-_BOUNDARIES = {name: boundary for boundary, name in _TABLE_NAMES.items()}
+_BOUNDARIES = {name: boundary for boundary, name in TABLE_TITLES.items()}
 _DEPARTED = "retrace: warning: the replay departed from the trace: "
 
 _SCHEMA = """
@@ -166,7 +163,7 @@ def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcom
             ],
         )
         for boundary, table in tables.items():
-            _insert_values(con, key, _TABLE_NAMES[boundary], table, job)
+            _insert_values(con, key, TABLE_TITLES[boundary], table, job)
         if outcome.md5:
             con.execute("DELETE FROM frame_md5 WHERE build = ? AND trace = ?", key[:2])
             expected = list(job.expect.md5) + [None] * len(outcome.md5)
@@ -337,7 +334,7 @@ def _tables(con: duckdb.DuckDBPyConnection, build: str, trace: str, run: int) ->
 
     where = "FROM measurements WHERE build = ? AND trace = ? AND run = ? AND tbl = ?"
     tables = {}
-    for boundary, tbl in _TABLE_NAMES.items():
+    for boundary, tbl in TABLE_TITLES.items():
         key = [build, trace, run, tbl]
         metrics = [m for (m,) in con.execute(
             f"SELECT metric {where} GROUP BY metric ORDER BY min(rowid)", key

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
+from retrace.command_line import count_option, warm_option
 from retrace.compare.render import FORMATS
 from retrace.errors import UsageError
 
@@ -104,11 +105,6 @@ def judge(base: Sequence[str], new: Sequence[str], options: DiffOptions) -> Diff
     return diff(load_comparison(base, new, options.metrics, options.force), options)
 
 
-def _count_option(name: str, low: int, default: int, help: str) -> Callable[..., Any]:
-    return click.option(name, type=click.IntRange(min=low), default=default, metavar="N",
-                        show_default=True, help=help)  # fmt: skip
-
-
 @click.command(cls=SidesCommand, context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="BASE... [--] NEW...")
 @_format_option
@@ -134,11 +130,10 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
     show_default=True,
     help="Significance level (of p adjusted for the tests at once); intervals are 1 - alpha.",
 )
-@click.option(
+@count_option(
     "--top",
-    type=click.IntRange(min=0),
+    low=0,
     default=10,
-    show_default=True,
     help="Rows listed per table and metric in each of regressions and improvements.",
 )
 @click.option(
@@ -167,7 +162,9 @@ def _count_option(name: str, low: int, default: int, help: str) -> Callable[...,
     show_default=True,
     help="What decides the exit status: table totals, or also single rows.",
 )
-@_count_option("--startup-frames", 0, 1, "Frames reported apart as start-up, not judged.")
+@count_option(
+    "--startup-frames", low=0, default=1, help="Frames reported apart as start-up, not judged."
+)
 @click.option(
     "--force",
     is_flag=True,
@@ -219,17 +216,17 @@ def _side_options(function: Callable[..., int]) -> Callable[..., int]:
 @click.option("--pframes", metavar="SPEC", help="Per-frame metrics, as for profiling.")
 @click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
 @click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
-@_count_option("--warmup", 0, 1, "Runs of each side first, thrown away.")
-@_count_option("--min-runs", 4, 5, "Runs per side before stopping early (4: a test at 0.05).")
-@_count_option("--max-runs", 4, 20, "Runs per side at most.")
+@count_option("--warmup", low=0, default=1, help="Runs of each side first, thrown away.")
+@count_option(
+    "--min-runs", low=4, default=5, help="Runs per side before stopping early (4: a test at 0.05)."
+)
+@count_option("--max-runs", low=4, default=20, help="Runs per side at most.")
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=0.02,
               show_default=True, metavar="P",
               help="Stop once every cost total's change is known to +-P (0.02: 2%).")  # fmt: skip
 @click.option("--keep", type=click.Path(file_okay=False), metavar="DIR",
               help="Keep the runs' TSV files in DIR (base-1.tsv, new-1.tsv...).")  # fmt: skip
-@click.option("--warm/--no-warm", default=True, show_default=True,
-              help="Fork each side's runs from a worker that started once, or start each "
-              "run afresh.")  # fmt: skip
+@warm_option("Fork each side's runs from a worker that started once, or start each run afresh.")
 def _compare(
     trace: str,
     base_env: tuple[str, ...],
@@ -317,10 +314,9 @@ def compare_main(args: list[str]) -> int:
 @click.command(context_settings=_CONTEXT)
 @click.argument("paths", nargs=-1, required=True, metavar="TSV...")
 @_format_option
-@click.option(
+@count_option(
     "--top",
-    type=click.IntRange(min=0),
-    metavar="N",
+    low=0,
     help="List only the N functions and programs with the largest sums (default: all).",
 )
 def _summary(paths: tuple[str, ...], fmt: str, top: int | None) -> int:

@@ -34,11 +34,9 @@ import numpy as np
 from retrace.errors import RetraceError, UsageError
 from retrace.profile.metadata import TABLE_KEYS, units
 from retrace.profile.metadata import read_metadata as read_document
-from retrace.vocabulary import Boundary
+from retrace.vocabulary import TABLE_TITLES, Boundary
 from retrace.writer.tsv import TABLE_ORDER, runs_folder
 from retrace.writer.tsv_reader import ParsedTable, read_tables
-
-TABLE_NAMES = {Boundary.FRAME: "frames", Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 
 # What --stats derives from a column's repeats: "<metric> min" and so on.
 DERIVED = ("min", "p95", "stddev")
@@ -119,7 +117,7 @@ class AlignedTable:
 
     @property
     def title(self) -> str:
-        return TABLE_NAMES[self.boundary]
+        return TABLE_TITLES[self.boundary]
 
     @property
     def rows(self) -> int:
@@ -396,7 +394,7 @@ def _table_metrics(
     """
     runs = base + new
     present = [r for r in runs if boundary in r.tables]
-    title = TABLE_NAMES[boundary]
+    title = TABLE_TITLES[boundary]
     if not present:
         return []
     union = {m for r in present for m in r.tables[boundary].metrics}
@@ -430,7 +428,7 @@ def _check_rows(
     A frames table has only its length to tell traces apart; call tables have
     every call's number and name.
     """
-    title = TABLE_NAMES[boundary]
+    title = TABLE_TITLES[boundary]
     if boundary == Boundary.FRAME:
         if len(a) != len(b):
             raise UsageError(

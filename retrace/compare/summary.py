@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrace.compare.load import TABLE_NAMES, Columns, Run, Vocabulary, columns, is_derived
-from retrace.vocabulary import Boundary
+from retrace.compare.load import Columns, Run, Vocabulary, columns, is_derived
+from retrace.vocabulary import TABLE_TITLES, Boundary
 from retrace.writer.tsv import TABLE_ORDER
 
 
@@ -118,7 +118,7 @@ def summarize(run: Run, top: int | None = None) -> RunSummary:
                     for key, shares in _groups(cols.programs, values, cols.call_nos, total, top)
                 ]
             metrics.append(summary)
-        tables.append(TableSummary(TABLE_NAMES[boundary], len(cols), metrics))
+        tables.append(TableSummary(TABLE_TITLES[boundary], len(cols), metrics))
     return RunSummary(run.source, tables)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from retrace.compare.load import Run, Vocabulary, columns
 from retrace.compare.summary import Group, summarize
 from retrace.report import plots
-from retrace.vocabulary import Boundary
+from retrace.vocabulary import TABLE_TITLES, Boundary
 
 TIME_METRICS = ("GPU Duration", "CPU Duration")  # in order of preference
 STYLE = """
@@ -208,7 +208,8 @@ def _costs_section(side: Side, sources: dict) -> str:
     run = side.runs[0]
     summary = {t.table: t for t in summarize(run).tables}
     out = ["<h2>Where the time goes</h2>"]
-    for boundary, title in ((Boundary.DRAWCALL, "draw calls"), (Boundary.CALL, "calls")):
+    for boundary in (Boundary.DRAWCALL, Boundary.CALL):
+        title = TABLE_TITLES[boundary]
         table = run.tables.get(boundary)
         if table is None:
             continue
@@ -236,7 +237,7 @@ def _costs_section(side: Side, sources: dict) -> str:
             out.append(f"<h3>Top {title} by {_e(metric)}</h3>")
             headers = ["call", "function", "frame", "program", metric, "share %"]
             out.append(_table(headers, rows, left=2))
-            stats = next(m for m in summary[_TABLE_TITLES[boundary]].metrics if m.metric == metric)
+            stats = next(m for m in summary[title].metrics if m.metric == metric)
             out.append(f"<h3>{title.capitalize()}: functions by {_e(metric)}</h3>")
             out.append(_groups(stats.by_function[:20], "function"))
             if boundary == Boundary.DRAWCALL or Boundary.DRAWCALL not in run.tables:
@@ -245,9 +246,6 @@ def _costs_section(side: Side, sources: dict) -> str:
     if len(out) == 1:
         out.append("<p>No calls or draw-calls table with CPU or GPU Duration.</p>")
     return "\n".join(out)
-
-
-_TABLE_TITLES = {Boundary.CALL: "calls", Boundary.DRAWCALL: "draw calls"}
 
 
 def _groups(groups: list[Group], label: str, sources: dict | None = None) -> str:
@@ -292,6 +290,6 @@ def _heat_section(side: Side) -> str:
                 values = np.frombuffer(table.column(metric), np.float64)
                 unit = run.units.get((boundary, metric), "ns")
                 image = plots.heat_map(frames, values, metric, unit)
-                title = f"Heat map: {_TABLE_TITLES[boundary]} by {metric}"
+                title = f"Heat map: {TABLE_TITLES[boundary]} by {metric}"
                 return f'<h2>{_e(title)}</h2>\n<img alt="{_e(title)}" src="{image}">'
     return ""

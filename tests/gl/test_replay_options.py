@@ -41,7 +41,6 @@ def test_a_bare_loop_or_a_negative_one_loops_until_interrupted():
     """glretrace's `--loop` and `--loop=-1` (N < 0: continuously), and click's `--loop -1`."""
     import os
     import signal
-    import time
 
     for form in (["--loop"], ["--loop=-1"], ["--loop", "-1"]):
         proc = subprocess.Popen(
@@ -49,15 +48,19 @@ def test_a_bare_loop_or_a_negative_one_loops_until_interrupted():
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         try:
-            time.sleep(3)  # the trace replays in a tenth of that: still looping
-            assert proc.poll() is None, proc.communicate()
+            assert proc.stderr is not None
+            for line in proc.stderr:  # said once the trace has replayed, as the loops begin
+                if b"--loop replays the calls since the last frame end again" in line:
+                    break
+            else:
+                raise AssertionError(f"ended without looping: {proc.wait(timeout=60)}")
+            assert proc.poll() is None, proc.communicate()  # still looping
             os.killpg(proc.pid, signal.SIGINT)
             _, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         assert proc.returncode == 128 + signal.SIGINT, stderr
-        assert b"--loop replays the calls since the last frame end again" in stderr
 
 
 def test_calls_limit_what_is_replayed():

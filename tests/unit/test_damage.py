@@ -51,6 +51,13 @@ def read_all(path) -> tuple[list[tuple[int, int]], TraceError | None]:
     return calls, None
 
 
+def examples(count: int) -> settings:
+    """`count` examples sharing one tmp_path (each writes its file over the last's); the
+    profile's other settings (tests/conftest.py) kept."""
+    ignored = [*settings().suppress_health_check, HealthCheck.function_scoped_fixture]
+    return settings(max_examples=count, suppress_health_check=ignored)
+
+
 def dump_text(path) -> tuple[str, TraceError | None]:
     reader = TraceReader(path)
     parts: list[str] = []
@@ -62,9 +69,7 @@ def dump_text(path) -> tuple[str, TraceError | None]:
     return "".join(parts), None
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(60)
 @given(chunk=st.integers(min_value=1, max_value=400))
 def test_chunk_boundaries_do_not_change_the_result(tmp_path, chunk):
     """Events split across container chunks at every position parse as if whole."""
@@ -158,9 +163,7 @@ mutations = st.lists(
 )
 
 
-@settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(300)
 @given(mutations=mutations, version=st.sampled_from([2, 4, 6]))
 def test_fuzzed_streams_fail_cleanly(tmp_path, mutations, version):
     """Corrupt bytes anywhere: either a valid (different) trace or a TraceError, never a crash."""
@@ -173,9 +176,7 @@ def test_fuzzed_streams_fail_cleanly(tmp_path, mutations, version):
         dump_text(path)
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(200)
 @given(data=st.binary(min_size=1, max_size=2000))
 def test_random_bytes_fail_cleanly(tmp_path, data):
     path = tmp_path / "random.trace"

@@ -160,9 +160,11 @@ def test_landlock_confines_writes_and_execution(tmp_path):
 
 def test_each_abi_handles_the_rights_it_knows():
     assert landlock.handled(1) == (1 << 13) - 1
-    assert landlock.handled(2) & landlock.REFER and not landlock.handled(2) & landlock.TRUNCATE
+    assert (
+        landlock.handled(2) & landlock.Fs.REFER and not landlock.handled(2) & landlock.Fs.TRUNCATE
+    )
     assert landlock.handled(4) == landlock.handled(3)
-    assert landlock.handled(7) & landlock.IOCTL_DEV
+    assert landlock.handled(7) & landlock.Fs.IOCTL_DEV
 
 
 def test_the_manifest_setting(tmp_path):

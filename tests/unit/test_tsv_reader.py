@@ -83,7 +83,7 @@ CELLS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(st.lists(CELLS, min_size=2, max_size=2), min_size=1, max_size=20))
 def test_cells_read_as_the_reference_reads_them(rows: list[list[str]]) -> None:
     lines = ["#\tcall no\tprogram\tname\tA\tB"]

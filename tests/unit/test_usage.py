@@ -27,6 +27,13 @@ def one_error(done) -> str:
         (["dumpp", GEARS], "no such command 'dumpp'; did you mean 'dump'?"),
         (["profil", *SELECTION, GEARS], "no such command 'profil'; did you mean 'profile'?"),
         (["foo"], "no such command 'foo'; nor a file of that name (the commands: batch, "),
+        (["batch", "runn", "m.toml"], "no such command 'runn'; did you mean 'run'?"),
+        (["batch", "exprot", "a.duckdb"], "no such command 'exprot'; did you mean 'export'?"),
+        (
+            ["batch", "manifest"],
+            "no such command 'manifest'; nor a file of that name (the "
+            "commands: export, merge, run, sql)",
+        ),
     ],
 )
 def test_a_misspelt_command_is_named_with_the_closest(args, message):
@@ -40,6 +47,10 @@ def test_a_trace_named_like_a_command_is_still_profiled(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     done = run_retrace(*SELECTION, "foo")
     assert done.returncode == 1 and "no such command" not in one_error(done)
+    # and a manifest named like a batch command is still run
+    (tmp_path / "runn").write_text("[defaults]\n")
+    done = run_retrace("batch", "runn")
+    assert done.returncode == 2 and one_error(done) == "runn: no [[trace]] entries"
 
 
 @pytest.mark.parametrize("args", [[], ["cache"], ["batch"]])

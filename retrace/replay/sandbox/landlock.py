@@ -15,6 +15,7 @@ and processes it starts later, never to files already open.
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 from collections.abc import Iterable
 from typing import NoReturn
@@ -25,32 +26,31 @@ CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446  # every architecture
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 
-EXECUTE = 1 << 0
-WRITE_FILE = 1 << 1
-READ_FILE = 1 << 2
-READ_DIR = 1 << 3
-REMOVE_DIR = 1 << 4
-REMOVE_FILE = 1 << 5
-MAKE_CHAR = 1 << 6
-MAKE_DIR = 1 << 7
-MAKE_REG = 1 << 8
-MAKE_SOCK = 1 << 9
-MAKE_FIFO = 1 << 10
-MAKE_BLOCK = 1 << 11
-MAKE_SYM = 1 << 12
-REFER = 1 << 13  # ABI 2
-TRUNCATE = 1 << 14  # ABI 3
-IOCTL_DEV = 1 << 15  # ABI 5
-_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
-_FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # rights a file rule may hold
+# LANDLOCK_ACCESS_FS_*, bit 0 first, as <linux/landlock.h> numbers them
+Fs = enum.IntFlag(
+    "Fs",
+    "EXECUTE WRITE_FILE READ_FILE READ_DIR REMOVE_DIR REMOVE_FILE MAKE_CHAR MAKE_DIR MAKE_REG "
+    "MAKE_SOCK MAKE_FIFO MAKE_BLOCK MAKE_SYM REFER TRUNCATE IOCTL_DEV",
+)
+# the last file system access each ABI version added: a ruleset handles every one up to it
+_LAST_FS_BY_ABI = {1: Fs.MAKE_SYM, 2: Fs.REFER, 3: Fs.TRUNCATE, 5: Fs.IOCTL_DEV}
+# the accesses a rule on a file (not a folder) may hold
+_FILE_ONLY = Fs.EXECUTE | Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV
 _NET_TCP = 0b11  # ABI 4: bind and connect
 _SCOPE_SIGNAL = 1 << 1  # ABI 6
 
-READ = READ_FILE | READ_DIR
+READ = Fs.READ_FILE | Fs.READ_DIR
 WRITE = (
-    WRITE_FILE | READ | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | REFER | TRUNCATE
+    Fs.WRITE_FILE
+    | READ
+    | Fs.REMOVE_DIR
+    | Fs.REMOVE_FILE
+    | Fs.MAKE_DIR
+    | Fs.MAKE_REG
+    | Fs.REFER
+    | Fs.TRUNCATE
 )  # files and folders made, changed and removed; no devices, links, pipes or sockets
-DEVICE = READ_FILE | WRITE_FILE | IOCTL_DEV
+DEVICE = Fs.READ_FILE | Fs.WRITE_FILE | Fs.IOCTL_DEV
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -78,7 +78,8 @@ def abi() -> int:
 
 def handled(version: int) -> int:
     """The file system accesses a ruleset handles on a kernel of ABI `version`."""
-    return _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= version)]
+    last = _LAST_FS_BY_ABI[max(v for v in _LAST_FS_BY_ABI if v <= version)]
+    return (last << 1) - 1
 
 
 def restrict(rules: Iterable[tuple[str, int]]) -> None:
