@@ -16,6 +16,7 @@ that is a shared library (tests/unit/test_startup.py holds the list complete).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -25,7 +26,8 @@ from typing import NoReturn
 # (options, then a trace) runs replay or profile.
 REPLAYING = ("replay", "profile", "trim")
 # The shared-library modules the command line and a replay import before the driver is
-# loaded (standard ones that are built in on some Pythons import as cheaply).
+# loaded (standard ones that are built in on some Pythons import as cheaply; one a Python
+# lacks is passed over).
 LIBRARIES = (
     "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_heapq", "_json", "_lzma", "_opcode",
     "_queue", "_random", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
@@ -70,7 +72,8 @@ def load_driver_early() -> None:
     if not overlap_pays():  # (on one core the driver would load as late, with switches)
         return
     for name in LIBRARIES:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):  # (one this Python lacks: 3.12's is _sha2)
+            importlib.import_module(name)
     from retrace.replay.ws.headless import open_early
 
     open_early(CRASH)
