@@ -30,7 +30,7 @@ REPLAYING = ("replay", "profile", "trim")
 # lacks is passed over).
 LIBRARIES = (
     "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_heapq", "_json", "_lzma", "_opcode",
-    "_queue", "_random", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
+    "_queue", "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
     "math", "mmap", "select", "zlib", "cramjam", "retrace.replay._guard", "retrace.replay._vm",
     "retrace.trace._scanner",
 )  # fmt: skip
