@@ -30,9 +30,9 @@ REPLAYING = ("replay", "profile", "trim")
 # lacks is passed over).
 LIBRARIES = (
     "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_heapq", "_json", "_lzma", "_opcode",
-    "_queue", "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
-    "math", "mmap", "select", "zlib", "cramjam", "retrace.replay._guard", "retrace.replay._vm",
-    "retrace.trace._scanner",
+    "_queue", "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array",
+    "fcntl", "math", "mmap", "select", "zlib", "cramjam", "retrace.replay._guard",
+    "retrace.replay._vm", "retrace.trace._scanner",
 )  # fmt: skip
 # What a crash of the driver while it loads says (its signal's name in between).
 CRASH = ("retrace: error: driver crashed (", ") while loading, before the first call\n")
@@ -71,13 +71,18 @@ def load_driver_early() -> None:
 
     if not overlap_pays():  # (on one core the driver would load as late, with switches)
         return
-    for name in LIBRARIES:
-        with contextlib.suppress(ImportError):  # (one this Python lacks: 3.12's is _sha2)
-            importlib.import_module(name)
+    import_libraries()
     from retrace.replay.ws.headless import open_early
 
     open_early(CRASH)
     os.register_at_fork(before=_import_replay)  # (runs before open_early's join)
+
+
+def import_libraries() -> None:
+    """Import `LIBRARIES` (those this Python has: 3.12 names _sha512 _sha2)."""
+    for name in LIBRARIES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _import_replay() -> None:

@@ -73,10 +73,7 @@ def test_the_program_loads_no_library_while_the_driver_loads_early():
     command line, the fork and the replaying child import up to the replay is a library
     left out of that list (it would wait for the driver's loading instead of importing
     alongside it)."""
-    first = (
-        "import importlib, retrace.launch",
-        "for name in retrace.launch.LIBRARIES: importlib.import_module(name)",
-    )
+    first = ("import retrace.launch", "retrace.launch.import_libraries()")
     assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
