@@ -26,13 +26,13 @@ from typing import NoReturn
 # (options, then a trace) runs replay or profile.
 REPLAYING = ("replay", "profile", "trim")
 # The shared-library modules the command line and a replay import before the driver is
-# loaded (standard ones that are built in on some Pythons import as cheaply; one a Python
-# lacks is passed over).
+# loaded, besides the reader's (standard ones that are built in on some Pythons import as
+# cheaply; one a Python lacks is passed over).
 LIBRARIES = (
     "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_heapq", "_json", "_lzma", "_opcode",
-    "_queue", "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array",
-    "fcntl", "math", "mmap", "select", "zlib", "cramjam", "retrace.replay._guard",
-    "retrace.replay._vm", "retrace.trace._scanner",
+    "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
+    "math", "mmap", "select", "retrace.replay._guard", "retrace.replay._vm",
+    "retrace.trace._scanner",
 )  # fmt: skip
 # What a crash of the driver while it loads says (its signal's name in between).
 CRASH = ("retrace: error: driver crashed (", ") while loading, before the first call\n")
@@ -79,7 +79,11 @@ def load_driver_early() -> None:
 
 
 def import_libraries() -> None:
-    """Import `LIBRARIES` (those this Python has: 3.12 names _sha512 _sha2)."""
+    """Import `LIBRARIES` (those this Python has: 3.12 names _sha512 _sha2), and the
+    reader's (`container.load_libraries`, which a replaying child loads for itself)."""
+    from retrace.trace.container import load_libraries
+
+    load_libraries()
     for name in LIBRARIES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
