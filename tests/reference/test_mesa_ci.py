@@ -50,16 +50,17 @@ DEBIAN_MODULES = {
     "PIL": "python3-pil", "requests": "python3-requests", "yaml": "python3-yaml",
     "packaging": "python3-packaging",
 }  # fmt: skip
-GLRETRACE_WRONG = {  # trace -> what piglit reports
-    "es2tri.trace": "fail",
-    "es2tri.gzip.trace": "fail",
-    "es2tri.brotli.trace": "fail",
-    "piglit-glx-multithread.trace": "fail",
-    "egl-image.trace": "fail",
-    "es2tri.zstd.trace": "crash",
-    "es2tri.zstd-32k-frames.trace": "crash",
-    "es2tri.zstd-noseektable.trace": "crash",
-    "readback-pixels.trace": "crash",
+GLRETRACE_WRONG = {  # trace -> what piglit may report
+    "es2tri.trace": {"fail"},
+    "es2tri.gzip.trace": {"fail"},
+    "es2tri.brotli.trace": {"fail"},
+    "piglit-glx-multithread.trace": {"fail"},
+    "egl-image.trace": {"fail"},
+    "es2tri.zstd.trace": {"crash"},
+    "es2tri.zstd-32k-frames.trace": {"crash"},
+    "es2tri.zstd-noseektable.trace": {"crash"},
+    # eglretrace overruns its heap: glibc aborts, or a corrupt malloc lock hangs it
+    "readback-pixels.trace": {"crash", "timeout"},
 }
 CORPUS = Path(os.environ.get("RETRACE_CORPUS", "/work/corpus/traces"))
 
@@ -99,7 +100,7 @@ def run_piglit(description: Path, db: Path, out: Path, display: str) -> dict[str
         "PIGLIT_REPLAY_EXTRA_ARGS": f"--db-path {db}",
     }
     done = subprocess.run(
-        [DEBIAN_PYTHON, str(piglit()), "run", "replay", "-j1", "--timeout", "120", str(out)],
+        [DEBIAN_PYTHON, str(piglit()), "run", "replay", "-j1", "--timeout", "60", str(out)],
         capture_output=True, text=True, env=env, timeout=1800,
     )  # fmt: skip
     assert (out / "results.json.bz2").exists(), done.stdout[-2000:] + done.stderr[-2000:]
@@ -117,12 +118,15 @@ def run_retrace(description: Path, db: Path, out: Path) -> subprocess.CompletedP
 
 def load(out: Path) -> dict[str, dict]:
     tests = json.loads(bz2.decompress((out / "results.json.bz2").read_bytes()))["tests"]
-    return {t["images"][0]["image_desc"]: t for t in tests.values()}
+    # keyed by the test's name: a replayer that timed out or raised reports no image
+    return {name.split("@", 2)[2].replace("@", "/"): t for name, t in tests.items()}
 
 
 def piglit_checksum(test: dict) -> str | None:
     """The checksum piglit computed: in the name of the image it kept on failure."""
-    match = re.search(r"-([0-9a-f]{32})\.png$", test["images"][0].get("image_render") or "")
+    match = re.search(
+        r"-([0-9a-f]{32})\.png$", (test["images"] or [{}])[0].get("image_render") or ""
+    )
     return match.group(1) if match else None
 
 
@@ -140,7 +144,7 @@ def test_same_results_as_piglits_replayer_on_the_sample(tmp_path, x_display):
     assert set(ours) == set(theirs) == set(checksums)
     for path in checksums:
         assert ours[path]["result"] == "pass", path
-        assert theirs[path]["result"] == GLRETRACE_WRONG.get(path, "pass"), path
+        assert theirs[path]["result"] in GLRETRACE_WRONG.get(path, {"pass"}), path
     # piglit's summary tools read retrace's results as they read piglit's
     summary = subprocess.run(
         [DEBIAN_PYTHON, str(PIGLIT), "summary", "console", str(tmp_path / "retrace")],
