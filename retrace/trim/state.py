@@ -24,7 +24,8 @@ drawn with by a draw kept before it, are left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from retrace.gl.registry import load_registry
@@ -105,10 +106,19 @@ Rule = Callable[[object, Arg, str, tuple[str, ...]], "Effect | None"]
 
 
 class Liveness:
-    """Fed the setup's kept calls in order (`add`); `dead()` names those left out."""
+    """Fed the setup's kept calls in order (`add`); `dead()` names those left out.
+
+    A long trace's setup is millions of calls, but few distinct effects (a program sets
+    the same things again every frame): each effect is kept once, and per position only
+    the index of its call's effect, in a flat array (a Python object per call took a
+    gigabyte and more on long traces)."""
 
     def __init__(self) -> None:
-        self._events: list[tuple[int, Effect | None]] = []  # None: reads everything
+        # per position: the effect of its call, by index in `_distinct` (0: not followed);
+        # two bytes each, four once a trace has more than 65,535 distinct effects
+        self._effects = array("H")
+        self._index: dict[Effect | None, int] = {}  # None: reads everything
+        self._distinct: list[Effect | None] = [None]  # (index 0: no call)
         self._rules: dict[int, Rule | None] = {}
         self._context: dict[int, object] = {}  # per thread
         self._listing: set[int] = set()
@@ -173,7 +183,15 @@ class Liveness:
             effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
         elif rule is None and (sig.flags & CallFlag.RENDER or sig.name.startswith("glDispatch")):
             effect = Effect((), (), draw=self._program.get(self._context.get(thread), 0))
-        self._events.append((call.position, effect))
+        index = self._index.get(effect)
+        if index is None:
+            index = self._index[effect] = len(self._distinct)
+            self._distinct.append(effect)
+            if index > 0xFFFF and self._effects.typecode == "H":
+                self._effects = array("I", self._effects)
+        effects = self._effects
+        effects.frombytes(bytes((call.position - len(effects)) * effects.itemsize))
+        effects.append(index)
 
     def part(self, call: Call) -> None:
         """A call of the part: the programs and shaders it names are used, as are those in
@@ -204,7 +222,7 @@ class Liveness:
             return ("program object", key[1]) not in self._used
         return what in ("program object", "shader") and key not in self._used
 
-    def dead(self) -> list[int]:
+    def dead(self) -> Iterator[int]:
         """The calls whose settings are all set again before anything kept reads them, or
         belong to programs and shaders the part never uses."""
         overwritten: set[Key] = set()
@@ -219,10 +237,14 @@ class Liveness:
                 return False
             return key[0] == "shader" or key[1] not in drawn_with
 
-        dead: list[int] = []
         kept = 0  # calls kept so far, from the part backwards
         pops: dict[Key, list[tuple[int, int]]] = {}  # per stack: (position, kept then)
-        for position, effect in reversed(self._events):
+        distinct, effects = self._distinct, self._effects
+        for position in range(len(effects) - 1, -1, -1):
+            index = effects[position]
+            if not index:
+                continue
+            effect = distinct[index]
             if effect is None or effect.draw is not None:
                 overwritten.clear()
                 everything = everything or effect is None
@@ -241,17 +263,17 @@ class Liveness:
                 if pending:
                     pop, then = pending.pop()
                     if then == kept:  # nothing kept between the two
-                        dead += (position, pop)
+                        yield position
+                        yield pop
                         continue
                     kept += 1  # (the pop)
             elif effect.sets and all(gone(key) for key in effect.sets):
-                dead.append(position)
+                yield position
                 continue
             kept += 1
             overwritten.update(effect.sets)
             overwritten.difference_update(effect.reads)
             revived.update(effect.reads)
-        return dead
 
     def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
         """How to find a function's effect; None: it reads everything."""
