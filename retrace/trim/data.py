@@ -32,8 +32,10 @@ before anything reads them are `state.py`'s.
 from __future__ import annotations
 
 import re
+from array import array
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import NamedTuple
 
 from retrace.gl.registry import Registry, load_registry
@@ -53,10 +55,48 @@ _CUBE_FACES = range(0x8515, 0x851B)
 _DRAW_FRAMEBUFFERS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
 
 
-class Cut(NamedTuple):
-    """What to do with one upload: drop it, or keep it with null data in argument `blank`."""
+_KEPT, _USED, _DROPPED, _BLANK = range(4)
 
-    blank: int | None
+
+class Cuts:
+    """What a trim does with each call before its part, a byte per call (a dict entry per
+    upload grows with a long trace): keep it (`_KEPT`; `_USED`: an upload to an object the
+    part uses, the data it needs), leave it out (`_DROPPED`), or keep it with null data
+    in argument n (`_BLANK` + n)."""
+
+    def __init__(self, calls: int) -> None:
+        self._marks = bytearray(calls)
+
+    def drop(self, position: int, blank: int | None = None) -> None:
+        """Leave a call out or, with `blank`, keep it with null data in that argument."""
+        self._marks[position] = _DROPPED if blank is None else _BLANK + blank
+
+    def keep(self, position: int) -> None:
+        self._marks[position] = _KEPT
+
+    def use(self, position: int) -> None:
+        """An upload kept to an object the part uses."""
+        if self._marks[position] == _KEPT:
+            self._marks[position] = _USED
+
+    def cut(self, position: int) -> bool:
+        """Whether a call is left out or kept with null data."""
+        return position < len(self._marks) and self._marks[position] >= _DROPPED
+
+    def used(self, position: int) -> bool:
+        return position < len(self._marks) and self._marks[position] == _USED
+
+    def blank(self, position: int) -> int | None:
+        """The argument a kept call has null data in, if any."""
+        mark = self._marks[position] if position < len(self._marks) else _KEPT
+        return mark - _BLANK if mark >= _BLANK else None
+
+    def dropped(self) -> Iterator[int]:
+        """The positions of the calls left out, in order."""
+        position = self._marks.find(_DROPPED)
+        while position >= 0:
+            yield position
+            position = self._marks.find(_DROPPED, position + 1)
 
 
 (OTHER, BIND_TEXTURE, ACTIVE_TEXTURE, BIND_BUFFER, BIND_INDEXED, BIND_VAO, BIND_FBO) = range(7)
@@ -178,22 +218,40 @@ def _within(inner: Box, outer: Box) -> bool:
     )
 
 
+class _Full(NamedTuple):
+    """An image's last full specification: where it is, what it wrote, its data argument
+    (None: none to leave out)."""
+
+    position: int
+    box: Box | None
+    data: int | None
+
+
 class _Object:
-    """One texture or buffer between its first upload and its deletion."""
+    """One texture or buffer between its first upload and its deletion: where each of its
+    uploads not yet seen writes, kept only while it is unseen (a box per upload of a
+    long trace would grow with it)."""
 
     __slots__ = ("pending", "last_full", "holds")
 
     def __init__(self) -> None:
-        self.pending: dict[int, list[int]] = defaultdict(list)  # image -> uploads unseen
-        self.last_full: dict[int, int] = {}  # image -> its last full specification
+        # image -> its uploads unseen, in order: position -> where it writes (None: not known)
+        self.pending: dict[int, dict[int, Box | None]] = defaultdict(dict)
+        self.last_full: dict[int, _Full] = {}  # image -> its last full specification
         self.holds: set[tuple[str, int]] = set()  # (class, name) it holds (a container)
+
+    def blank(self, image: int, position: int) -> int | None:
+        """How an upload of `image` that nothing sees is cut: its data argument if it is the
+        image's last full specification (kept, for the image's size and format), else
+        None (left out)."""
+        last = self.last_full.get(image)
+        return last.data if last is not None and last.position == position else None
 
 
 class Unseen(NamedTuple):
     """The analysis' answer, by position before the part."""
 
-    cuts: dict[int, Cut]  # uploads no frame of the part can see
-    referenced: set[int]  # the uploads kept to objects the part uses: the data it needs
+    cuts: Cuts  # uploads no frame of the part can see; those kept that the part uses
     # the part reads what a draw before it drew (offscreen), before it draws there itself:
     # a trim without the draws before the part cannot be right
     reads_earlier_draws: bool
@@ -233,21 +291,20 @@ class Uploads:
         self.gl = load_registry()
         self.plans: dict[int, _Plan] = {}
         self.objects: dict[tuple[str, int], _Object] = {}
-        self.cuts: dict[int, Cut] = {}
+        self.cuts = Cuts(part.start)
         self.context: dict[int, object] = {}  # per thread
         self.unit: dict[object, int] = {}  # per context: the active texture unit
         # per context: (what, target, index) -> name bound
         self.bound: dict[object, dict[tuple[str, int, int], int]] = defaultdict(dict)
         self.used: set[tuple[str, int]] = set()  # what the part uses
-        self.blank: dict[int, int | None] = {}  # full specifications: their data argument
-        self.boxes: dict[int, Box] = {}  # uploads: where they write
-        self.readers: dict[int, list[int]] = {}  # uploads from a pixel-unpack buffer: its uploads
+        # uploads from a pixel-unpack buffer: the buffer's uploads they read
+        self.readers: dict[int, array[int]] = {}
         self.listing: set[int] = set()  # threads compiling a display list
         self.feedback: dict[object, bool] = {}  # per context: transform feedback active
         # mapped memory: (start, end, buffer, offset in it), the latest first
         self.mappings: list[tuple[int, int, int, int]] = []
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
-        self.owner: dict[int, tuple[str, int]] = {}  # upload -> the object it writes
+        self.uploads: dict[tuple[str, int], array[int]] = {}  # object -> its uploads
         # what draws wrote into before the part (less, in the part, what it drew into since)
         self.drawn: set[tuple[str, int]] = set()
         self.reads_earlier_draws = False  # a call of the part reads one of them
@@ -326,8 +383,10 @@ class Uploads:
     def finish(self) -> Unseen:
         """What the part cannot see, once every call up to its end was followed."""
         used = self._unused()
-        referenced = {p for p, key in self.owner.items() if key in used and p not in self.cuts}
-        return Unseen(self.cuts, referenced, self.reads_earlier_draws)
+        for key in used:
+            for p in self.uploads.get(key, ()):
+                self.cuts.use(p)
+        return Unseen(self.cuts, self.reads_earlier_draws)
 
     def _in_part(
         self,
@@ -427,8 +486,8 @@ class Uploads:
         unpack = bound.get(("buffer", GL_PIXEL_UNPACK_BUFFER, -1), 0) if key[0] == "texture" else 0
         if unpack:  # its data come from that buffer's uploads so far: needed if it is kept
             source = self.objects.get(("buffer", unpack))
-            self.readers[position] = (
-                [p for ps in source.pending.values() for p in ps] if source else []
+            self.readers[position] = array(
+                "q", [p for ps in source.pending.values() for p in ps] if source else []
             )
         if full and key[0] == "buffer" and box is not None:
             self.sizes[key[1]] = box[0][1]
@@ -449,34 +508,31 @@ class Uploads:
         if key[0] not in RESOURCES or not key[1]:
             return
         obj = self.objects.setdefault(key, _Object())
-        self.owner[position] = key
+        self.uploads.setdefault(key, array("q")).append(position)
         pending = obj.pending[image]
         if full:
             self.drawn.discard(key)
             before = obj.last_full.get(image)
-            if before in self.cuts:  # blanked: no longer needed at all
-                self.cuts[before] = Cut(None)
-            self.cuts.update((p, Cut(None)) for p in pending)
+            if before is not None and self.cuts.cut(before.position):  # blanked: not needed
+                self.cuts.drop(before.position)
+            for p in pending:
+                self.cuts.drop(p)
             pending.clear()
-            obj.last_full[image] = position
-            self.blank[position] = data
+            obj.last_full[image] = _Full(position, box, data)
         elif box is not None:
             last = obj.last_full.get(image)
-            extent = self.boxes.get(last) if last is not None else None
+            extent = last.box if last is not None else None
             # a small box is looked for among the latest uploads alone (a font atlas takes
             # thousands of glyphs, none over another: all of them would be quadratic)
             small = extent is not None and 4 * _volume(box) < _volume(extent)
-            candidates = pending[-_RECENT:] if small else pending
-            covered = {p for p in candidates if (b := self.boxes.get(p)) and _within(b, box)}
-            if last in covered and self.blank.get(last) is None:
-                covered.discard(last)  # its storage is needed, and it has no data to leave out
-            if covered:
-                cuts = ((p, Cut(self.blank.get(p) if p == last else None)) for p in covered)
-                self.cuts.update(cuts)
-                pending[:] = [p for p in pending if p not in covered]
-        if box is not None:
-            self.boxes[position] = box
-        pending.append(position)
+            candidates = islice(reversed(pending), _RECENT) if small else pending
+            covered = {p for p in candidates if (b := pending[p]) and _within(b, box)}
+            if last is not None and last.position in covered and last.data is None:
+                covered.discard(last.position)  # its storage is needed, and no data to leave out
+            for p in covered:
+                self.cuts.drop(p, obj.blank(image, p))
+                del pending[p]
+        pending[position] = box
 
     def _seen(self, key: tuple[str, int]) -> None:
         """Something read the object: its uploads so far are needed."""
@@ -490,7 +546,8 @@ class Uploads:
         obj = self.objects.pop(key, None)
         if obj is not None:
             for uploads in obj.pending.values():
-                self.cuts.update((p, Cut(None)) for p in uploads)
+                for p in uploads:
+                    self.cuts.drop(p)
 
     def _hold(
         self, bound: dict[tuple[str, int, int], int], c: str, held: list[tuple[str, int]]
@@ -532,11 +589,10 @@ class Uploads:
             if key in used or key[0] not in RESOURCES:
                 continue
             for image, uploads in obj.pending.items():
-                last = obj.last_full.get(image)
                 for p in uploads:
-                    self.cuts[p] = Cut(self.blank.get(p) if p == last else None)
+                    self.cuts.drop(p, obj.blank(image, p))
         for reader, sources in self.readers.items():
-            if reader not in self.cuts:
+            if not self.cuts.cut(reader):
                 for p in sources:
-                    self.cuts.pop(p, None)
+                    self.cuts.keep(p)
         return used

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
-from retrace.trim.data import Cut, Unseen, Uploads, byte_kind
+from retrace.trim.data import Cuts, Unseen, Uploads, byte_kind
 from retrace.trim.keep import CUT_LEVELS, OFFSCREEN, Call, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
@@ -35,9 +35,7 @@ class Written(NamedTuple):
     reads_earlier_draws: bool  # the part reads what draws left out of it drew (`data.Unseen`)
 
 
-def write_trim(
-    path: str, part: Part, level: int, out: str, cuts: dict[int, Cut] | None = None
-) -> Written:
+def write_trim(path: str, part: Part, level: int, out: str, cuts: Cuts | None = None) -> Written:
     """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
     of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
     uploads to drop, or to keep with null data), then the part whole. A first level whose
@@ -45,7 +43,7 @@ def write_trim(
     kept, enums, unseen = _choose(path, part, level, cuts)
     if level < OFFSCREEN and unseen.reads_earlier_draws:  # it cannot be right: not written
         return Written(0, 0, 0, [], 0, {}, True)
-    cuts, referenced = unseen.cuts, unseen.referenced
+    cuts = unseen.cuts
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
     writer.enum_values = enums
@@ -65,9 +63,8 @@ def write_trim(
             values = NodeLists(batch)
             for i in range(min(len(batch), part.end + 1 - position)):
                 if kept[position + i]:
-                    cut = cuts.get(position + i) if position + i < part.start else None
                     before = writer.tell()
-                    number = writer.copy_call(batch, values, i, sigs, cut and cut.blank)
+                    number = writer.copy_call(batch, values, i, sigs, cuts.blank(position + i))
                     size = writer.tell() - before
                     sid = batch.call(i)[2]
                     kind = kinds.get(sid) or kinds.setdefault(sid, byte_kind(sigs.functions[sid]))
@@ -77,7 +74,7 @@ def write_trim(
                     if setup:
                         setup_calls += 1
                         setup_bytes += size
-                        referenced_bytes += size if position + i in referenced else 0
+                        referenced_bytes += size if cuts.used(position + i) else 0
                     frames += position + i in frame_ends
                     if position + i in checks:
                         found.append(number)
@@ -100,7 +97,7 @@ def write_trim(
 
 
 def _choose(
-    path: str, part: Part, level: int, cuts: dict[int, Cut] | None
+    path: str, part: Part, level: int, cuts: Cuts | None
 ) -> tuple[bytearray, dict[int, set[int]], Unseen]:
     """One pass over the trace up to the part's end: which calls the trim keeps (1 by
     position), per enum signature the values they use (the trim defines each enum with
@@ -136,10 +133,9 @@ def _choose(
         position += len(batch)
         if position > part.end:
             break
-    unseen = uploads.finish() if uploads is not None else Unseen(cuts or {}, set(), False)
-    for p, cut in unseen.cuts.items():
-        if cut.blank is None and p < part.start:
-            kept[p] = 0
+    unseen = uploads.finish() if uploads is not None else Unseen(cuts or Cuts(0), False)
+    for p in unseen.cuts.dropped():
+        kept[p] = 0
     for p in live.dead() if live is not None else ():
         kept[p] = 0
     return kept, enums, unseen

@@ -17,7 +17,7 @@ from conftest import run_retrace
 from retrace.errors import RetraceError
 from retrace.trace.reader import TraceReader
 from retrace.trim import command
-from retrace.trim.data import Cut
+from retrace.trim.data import Cuts
 from retrace.trim.outline import outline
 from retrace.trim.verify import snapshots
 from retrace.trim.write import write_trim
@@ -109,7 +109,7 @@ def test_a_part_that_reads_earlier_offscreen_draws_skips_the_first_level(tmp_pat
     part = outline(trace, frame, frame, None)
     out = str(tmp_path / "first.trace")
     assert write_trim(trace, part, 0, out).reads_earlier_draws
-    written = write_trim(trace, part, 0, out, {})  # (written all the same, no upload cut)
+    written = write_trim(trace, part, 0, out, Cuts(part.start))  # (written all the same, no cut)
     original = snapshots(trace, [no for _, no in part.checks], frame, str(tmp_path), False)
     got = snapshots(out, written.checks, 1 << 62, str(tmp_path), False)
     assert not all(command.compare(part, written, original, got, 0))
@@ -130,13 +130,13 @@ def broken(name: str, spec: str, tmp_path: Path, drop: re.Pattern[str]) -> bool:
     trace = str(TRACES / name)
     part = outline(trace, int(spec), int(spec), None)
     reader = TraceReader(trace)
-    cuts, position = {}, 0
+    cuts, position = Cuts(part.start), 0
     for batch in reader.batches():
         for i in range(len(batch)):
             if position < part.start and drop.match(
                 reader.signatures.functions[batch.call(i)[2]].name
             ):
-                cuts[position] = Cut(None)
+                cuts.drop(position)
             position += 1
     out = str(tmp_path / "broken.trace")
     written = write_trim(trace, part, 0, out, cuts)
@@ -164,7 +164,10 @@ def test_a_trim_that_never_matches_fails_naming_the_frame(tmp_path, monkeypatch)
     real = command.write_trim
 
     def without_programs(trace, part, level, out):
-        return real(trace, part, 0, out, {p: Cut(None) for p in range(part.start)})
+        cuts = Cuts(part.start)
+        for p in range(part.start):
+            cuts.drop(p)
+        return real(trace, part, 0, out, cuts)
 
     monkeypatch.setattr(command, "write_trim", without_programs)
     out = tmp_path / "t.trace"
