@@ -42,8 +42,9 @@ from gl.test_profile import big_trace  # noqa: E402
 from reference import private_display  # noqa: E402
 from tracegen import TraceWriter, glx_context, uint  # noqa: E402
 
+from retrace.trace.writer import CHUNK_SIZE  # noqa: E402
+
 FRAME = 10_000  # calls between swaps, as big_trace has them
-CHUNK = 1 << 20  # of the event stream per snappy block, as apitrace writes them
 
 
 def streamed_trace(path: Path, calls: int) -> None:
@@ -69,8 +70,8 @@ def streamed_trace(path: Path, calls: int) -> None:
         w.enter(name, arg_names, args)  # signatures defined: only their ids
         templates[name] = bytes(w._out[start:])
         del w._out[start:]
-        w._next_call -= 1
-    no = w._next_call
+        w.calls -= 1
+    no = w.calls
     out = bytearray(w.stream)
     enable, disable = templates["glEnable"], templates["glDisable"]
     swap = templates["glXSwapBuffers"]
@@ -78,10 +79,10 @@ def streamed_trace(path: Path, calls: int) -> None:
         f.write(b"at")
 
         def flush(final: bool = False) -> None:
-            while len(out) >= CHUNK or (final and out):
-                block = bytes(cramjam.snappy.compress_raw(bytes(out[:CHUNK])))
+            while len(out) >= CHUNK_SIZE or (final and out):
+                block = bytes(cramjam.snappy.compress_raw(bytes(out[:CHUNK_SIZE])))
                 f.write(struct.pack("<I", len(block)) + block)
-                del out[:CHUNK]
+                del out[:CHUNK_SIZE]
 
         while made < calls:
             end = min(made + FRAME, calls)

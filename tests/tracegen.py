@@ -14,9 +14,9 @@ from retrace.trace.writer import TraceWriter, string, uint, wrap_snappy
 __all__ = ["TraceWriter", "string", "uint", "wrap_snappy"]  # for the tests, from one place
 
 
-def glx_context(w: TraceWriter) -> None:
+def glx_context(w: TraceWriter, drawable: int = 7) -> None:
     """What a GLX program records before its first GL call: a visual, a context, MakeCurrent
-    (drawable 7, context 0xC0)."""
+    (`drawable`, a window unless the trace made it a pbuffer; context 0xC0)."""
 
     def visual() -> bytes:  # a signature is written at its first use only: encode afresh
         return w.array(w.struct("XVisualInfo", ("visual", "visualid"), w.opaque(1), w.int(33)))
@@ -34,7 +34,10 @@ def glx_context(w: TraceWriter) -> None:
         ret=w.opaque(0xC0),
     )
     w.call(
-        "glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(7), 2: w.opaque(0xC0)}, ret=w.true
+        "glXMakeCurrent",
+        ("dpy", "drawable", "ctx"),
+        {1: w.int(drawable), 2: w.opaque(0xC0)},
+        ret=w.true,
     )
 
 

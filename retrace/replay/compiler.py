@@ -37,7 +37,7 @@ from retrace.replay.program import Entry, OpKind, Program
 from retrace.replay.readback import LAYOUTS as READBACKS
 from retrace.replay.readback import Readbacks
 from retrace.replay.sizes import MOST_OUTPUT_VALUES, element_bytes, output_count
-from retrace.replay.state import CONTAINER_CLASSES, ReplayState
+from retrace.replay.state import CONTAINER_CLASSES, DrawableKey, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
 from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
 from retrace.replay.ws.reader import WsCompiler
@@ -108,6 +108,11 @@ _SPECIAL = (
 _SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 _FAKE = int(CallFlag.FAKE)
+_SCANNED, _FRAME_END = 1, 2  # what the read-ahead of window sizes does with a call
+# How many calls past a window's first make-current the read-ahead looks for its first
+# viewport if no frame ends before (Qt's comes 1867 calls later): the replay holds back at
+# most these calls and their data (resident until they run) where a window never gets one.
+SIZING_REACH = 1 << 16
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
 GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
@@ -259,11 +264,18 @@ class Compiler:
         self._unbound_threads: set[int] = set()  # traced threads left with no context current
         # per traced thread, as read ahead: (current drawable, whether it draws to it)
         self._window_scan: dict[int, tuple[Any, bool]] = {}
+        # windows whose first viewport is being read ahead for (`_scan_window_sizes`), each
+        # to the call (counted in delivery order) where looking ends; every drawable ever
+        # looked for; pbuffers; the calls of the batches before
+        self._sizing: dict[DrawableKey, int] = {}
+        self._looked_for: set[DrawableKey] = set()
+        self._fixed: set[DrawableKey] = set()
+        self._delivered = 0
         self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
-        # by signature id, 1 for the functions the read-ahead and `_stops` look for
+        # by signature id: for the read-ahead, _SCANNED or _FRAME_END; for `_stops`, 1
         self._read_ahead, self._image_targets = bytearray(), bytearray()
         self._watched = 0  # how many signatures they cover
 
@@ -347,27 +359,53 @@ class Compiler:
         for sig_id, sig in sigs.functions.items():
             name = sig.name
             if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name):
-                self._read_ahead[sig_id] = 1
+                self._read_ahead[sig_id] = _SCANNED
+            elif self._ends_frame(name, int(sig.flags)):
+                self._read_ahead[sig_id] = _FRAME_END
             self._image_targets[sig_id] = bool(_IMAGE_TARGETS.match(name))
+
+    @property
+    def sizing_windows(self) -> bool:
+        """Whether the read-ahead is still looking for a window's first viewport: until it
+        is found, or it stops looking, the ops compiled so far must not run (the window's
+        make-current among them would make its stand-in before its size is known), so the
+        replay is the same however the trace was cut into batches."""
+        return any(drawable not in self._fixed for drawable in self._sizing)
 
     def _scan_window_sizes(self, batch: CallBatch, sigs: Signatures) -> None:
         """Read ahead for each window's first viewport on its default framebuffer: a program
         may clear its window before it sets the viewport (Qt does), and a stand-in that grew
-        only then would have lost the clear. Runs over the batch's few make-current, bind-
-        framebuffer and viewport calls; what it learns is the window system's `size_hints`."""
+        only then would have lost the clear. A window is looked for from its first make-
+        current to the next frame end (past its first frame, its stand-in grows with its
+        viewports) or `SIZING_REACH` calls later, across batches (`sizing_windows`). Runs
+        over the batch's few make-current, bind-framebuffer, viewport and frame-ending
+        calls; what it learns is the window system's `size_hints`."""
+        first = self._delivered
+        self._delivered += len(batch)
         for i in calls_of(batch.calls, self._read_ahead):
             _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = batch.call(
                 i
             )
+            self._stop_sizing(first + i)
+            if self._read_ahead[sig_id] == _FRAME_END:
+                self._sizing.clear()
+                continue
             name = sigs.functions[sig_id].name
             values = NodeLists.of_call(batch, node_start, nodes_n)
             slots = batch.arguments(slot_start, nargs)
             args, result = _arguments(values, 0, slots, ret, sigs)
-            self._scan_call(name, args, result, thread)
+            self._scan_call(name, args, result, thread, first + i)
+        self._stop_sizing(self._delivered)
 
-    def _scan_call(self, name: str, args: list[Any], result: Any, thread: int) -> None:
-        """What one make-current, bind-framebuffer or viewport call tells the read-ahead."""
-        hints, seen = self.ws.ws.size_hints, self._window_scan
+    def _stop_sizing(self, call: int) -> None:
+        """Stop looking for the windows whose reach ends before `call` (delivery order)."""
+        if self._sizing:
+            self._sizing = {d: end for d, end in self._sizing.items() if end >= call}
+
+    def _scan_call(self, name: str, args: list[Any], result: Any, thread: int, at: int) -> None:
+        """What one make-current, bind-framebuffer or viewport call (the `at`th delivered)
+        tells the read-ahead."""
+        seen = self._window_scan
         drawable, on_window = seen.get(thread, (0, True))
         if _MAKE_CURRENT.match(name):
             try:
@@ -375,14 +413,19 @@ class Compiler:
             except BadValue:
                 return  # damage: reported when the call itself compiles, in order
             if entry is not None and entry[0] == self.ws.ws.make_current:
-                seen[thread] = (entry[1][1], True)
+                drawable = entry[1][1]
+                seen[thread] = (drawable, True)
+                if drawable and drawable not in self._looked_for:
+                    self._looked_for.add(drawable)
+                    self._sizing[drawable] = at + SIZING_REACH
         elif _BIND_FRAMEBUFFER.match(name):
             if len(args) == 2 and args[0] in (GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER):
                 seen[thread] = (drawable, not args[1])
-        elif len(args) == 4 and drawable and on_window and drawable not in hints:
+        elif len(args) == 4 and on_window and drawable in self._sizing:
             x, y, w, h = (v if isinstance(v, int) else 0 for v in args)
             if w > 0 and h > 0:
-                hints[drawable] = (x + w, y + h)
+                self.ws.ws.size_hints[drawable] = (x + w, y + h)
+                del self._sizing[drawable]
 
     def _stops(self, batch: CallBatch, sigs: Signatures) -> bytes | None:
         """Per call of the batch, whether it must come here rather than compile in C: a
@@ -522,14 +565,15 @@ class Compiler:
             return _NONE
         return row
 
+    def _ends_frame(self, name: str, flags: int) -> bool:
+        """Whether a call of this function ends a frame (with --sb, glFlush and glFinish)."""
+        return bool(flags & _END_FRAME) or (self._single_buffer and name in ("glFlush", "glFinish"))
+
     def _plan(self, sig: FunctionSig) -> _Plan:
         """How every call of one signature compiles; decided once per trace."""
         name = sig.name
         flags = int(sig.flags)
-        ends_frame = bool(flags & _END_FRAME) or (
-            self._single_buffer and name in ("glFlush", "glFinish")
-        )
-        plan = _Plan(name, flags, ends_frame, name_id=self.program.name_id(name))
+        plan = _Plan(name, flags, self._ends_frame(name, flags), name_id=self.program.name_id(name))
         if name == "glGetError":  # where the program asked, the trace says which error it got
             plan.compile = lambda args, ret, thread: self._get_error(ret)
         elif QUERY_RESULTS.match(name):
@@ -940,12 +984,17 @@ class Compiler:
         """A window-system call's entry; notes the threads it leaves with no context
         current, whose GL calls glretrace does not issue (nor time) and neither do we."""
         entry = self.ws.compile(name, args, ret, thread)
-        if entry is not None and entry[0] == self.ws.ws.make_current:
+        ws = self.ws.ws
+        if entry is not None and entry[0] == ws.make_current:
             _, _, context = entry[1]
             if context:
                 self._unbound_threads.discard(thread)
             else:
                 self._unbound_threads.add(thread)
+        elif entry is not None and entry[0] == ws.create_drawable and entry[1][3]:
+            self._fixed.add(entry[1][0])  # a pbuffer: its size is the trace's, no hint's
+        elif entry is not None and entry[0] == ws.alias_drawable and entry[1][1] in self._fixed:
+            self._fixed.add(entry[1][0])
         return entry
 
     def _image_target(self, fn: Any, args: list[Any]) -> Entry:

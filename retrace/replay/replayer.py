@@ -220,7 +220,8 @@ class Replayer:
             for batch in batches:
                 self.compiler.add_batch(batch, self.reader.signatures)
                 del batch  # its data is compiled: not kept while the next batch is read
-                if running:
+                # (while a window's size is read ahead for, what was compiled waits)
+                if running and not self.compiler.sizing_windows:
                     done = self._run_compiled(done)
                     running = done >= 0
         except TraceError as e:
@@ -231,8 +232,8 @@ class Replayer:
         finally:
             batches.close()  # (a hook stopped the replay: reading stops)
             self.program.share_gil(False)
-        if self.stop_error is not None and running:  # what was compiled before it still runs
-            self.program.run(done)
+        if running:  # what is compiled and has not run yet (what came before an error too)
+            running = self._run_compiled(done) >= 0
         self._compiled = True
         if not running:
             raise StopReplay

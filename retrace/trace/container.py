@@ -14,6 +14,7 @@ megabyte, so memory stays bounded whatever the size of the trace.
 
 from __future__ import annotations
 
+import io
 import os
 import zlib
 from collections.abc import Iterator
@@ -70,9 +71,9 @@ def detect_container(head: bytes, tail: bytes = b"") -> str:
 class TraceStream:
     """The decompressed event stream of one trace file.
 
-    Iterating yields ``bytes`` chunks in order. A damaged container raises
-    `TraceError` only after every chunk decoded before the damage was yielded,
-    so callers can deliver all intact calls first.
+    Iterating yields ``bytes`` chunks in order (`views` lets them share a buffer). A
+    damaged container raises `TraceError` only after every chunk decoded before the damage
+    was yielded, so callers can deliver all intact calls first.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -90,25 +91,39 @@ class TraceStream:
         self.container = detect_container(head, tail)
         self.compressed_offset = 0  # file offset reached so far, for progress and errors
 
-    def __iter__(self) -> Iterator[bytes]:
-        reader = {
-            "snappy": self._snappy,
-            "gzip": self._gzip,
-            "zstd": self._zstd,
-            "zstd-seekable": self._zstd,  # its seek table is a skippable frame
-            "brotli": self._brotli,
-        }[self.container]
+    def __iter__(self) -> Iterator[bytes | memoryview]:
+        return self._chunks(reuse=False)
+
+    def views(self) -> Iterator[bytes | memoryview]:
+        """The chunks, where one may be a view of a buffer that the next one overwrites: for
+        a reader done with each chunk before it takes the next (the scanner copies what it
+        keeps). A snappy trace's chunks then decompress into one buffer, not each into
+        fresh pages copied once more."""
+        return self._chunks(reuse=True)
+
+    def _chunks(self, reuse: bool) -> Iterator[bytes | memoryview]:
         with open(self.path, "rb") as f:
-            yield from reader(f)
+            if self.container == "snappy":
+                yield from self._snappy(f, reuse)
+                return
+            yield from {
+                "gzip": self._gzip,
+                "zstd": self._zstd,
+                "zstd-seekable": self._zstd,  # its seek table is a skippable frame
+                "brotli": self._brotli,
+            }[self.container](f)
 
     def _error(self, problem: str) -> TraceError:
         return TraceError(
             self.path, self.compressed_offset, f"{self.container} container: {problem}"
         )
 
-    def _snappy(self, f: BinaryIO) -> Iterator[bytes]:
+    def _snappy(self, f: io.BufferedReader, reuse: bool) -> Iterator[bytes | memoryview]:
         import cramjam
 
+        # Each block is read into `block`, and decompressed into `out`: buffers grown to
+        # the largest block and chunk, not fresh pages for every one of them.
+        block, out = bytearray(), bytearray()
         f.seek(len(SNAPPY_MAGIC))
         self.compressed_offset = len(SNAPPY_MAGIC)
         while True:
@@ -121,17 +136,23 @@ class TraceStream:
             left = self.file_size - f.tell()
             if length > left:  # checked first: reading would allocate `length` bytes
                 raise self._error(f"file ends inside a chunk ({left} of {length} bytes)")
-            block = f.read(length)
-            claimed = _snappy_length(block)
+            if length > len(block):
+                block = bytearray(length)
+            compressed = memoryview(block)[:length]
+            if f.readinto(compressed) != length:
+                raise self._error("file ends inside a chunk (it shrank while read)")
+            claimed = _snappy_length(compressed)
             if claimed is None or claimed > _SNAPPY_MAX_GROWTH * length:
                 what = "no length" if claimed is None else f"a length of {claimed} bytes"
                 raise self._error(f"corrupt snappy chunk ({length} bytes with {what})")
+            if claimed > len(out):
+                out = bytearray(claimed)  # (a new one: views of the last may live on)
             try:
-                chunk = bytes(cramjam.snappy.decompress_raw(block))
+                chunk = memoryview(out)[: cramjam.snappy.decompress_raw_into(compressed, out)]
             except Exception as e:  # cramjam reports corruption with its own error types
                 raise self._error(f"corrupt snappy chunk ({e})") from None
             self.compressed_offset += 4 + length
-            yield chunk
+            yield chunk if reuse else bytes(chunk)
 
     def _gzip(self, f: BinaryIO) -> Iterator[bytes]:
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -199,7 +220,7 @@ class TraceStream:
             raise self._error("file ends inside the compressed stream")
 
 
-def _snappy_length(block: bytes) -> int | None:
+def _snappy_length(block: bytes | memoryview) -> int | None:
     """The decompressed length a raw snappy block declares (a varint of at most 5 bytes)."""
     value = 0
     for i, byte in enumerate(block[:5]):

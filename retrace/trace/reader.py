@@ -110,10 +110,10 @@ class TraceReader:
                 self._kept.header
             )
             return
-        self._chunks = self._counted(iter(self.stream))
+        self._chunks = self._counted(self.stream.views())
         self._rest = self._read_header()
 
-    def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    def _counted(self, chunks: Iterator[bytes | memoryview]) -> Iterator[bytes | memoryview]:
         for chunk in chunks:
             self.stream_bytes += len(chunk)
             yield chunk
@@ -221,7 +221,7 @@ class TraceReader:
     def _scan(self, keep: cache.Writer | None) -> Generator[cache.Taken, None, None]:
         scanner = Scanner(self.version, self.header_size)
         damage: TraceError | None = None
-        data: bytes | None = self._rest
+        data: bytes | memoryview | None = self._rest
         self._rest = b""
         while True:
             view = memoryview(data or b"")

@@ -9,7 +9,7 @@ import ctypes
 
 import pytest
 from conftest import TRACES, run_retrace
-from tracegen import wrap_snappy
+from tracegen import TraceWriter, glx_context, wrap_snappy
 
 from retrace.trace.container import TraceStream
 from retrace.trace.reader import TraceReader
@@ -34,6 +34,56 @@ def test_loop_replays_the_last_frame_of_a_frame_range():
     assert len(set(whole)) == 5  # the gears turn: every frame differs
     # frames 0-1, then frame 1 again (not the trace's last frame, which never ran)
     assert md5s("--frames", "0-1", "--loop=2") == whole[:2] + [whole[1]] * 2
+
+
+def test_a_window_cleared_before_its_first_viewport_keeps_the_clear():
+    """Qt clears its window (colour, depth 1.0) before its first glViewport, a batch later
+    in the trace: the stand-in must have the window's size from its make-current on, or
+    the clear is lost with the 32x32 stand-in and every draw of frame 0 fails the depth
+    test (a black frame). The scene moves only from frame 1 on, so frame 0 is frame 1."""
+    r = run_retrace(
+        "replay", "--no-cache", "-s", "-", "--snapshot-format=MD5",
+        str(TRACES / "corpus" / "qt6-qml.trace"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    frames = r.stdout.decode().split()
+    assert len(frames) == 3 and frames[0] == frames[1]
+
+
+@pytest.mark.parametrize("case", ["window-frames", "window", "pbuffer"])
+def test_reading_ahead_for_a_window_size_holds_the_replay_back_a_bounded_way(tmp_path, case):
+    """The read-ahead for a window's first viewport (`Compiler.sizing_windows`) holds the
+    compiled calls back to the window's first frame end, or `SIZING_REACH` calls where no
+    frame ends, and not at all for a pbuffer: on traces that never set a viewport, the
+    first call after the make-current runs before the rest of the trace is read."""
+    from retrace.replay.compiler import SIZING_REACH
+    from retrace.replay.replayer import Replayer
+    from retrace.trace import cache
+    from retrace.trace.callset import CallSet
+
+    w = TraceWriter()
+    if case == "pbuffer":
+        attribs = w.array(*map(w.int, (0x8041, 64, 0x8040, 64, 0)))  # GLX_PBUFFER_WIDTH/HEIGHT
+        w.call("glXCreatePbuffer", ("dpy", "config", "attribList"), {2: attribs}, ret=w.int(9))
+    glx_context(w, 9 if case == "pbuffer" else 7)
+    first = w.call("glClear", ("mask",), {0: w.int(0x4000)})
+    if case == "window-frames":
+        w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    for _ in range(2 * SIZING_REACH):  # 2 MB of events: several batches
+        w.call("glDisable", ("cap",), {0: w.int(0x0BE2)})
+    trace = tmp_path / "sizing.trace"
+    trace.write_bytes(w.snappy())
+
+    with cache.used(False), Replayer(str(trace)) as replayer:
+        read_when_run: list[int] = []
+        replayer.compiler.hook(
+            CallSet.parse(str(first)), lambda no: read_when_run.append(replayer.reader.calls_read)
+        )
+        replayer.run_pass()
+        total = replayer.reader.calls_read
+    assert len(read_when_run) == 1 and read_when_run[0] < total
+    # held back as far as the reach only where nothing else ends the looking
+    assert (read_when_run[0] > SIZING_REACH) == (case == "window")
 
 
 def test_png_snapshots(tmp_path):
