@@ -17,8 +17,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
 
 from retrace.errors import TraceError
 
@@ -102,16 +101,15 @@ class TraceStream:
         return self._chunks(reuse=True)
 
     def _chunks(self, reuse: bool) -> Iterator[bytes | memoryview]:
+        reader: Callable[[io.BufferedReader], Iterator[bytes | memoryview]] = {
+            "snappy": lambda f: self._snappy(f, reuse),  # (the others make new chunks anyway)
+            "gzip": self._gzip,
+            "zstd": self._zstd,
+            "zstd-seekable": self._zstd,  # its seek table is a skippable frame
+            "brotli": self._brotli,
+        }[self.container]
         with open(self.path, "rb") as f:
-            if self.container == "snappy":
-                yield from self._snappy(f, reuse)
-                return
-            yield from {
-                "gzip": self._gzip,
-                "zstd": self._zstd,
-                "zstd-seekable": self._zstd,  # its seek table is a skippable frame
-                "brotli": self._brotli,
-            }[self.container](f)
+            yield from reader(f)
 
     def _error(self, problem: str) -> TraceError:
         return TraceError(
@@ -154,7 +152,7 @@ class TraceStream:
             self.compressed_offset += 4 + length
             yield chunk if reuse else bytes(chunk)
 
-    def _gzip(self, f: BinaryIO) -> Iterator[bytes]:
+    def _gzip(self, f: io.BufferedReader) -> Iterator[bytes]:
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         pending = b""
         while True:
@@ -182,7 +180,7 @@ class TraceStream:
         if not d.eof:
             raise self._error("file ends inside the compressed stream")
 
-    def _zstd(self, f: BinaryIO) -> Iterator[bytes]:
+    def _zstd(self, f: io.BufferedReader) -> Iterator[bytes]:
         import zstandard
 
         reader = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
@@ -197,7 +195,7 @@ class TraceStream:
                 return
             yield out
 
-    def _brotli(self, f: BinaryIO) -> Iterator[bytes]:
+    def _brotli(self, f: io.BufferedReader) -> Iterator[bytes]:
         import brotli
 
         d = brotli.Decompressor()
