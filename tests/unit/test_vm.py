@@ -242,6 +242,46 @@ def test_data_leaves_memory_once_run_and_is_read_again_by_the_next_pass(tmp_path
         assert os.fstat(file.fileno()).st_size >= sum(map(len, pieces))
 
 
+def test_what_the_driver_stores_into_its_input_reaches_no_data_added_later_nor_a_later_pass(
+    tmp_path,
+):
+    """Mesa's noop driver stores into a client vertex array at the draw that reads it (at
+    0x70 and 0x94 bytes past its start): the pool is writable, so that is no crash, and the
+    stores stay in the process's copies of the pages. Data compiled after them (here into
+    the page stored into, past the array's end) reads as traced, and so does the next pass."""
+    w = TraceWriter
+    array, later = b"A" * 64, b"B" * 64
+    seen: list[bytes] = []
+    kept: list[int] = []
+
+    def pointer(at: int, n: int) -> None:  # glVertexPointer: the driver keeps `at`
+        seen.append(ctypes.string_at(at, n))
+        kept.append(at)
+
+    def draw() -> None:  # glDrawArrays: the driver stores into what it kept
+        ctypes.memset(kept[-1] + 0x70, 0xFF, 8)
+        ctypes.memset(kept[-1] + 0x94, 1, 1)
+
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)(pointer)
+    g = ctypes.CFUNCTYPE(None)(draw)
+    pointer_op = (ctypes.cast(f, ctypes.c_void_p).value, bytes([PTR, I32]), (None, None))
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        for data in (array, later):  # the second compiled after the first was drawn
+            batch, sigs = batch_of(
+                tmp_path, [("f", (w.blob(data), w.int(len(data))), 0), ("g", (), 0)]
+            )
+            code.set_sig(sigs["f"], code.add_proto(*pointer_op), 0, 1)
+            code.set_sig(
+                sigs["g"], code.add_proto(ctypes.cast(g, ctypes.c_void_p).value, b"", ()), 0, 2
+            )
+            start = len(code)
+            assert compile_all(code, batch) == 2
+            code.run(start, len(code), [])
+        code.run(0, 2, [])
+        assert seen == [array, later, array]
+
+
 # KiB of the op arrays left resident after a run: of each of the six, the 64 KiB the kernel
 # maps around a fault (fault-around) at the end of what ran
 LEFT_RESIDENT = 6 * 64
