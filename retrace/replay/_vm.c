@@ -105,6 +105,7 @@ enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUM
 #define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
 #define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
 #define DATA_CHUNK (1u << 20)
+#define DATA_TAIL 4096u /* bytes of a chunk left empty after its data: see "the data pool" */
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
@@ -264,7 +265,10 @@ typedef struct {
  * survives that; a read-only mapping made it a SIGSEGV in the draw.  What a driver stores
  * lands in a private copy of the page, never in the file: dropping the page (behind the
  * loop, and wherever pwrite() adds data, `data_store`) reads the trace's bytes back, so
- * what a driver stores reaches neither the data added after it nor the next pass.
+ * what a driver stores reaches neither the data added after it nor the next pass.  The last
+ * DATA_TAIL bytes of a chunk hold no data, so that such reads and stores a little past an
+ * input's end land in the pool, as they land in glretrace's heap, whatever is mapped after
+ * the chunk (nothing: a SIGSEGV; or other memory of the process, overwritten).
  *
  * Why this rather than re-reading the trace in every pass, as glretrace does: parsing and
  * compiling again would cost a multi-pass profile that time once per pass.  Why pwrite()
@@ -684,9 +688,10 @@ static const char *data_put(Data *d, const char *src, size_t len, size_t op) {
     size_t padded = (len + 1 + 7) & ~(size_t)7;
     Chunk *last = d->chunks.len ? &AT(d->chunks, Chunk)[d->chunks.len - 1] : NULL;
     const char *at;
-    if (padded > DATA_CHUNK) { /* a chunk of its own, written at once; the file reads 0 after */
-        long page = sysconf(_SC_PAGESIZE);
-        if (data_chunk(d, (padded + (size_t)page - 1) / (size_t)page * (size_t)page))
+    if (padded > DATA_CHUNK - DATA_TAIL) { /* a chunk of its own, written at once; the file
+                                              reads 0 after */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        if (data_chunk(d, (padded + DATA_TAIL + page - 1) / page * page))
             return NULL;
         last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
         if (data_store(d, 0, src, len))
@@ -694,7 +699,7 @@ static const char *data_put(Data *d, const char *src, size_t len, size_t op) {
         d->used = d->written = last->size;
         at = last->map;
     } else {
-        if (!last || d->used + padded > last->size) {
+        if (!last || d->used + padded > last->size - DATA_TAIL) {
             if (data_chunk(d, DATA_CHUNK))
                 return NULL;
             last = &AT(d->chunks, Chunk)[d->chunks.len - 1];

@@ -282,6 +282,37 @@ def test_what_the_driver_stores_into_its_input_reaches_no_data_added_later_nor_a
         assert seen == [array, later, array]
 
 
+def pool_ranges(file) -> list[tuple[int, int]]:
+    """The address ranges this process maps `file` at (from /proc/self/maps)."""
+    inode, ranges = str(os.fstat(file.fileno()).st_ino), []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if fields[4] == inode:
+                start, end = fields[0].split("-")
+                ranges.append((int(start, 16), int(end, 16)))
+    return ranges
+
+
+def test_a_little_past_the_end_of_any_data_is_still_the_pool(tmp_path):
+    """What the noop driver reads and stores past a small client array (up to 0x9c bytes past
+    its start) lands in the pool, even past the data that ends a chunk: not in whatever the
+    process maps after it. Pieces of 1023 bytes (1024 with the NUL) would fill chunks of any
+    power-of-two size exactly; one of 3 MiB with its NUL would fill a chunk of its own."""
+    reach = 0x9C
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        pieces = [(code.keep(bytes(1023)), 1023) for _ in range(4096)]
+        pieces.append((code.keep(bytes((3 << 20) - 1)), (3 << 20) - 1))
+        ranges = pool_ranges(file)
+        outside = [
+            at
+            for at, n in pieces
+            if not any(start <= at + n + reach < end for start, end in ranges)
+        ]
+        assert outside == []
+
+
 # KiB of the op arrays left resident after a run: of each of the six, the 64 KiB the kernel
 # maps around a fault (fault-around) at the end of what ran
 LEFT_RESIDENT = 6 * 64
