@@ -47,6 +47,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from retrace.debian import DRIVER_HINT
 from retrace.errors import RetraceError
 
 if TYPE_CHECKING:  # (the registry behind dispatch is not needed to open a display)
@@ -336,8 +337,7 @@ def load_egl() -> ctypes.CDLL:
                     fn.argtypes = argtypes
             except (OSError, AttributeError) as exc:
                 raise EglError(
-                    f"{_NO_DRIVER}: cannot load {_EGL_LIBRARY} ({exc}); install libegl1 and a "
-                    "vendor driver such as libegl-mesa0"
+                    f"{_NO_DRIVER}: cannot load {_EGL_LIBRARY} ({exc}); {DRIVER_HINT}"
                 ) from None
             _egl = lib
         return _egl
@@ -470,7 +470,9 @@ class EglDisplay:
                 except BaseException:
                     cls._unref(egl, handle)
                     raise
-        raise EglError(f"{_NO_DRIVER}: " + "; ".join(problems or ["no platform to try"]))
+        raise EglError(
+            f"{_NO_DRIVER}: " + "; ".join([*(problems or ["no platform to try"]), DRIVER_HINT])
+        )
 
     @staticmethod
     def _candidates(
