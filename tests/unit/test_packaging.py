@@ -21,3 +21,12 @@ def test_every_package_of_the_source_tree_is_installed():
             inner = init.parent.relative_to(ROOT / top).parts
             found.add(".".join((package, *inner)))
     assert sorted(found) == sorted(setuptools["packages"])
+
+
+def test_the_distribution_name_is_the_one_the_errors_name():
+    # Errors say `pip install 'retrace-gl[extra]'`: that must install this project.
+    import retrace
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == (
+        retrace.DISTRIBUTION
+    )
