@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 python3 -m retrace.debian --install
 
 if [ ! -x .venv/bin/pip ]; then
-    if ! python3 -m venv .venv 2>/dev/null; then
+    if ! python3 -m venv .venv >/dev/null 2>&1; then
         python3 -m venv --clear --without-pip .venv
         python3 -m pip --python .venv/bin/python install -q pip
     fi
