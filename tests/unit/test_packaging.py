@@ -30,3 +30,16 @@ def test_the_distribution_name_is_the_one_the_errors_name():
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == (
         retrace.DISTRIBUTION
     )
+
+
+def test_the_version_is_the_package_s_whatever_the_distribution_is_called():
+    # (click would look `retrace` up among the installed distributions' metadata)
+    import subprocess
+    import sys
+
+    import retrace
+
+    version = subprocess.run(
+        [sys.executable, "-m", "retrace", "--version"], capture_output=True, text=True
+    )
+    assert (version.returncode, version.stdout) == (0, f"retrace, version {retrace.__version__}\n")
