@@ -22,9 +22,12 @@ from typing import Any
 from retrace.errors import RetraceError
 from retrace.replay.fidelity import GlErrors
 from retrace.replay.program import Entry
+from retrace.replay.snapshot import GL_DRAW_FRAMEBUFFER_BINDING
 from retrace.replay.state import DrawableKey, ReplayState, TracedContext
 from retrace.replay.values import integer
-from retrace.replay.ws.headless import EGL_GL_RENDERBUFFER, ContextRequest, Drawable, PixelFormat
+from retrace.replay.ws.driver_process import inherited_hint
+from retrace.replay.ws.egl_api import EGL_GL_RENDERBUFFER
+from retrace.replay.ws.headless import ContextRequest, Drawable, EglError, PixelFormat
 
 # How a reader compiles one call: (arguments, result, thread) -> its entry, or None when
 # the call needs no replay.
@@ -33,8 +36,6 @@ Handler = Callable[[list[Any], Any, int], Entry | None]
 # What a context made without attributes (glXCreateContext, wglCreateContext, CGL's legacy
 # profile) asks for: whatever compatibility version the driver has.
 LEGACY_CONTEXT = ContextRequest(api="gl", major=1, minor=0, profile="compat")
-
-GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
 
 
 def is_window_system_call(name: str) -> bool:
@@ -128,7 +129,10 @@ class WindowSystem:
         shared = st.contexts.get(share) if share else None
         context = TracedContext(request=request, fmt=fmt, share=shared)
         real_share = shared.real if shared is not None else None
-        context.real = st.display.create_context(request, fmt, real_share)
+        try:
+            context.real = st.display.create_context(request, fmt, real_share)
+        except EglError as e:
+            raise EglError(f"{e}{inherited_hint()}") from None
         st.contexts[traced] = context
 
     def share_lists(self, share: int, traced: int) -> None:
