@@ -155,6 +155,7 @@ class Replayer:
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
+        self.ws.check_drawn(self.frame)
         for listener in self.listeners:
             listener.frame_end(self.frame)
 
@@ -193,6 +194,7 @@ class Replayer:
         """
         self.state.reset()
         self.gl_errors.clear()
+        self.ws.undrawn.clear()
         self.frame = 0
         start = time.perf_counter()
         try:
@@ -323,6 +325,8 @@ class Replayer:
             queries.unconditional_renders,
             queries.mismatches,
             queries.first_mismatch,
+            self.ws.undrawn.count,
+            self.ws.undrawn.first_frame,
         )
 
     def finish(self, strict: bool = False, fidelity: Fidelity | None = None) -> None:

@@ -20,14 +20,21 @@ from collections.abc import Callable
 from typing import Any
 
 from retrace.errors import RetraceError
-from retrace.replay.fidelity import GlErrors
+from retrace.replay.fidelity import GlErrors, UndrawnFrames
 from retrace.replay.program import Entry
-from retrace.replay.snapshot import GL_DRAW_FRAMEBUFFER_BINDING
 from retrace.replay.state import DrawableKey, ReplayState, TracedContext
 from retrace.replay.values import integer
 from retrace.replay.ws.driver_process import inherited_hint
 from retrace.replay.ws.egl_api import EGL_GL_RENDERBUFFER
-from retrace.replay.ws.headless import ContextRequest, Drawable, EglError, PixelFormat
+from retrace.replay.ws.headless import (
+    GL_DRAW_BUFFER,
+    GL_DRAW_FRAMEBUFFER_BINDING,
+    GL_NONE,
+    ContextRequest,
+    Drawable,
+    EglError,
+    PixelFormat,
+)
 
 # How a reader compiles one call: (arguments, result, thread) -> its entry, or None when
 # the call needs no replay.
@@ -116,6 +123,10 @@ class WindowSystem:
         # glretrace's --core and --samples: override what the trace asked for
         self.force_core = False
         self.samples: int | None = None
+        # frames that ended with no draw buffer; the trace chooses draw buffers itself
+        # (told by the compiler), so that GL_NONE may be its own choice
+        self.undrawn = UndrawnFrames()
+        self.trace_chooses_draw_buffers = False
 
     def create_context(
         self, traced: int, request: ContextRequest, fmt: PixelFormat, share: int
@@ -309,6 +320,26 @@ class WindowSystem:
         if previous is not None and previous[0] is real:  # (not of a replaced context)
             self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
             self.gl.DeleteSync(previous[1])
+
+    def check_drawn(self, frame: int) -> None:
+        """At the end of frame `frame`: count it in `undrawn` if the current desktop
+        context's window has GL_NONE as its draw buffer, unless the trace chooses draw
+        buffers itself."""
+        st = self.state
+        real = st.current.real if st.current is not None else None
+        if (
+            real is None
+            or real.api != "gl"
+            or st.current_drawable is None
+            or self.trace_chooses_draw_buffers
+        ):
+            return
+        gl = self.gl
+        if (
+            gl.get_integer(GL_DRAW_FRAMEBUFFER_BINDING) == 0
+            and gl.get_integer(GL_DRAW_BUFFER) == GL_NONE
+        ):
+            self.undrawn.add(frame)
 
     def frame_terminator(self) -> None:
         self._count_errors()

@@ -124,12 +124,24 @@ __all__ = [
     "Surface",
 ]
 
-# --- the few GL constants needed to identify a context ---------------------------------------
+# --- the few GL constants needed to identify a context and set up its window ---------------
 
 GL_RENDERER = 0x1F01
 GL_VERSION = 0x1F02
 GL_CONTEXT_PROFILE_MASK = 0x9126
 GL_CONTEXT_CORE_PROFILE_BIT = 0x1
+GL_NONE = 0
+GL_BACK = 0x0405
+GL_DRAW_BUFFER = 0x0C01
+GL_READ_BUFFER = 0x0C02
+GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
+GL_READ_FRAMEBUFFER = 0x8CA8
+GL_DRAW_FRAMEBUFFER = 0x8CA9
+GL_READ_FRAMEBUFFER_BINDING = 0x8CAA
+_BINDING = {
+    GL_DRAW_FRAMEBUFFER: GL_DRAW_FRAMEBUFFER_BINDING,
+    GL_READ_FRAMEBUFFER: GL_READ_FRAMEBUFFER_BINDING,
+}
 
 
 class PixelFormat(NamedTuple):
@@ -191,6 +203,7 @@ class Context:
         "minor",
         "profile",
         "on_surface",
+        "surfaceless",
     )
 
     def __init__(self, handle: int, config: int, request: ContextRequest, api: str) -> None:
@@ -204,6 +217,7 @@ class Context:
         self.minor = 0
         self.profile = ""
         self.on_surface = False  # bound to a surface other than the one that identified it
+        self.surfaceless = False  # bound without a surface by `make_current`'s caller
 
     @property
     def proc_api(self) -> str:
@@ -247,10 +261,12 @@ class Drawable:
 _display_refs: dict[int, int] = {}
 _refs_lock = threading.Lock()
 
-# GL entry points used to identify a context and set up its first window.
+# GL entry points used to identify a context and set up its window.
 _GetString = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_uint32)
 _GetIntegerv = ctypes.CFUNCTYPE(None, ctypes.c_uint32, INTP)
 _SetBox = ctypes.CFUNCTYPE(None, INT, INT, INT, INT)  # glViewport, glScissor
+_SetBuffer = ctypes.CFUNCTYPE(None, ctypes.c_uint32)  # glDrawBuffer, glReadBuffer
+_BindFramebuffer = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
 
 
 def _proc_api(api: str, major: int) -> str:
@@ -870,12 +886,44 @@ class EglDisplay:
         first one was to the 1x1 pbuffer that identified it.
         """
         self._make_current(context, surface)
-        if context is not None and surface is not None and not context.on_surface:
+        if context is None:
+            return
+        if surface is None:
+            context.surfaceless = True
+        elif not context.on_surface:
             context.on_surface = True
             for name in ("glViewport", "glScissor"):
                 set_box = self._gl_function(context.proc_api, name, _SetBox)
                 if set_box is not None:
                     set_box(0, 0, surface.width, surface.height)
+            if context.surfaceless and context.api == "gl":
+                self._back_buffers(context)
+
+    def _back_buffers(self, context: Context) -> None:
+        """A desktop context the caller bound without a surface before is now bound to one
+        for the first time: give its default framebuffer the back buffer to draw and read
+        where it has GL_NONE, as Mesa, where traces are mostly recorded, does at every
+        binding, and NVIDIA's driver not after a surfaceless first one (GL 4.6, 17.4.1)."""
+        api = context.proc_api
+        get = self._gl_function(api, "glGetIntegerv", _GetIntegerv)
+        bind = self._gl_function(api, "glBindFramebuffer", _BindFramebuffer)
+        draw = self._gl_function(api, "glDrawBuffer", _SetBuffer)
+        read = self._gl_function(api, "glReadBuffer", _SetBuffer)
+        if get is None or bind is None or draw is None or read is None:
+            return
+        bound = {GL_DRAW_FRAMEBUFFER: INT(), GL_READ_FRAMEBUFFER: INT()}
+        if context.major >= 3:  # (framebuffer objects: the default one must be bound)
+            for target, name in bound.items():
+                get(_BINDING[target], ctypes.byref(name))
+                bind(target, 0)
+        for query, set_buffer in ((GL_DRAW_BUFFER, draw), (GL_READ_BUFFER, read)):
+            value = INT()
+            get(query, ctypes.byref(value))
+            if value.value == GL_NONE:
+                set_buffer(GL_BACK)
+        for target, name in bound.items():
+            if name.value:
+                bind(target, name.value)
 
     def _make_current(self, context: Context | None, surface: Surface | None) -> None:
         self._check_open()
