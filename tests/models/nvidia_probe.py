@@ -8,6 +8,7 @@ libglvnd's libraries, so that what they show does not depend on retrace's own co
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ GL_NONE = 0
 GL_FRONT = 0x0404
 GL_BACK = 0x0405
 GL_NO_ERROR = 0
+GL_INVALID_OPERATION = 0x0502
 GL_DRAW_BUFFER = 0x0C01
 GL_READ_BUFFER = 0x0C02
 GL_FRAMEBUFFER = 0x8D40
@@ -43,28 +45,46 @@ GL_RGBA = 0x1908
 GL_UNSIGNED_BYTE = 0x1401
 
 VP, INT, UINT = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint32
-egl = ctypes.CDLL("libEGL.so.1")
-gl = ctypes.CDLL("libOpenGL.so.0")
-for name, restype, argtypes in (
-    ("eglGetPlatformDisplay", VP, [UINT, VP, VP]),
-    ("eglInitialize", UINT, [VP, VP, VP]),
-    ("eglBindAPI", UINT, [UINT]),
-    ("eglChooseConfig", UINT, [VP, ctypes.POINTER(INT), ctypes.POINTER(VP), INT, VP]),
-    ("eglCreateContext", VP, [VP, VP, VP, ctypes.POINTER(INT)]),
-    ("eglCreatePbufferSurface", VP, [VP, VP, ctypes.POINTER(INT)]),
-    ("eglMakeCurrent", UINT, [VP, VP, VP, VP]),
-    ("eglGetError", INT, []),
-    ("glGetIntegerv", None, [UINT, ctypes.POINTER(INT)]),
-    ("glGetError", UINT, []),
-    ("glDrawBuffer", None, [UINT]),
-    ("glGenFramebuffers", None, [INT, ctypes.POINTER(UINT)]),
-    ("glBindFramebuffer", None, [UINT, UINT]),
-    ("glClearColor", None, [ctypes.c_float] * 4),
-    ("glClear", None, [UINT]),
-    ("glReadPixels", None, [INT, INT, INT, INT, UINT, UINT, VP]),
-):
-    function = getattr(egl if name.startswith("egl") else gl, name)
-    function.restype, function.argtypes = restype, argtypes
+LIBRARIES = {  # glvnd's, with the prototypes of the functions used here
+    "libEGL.so.1": {
+        "eglGetPlatformDisplay": (VP, [UINT, VP, VP]),
+        "eglInitialize": (UINT, [VP, VP, VP]),
+        "eglBindAPI": (UINT, [UINT]),
+        "eglChooseConfig": (UINT, [VP, ctypes.POINTER(INT), ctypes.POINTER(VP), INT, VP]),
+        "eglCreateContext": (VP, [VP, VP, VP, ctypes.POINTER(INT)]),
+        "eglCreatePbufferSurface": (VP, [VP, VP, ctypes.POINTER(INT)]),
+        "eglMakeCurrent": (UINT, [VP, VP, VP, VP]),
+        "eglGetError": (INT, []),
+    },
+    "libOpenGL.so.0": {
+        "glGetIntegerv": (None, [UINT, ctypes.POINTER(INT)]),
+        "glGetError": (UINT, []),
+        "glDrawBuffer": (None, [UINT]),
+        "glGenFramebuffers": (None, [INT, ctypes.POINTER(UINT)]),
+        "glBindFramebuffer": (None, [UINT, UINT]),
+        "glClearColor": (None, [ctypes.c_float] * 4),
+        "glClear": (None, [UINT]),
+        "glReadPixels": (None, [INT, INT, INT, INT, UINT, UINT, VP]),
+    },
+}
+
+
+@functools.cache
+def library(name: str) -> Any:
+    """Loaded when a probe runs: the EGL vendor is chosen when libEGL loads."""
+    lib = ctypes.CDLL(name)
+    for function, (restype, argtypes) in LIBRARIES[name].items():
+        getattr(lib, function).restype = restype
+        getattr(lib, function).argtypes = argtypes
+    return lib
+
+
+def egl() -> Any:
+    return library("libEGL.so.1")
+
+
+def gl() -> Any:
+    return library("libOpenGL.so.0")
 
 
 def attribs(*pairs: int) -> Any:
@@ -72,29 +92,29 @@ def attribs(*pairs: int) -> Any:
 
 
 def display() -> int:
-    dpy = egl.eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, None, None)
-    assert dpy and egl.eglInitialize(dpy, None, None), egl.eglGetError()
+    dpy = egl().eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, None, None)
+    assert dpy and egl().eglInitialize(dpy, None, None), egl().eglGetError()
     return dpy
 
 
 def config(dpy: int, renderable: int) -> int:
     found, count = VP(), INT()
     wanted = attribs(EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, renderable)
-    assert egl.eglChooseConfig(dpy, wanted, ctypes.byref(found), 1, ctypes.byref(count))
+    assert egl().eglChooseConfig(dpy, wanted, ctypes.byref(found), 1, ctypes.byref(count))
     assert count.value == 1
     return found.value or 0
 
 
 def create_es2(dpy: int, cfg: int) -> tuple[bool, int]:
     """(a context was made, eglGetError after it)."""
-    egl.eglBindAPI(EGL_OPENGL_ES_API)
-    made = egl.eglCreateContext(dpy, cfg, None, attribs(EGL_CONTEXT_MAJOR_VERSION, 2))
-    return bool(made), egl.eglGetError()
+    egl().eglBindAPI(EGL_OPENGL_ES_API)
+    made = egl().eglCreateContext(dpy, cfg, None, attribs(EGL_CONTEXT_MAJOR_VERSION, 2))
+    return bool(made), egl().eglGetError()
 
 
 def integer(pname: int) -> int:
     value = INT()
-    gl.glGetIntegerv(pname, ctypes.byref(value))
+    gl().glGetIntegerv(pname, ctypes.byref(value))
     return value.value
 
 
@@ -124,20 +144,20 @@ def desktop_context() -> tuple[int, int, Callable[[], int]]:
     """A display, a desktop GL context on it, and a function making 8x8 pbuffers."""
     dpy = display()
     cfg = config(dpy, EGL_OPENGL_BIT)
-    egl.eglBindAPI(EGL_OPENGL_API)
-    ctx = egl.eglCreateContext(dpy, cfg, None, attribs())
-    assert ctx, egl.eglGetError()
+    egl().eglBindAPI(EGL_OPENGL_API)
+    ctx = egl().eglCreateContext(dpy, cfg, None, attribs())
+    assert ctx, egl().eglGetError()
 
     def pbuffer() -> int:
-        surface = egl.eglCreatePbufferSurface(dpy, cfg, attribs(EGL_WIDTH, 8, EGL_HEIGHT, 8))
-        assert surface, egl.eglGetError()
+        surface = egl().eglCreatePbufferSurface(dpy, cfg, attribs(EGL_WIDTH, 8, EGL_HEIGHT, 8))
+        assert surface, egl().eglGetError()
         return surface
 
     return dpy, ctx, pbuffer
 
 
 def bind(dpy: int, ctx: int, surface: int | None) -> None:
-    assert egl.eglMakeCurrent(dpy, surface, surface, ctx), egl.eglGetError()
+    assert egl().eglMakeCurrent(dpy, surface, surface, ctx), egl().eglGetError()
 
 
 def buffers() -> list[int]:
@@ -146,10 +166,10 @@ def buffers() -> list[int]:
 
 def cleared_red() -> int:
     """Clear the window to red and read its first pixel's red back (0 where nothing drew)."""
-    gl.glClearColor(1.0, 0.0, 0.0, 1.0)
-    gl.glClear(GL_COLOR_BUFFER_BIT)
+    gl().glClearColor(1.0, 0.0, 0.0, 1.0)
+    gl().glClear(GL_COLOR_BUFFER_BIT)
     pixel = (ctypes.c_ubyte * 4)()
-    gl.glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, pixel)
+    gl().glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, pixel)
     return pixel[0]
 
 
@@ -167,16 +187,16 @@ def surface_first() -> dict[str, Any]:
     dpy, ctx, pbuffer = desktop_context()
     bind(dpy, ctx, pbuffer())
     seen: dict[str, Any] = {"first": buffers()}
-    gl.glDrawBuffer(GL_NONE)
+    gl().glDrawBuffer(GL_NONE)
     fbo = UINT()
-    gl.glGenFramebuffers(1, ctypes.byref(fbo))
-    gl.glBindFramebuffer(GL_FRAMEBUFFER, fbo)
+    gl().glGenFramebuffers(1, ctypes.byref(fbo))
+    gl().glBindFramebuffer(GL_FRAMEBUFFER, fbo)
     bind(dpy, None, None)
     bind(dpy, ctx, pbuffer())
     seen["fbo kept"] = integer(GL_DRAW_FRAMEBUFFER_BINDING) == fbo.value
-    gl.glBindFramebuffer(GL_FRAMEBUFFER, 0)
+    gl().glBindFramebuffer(GL_FRAMEBUFFER, 0)
     seen["rebound"] = buffers()
-    seen["error"] = gl.glGetError()
+    seen["error"] = gl().glGetError()
     return seen
 
 
@@ -184,9 +204,9 @@ def front_of_pbuffer() -> dict[str, Any]:
     """glDrawBuffer(GL_FRONT) on a pbuffer: the error, and the draw buffer after it."""
     dpy, ctx, pbuffer = desktop_context()
     bind(dpy, ctx, pbuffer())
-    gl.glDrawBuffer(GL_FRONT)
-    error = gl.glGetError()
-    return {"error": error, "after": integer(GL_DRAW_BUFFER), "then": gl.glGetError()}
+    gl().glDrawBuffer(GL_FRONT)
+    error = gl().glGetError()
+    return {"error": error, "after": integer(GL_DRAW_BUFFER), "then": gl().glGetError()}
 
 
 CASES = {f.__name__: f for f in (fork_create, surfaceless_first, surface_first, front_of_pbuffer)}
