@@ -45,7 +45,9 @@ GL_RGBA = 0x1908
 GL_UNSIGNED_BYTE = 0x1401
 
 VP, INT, UINT = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint32
-LIBRARIES = {  # glvnd's, with the prototypes of the functions used here
+LIBRARIES: dict[
+    str, dict[str, tuple[Any, list[Any]]]
+] = {  # glvnd's, with the prototypes of the functions used here
     "libEGL.so.1": {
         "eglGetPlatformDisplay": (VP, [UINT, VP, VP]),
         "eglInitialize": (UINT, [VP, VP, VP]),
@@ -156,7 +158,7 @@ def desktop_context() -> tuple[int, int, Callable[[], int]]:
     return dpy, ctx, pbuffer
 
 
-def bind(dpy: int, ctx: int, surface: int | None) -> None:
+def bind(dpy: int, ctx: int | None, surface: int | None) -> None:
     assert egl().eglMakeCurrent(dpy, surface, surface, ctx), egl().eglGetError()
 
 
