@@ -84,6 +84,7 @@ def test_a_context_keeps_the_draw_buffer_it_set_on_its_next_surface(nvidia_model
         "first": [GL_BACK, GL_BACK],
         "fbo kept": True,
         "rebound": [GL_NONE, GL_BACK],
+        "after eglReleaseThread": [GL_BACK, GL_NONE],
         "error": GL_NO_ERROR,
     }
     assert probe("surface_first")["rebound"][0] != GL_NONE  # Mesa: the new pbuffer's own

@@ -1,22 +1,26 @@
 /*
- * A model of NVIDIA's EGL driver (580, measured on an H200: ../../../shared/gpu/README.md)
- * for retrace's tests: a libglvnd EGL vendor library that wraps Mesa's and departs from it
- * where NVIDIA was seen to, so that CI catches on llvmpipe what would break on NVIDIA.
+ * A model of NVIDIA's EGL driver for retrace's tests: a libglvnd EGL vendor library that
+ * wraps Mesa's and departs from it where NVIDIA's driver was measured to (driver 580.159.04
+ * on an H200, issue 30), so that CI catches on llvmpipe what would break on NVIDIA.
  *
  * 1. A display belongs to the process that initialised it: eglCreateContext in a forked
  *    child of that process fails with EGL_BAD_ALLOC (threads of the process are fine).
  *    A display the child terminates and initialises again is the child's (not measured).
  * 2. A desktop-GL context's default-framebuffer draw and read buffers are context state,
- *    set at its FIRST make-current (GL 4.6, 17.4.1): GL_BACK on a back-buffered surface,
- *    GL_FRONT on a single-buffered one, GL_NONE when first made current surfacelessly, and
- *    from then on what the application set, whatever surface it is bound to later. Mesa
- *    keeps them with the surface and sets GL_BACK again on each new one. The model saves
- *    GL_DRAW_BUFFER and GL_READ_BUFFER of the default framebuffer when the context leaves
- *    its surfaces and puts them back after Mesa bound the next ones. Only the first draw
- *    buffer is kept (glDrawBuffers with several on the default framebuffer is not modelled).
+ *    set at its FIRST make-current (GL 4.6, 17.4.1): GL_BACK on a back-buffered surface
+ *    (NVIDIA's pbuffers have only a back buffer), GL_FRONT on a single-buffered one,
+ *    GL_NONE when first made current surfacelessly, and from then on what the application
+ *    set, whatever surface it is bound to later. Mesa takes them partly from the surface it
+ *    binds (a new pbuffer comes with GL_BACK to draw), so there a context first made current
+ *    surfacelessly still draws into its pbuffer. The model saves GL_DRAW_BUFFER and
+ *    GL_READ_BUFFER of the default framebuffer when the context leaves its surfaces
+ *    (eglMakeCurrent, eglReleaseThread) and puts them back after Mesa bound the next ones.
+ *    Only the first draw buffer is kept: glDrawBuffers of several on the default
+ *    framebuffer is not modelled.
  * 3. A pbuffer has no front buffer: glDrawBuffer(GL_FRONT or GL_FRONT_LEFT) with the
  *    default framebuffer of a pbuffer bound is GL_INVALID_OPERATION (measured: GL_FRONT),
- *    reported by glGetError before Mesa's errors.
+ *    reported by glGetError before Mesa's errors. glDrawBuffers, glReadBuffer and the
+ *    direct-state-access forms are passed to Mesa as they are (not measured).
  *
  * The vendor ABI is libglvnd's public interface (include/glvnd/libeglabi.h); the few
  * declarations below follow its layout. libEGL loads this library (named by a JSON file
@@ -95,6 +99,7 @@ static struct {
     EGLBoolean (*eglTerminate)(EGLDisplay);
     EGLContext (*eglCreateContext)(EGLDisplay, EGLConfig, EGLContext, const EGLint *);
     EGLBoolean (*eglMakeCurrent)(EGLDisplay, EGLSurface, EGLSurface, EGLContext);
+    EGLBoolean (*eglReleaseThread)(void);
     EGLBoolean (*eglQuerySurface)(EGLDisplay, EGLSurface, EGLint, EGLint *);
     EGLSurface (*eglCreatePbufferSurface)(EGLDisplay, EGLConfig, const EGLint *);
     EGLBoolean (*eglDestroySurface)(EGLDisplay, EGLSurface);
@@ -109,9 +114,10 @@ static int resolve_mesa(void)
 {
 #define FIND(name) (*(void **)&mesa.name = mesa_proc(#name)) != NULL
     return FIND(eglInitialize) && FIND(eglTerminate) && FIND(eglCreateContext) &&
-           FIND(eglMakeCurrent) && FIND(eglQuerySurface) && FIND(eglCreatePbufferSurface) &&
-           FIND(eglDestroySurface) && FIND(glGetIntegerv) && FIND(glBindFramebuffer) &&
-           FIND(glDrawBuffer) && FIND(glReadBuffer) && FIND(glGetError);
+           FIND(eglMakeCurrent) && FIND(eglReleaseThread) && FIND(eglQuerySurface) &&
+           FIND(eglCreatePbufferSurface) && FIND(eglDestroySurface) && FIND(glGetIntegerv) &&
+           FIND(glBindFramebuffer) && FIND(glDrawBuffer) && FIND(glReadBuffer) &&
+           FIND(glGetError);
 #undef FIND
 }
 
@@ -188,8 +194,7 @@ static int is_pbuffer(EGLSurface handle)
 
 static EGLBoolean model_eglInitialize(EGLDisplay dpy, EGLint *major, EGLint *minor)
 {
-    EGLBoolean ok = mesa.eglInitialize(
-        dpy, major, minor);
+    EGLBoolean ok = mesa.eglInitialize(dpy, major, minor);
     if (ok) {
         pthread_mutex_lock(&lock);
         struct display *d = display_record(dpy);
@@ -256,7 +261,7 @@ static void on_default_framebuffer(void (*use)(struct context *, EGLSurface, EGL
 
 static void save(struct context *c, EGLSurface draw, EGLSurface read)
 {
-    GLint value;
+    GLint value = 0;
     if (draw != NULL) {
         mesa.glGetIntegerv(GL_DRAW_BUFFER, &value);
         c->draw = (GLenum)value;
@@ -269,7 +274,7 @@ static void save(struct context *c, EGLSurface draw, EGLSurface read)
 
 static void restore(struct context *c, EGLSurface draw, EGLSurface read)
 {
-    GLint value;
+    GLint value = 0;
     if (draw != NULL) {
         mesa.glGetIntegerv(GL_DRAW_BUFFER, &value);
         if ((GLenum)value != c->draw)
@@ -288,21 +293,25 @@ static GLenum initial_buffer(EGLDisplay dpy, EGLSurface surface)
     EGLint rendered = 0;
     if (surface == NULL)
         return GL_NONE;
-    mesa.eglQuerySurface(
-        dpy, surface, EGL_RENDER_BUFFER, &rendered);
+    mesa.eglQuerySurface(dpy, surface, EGL_RENDER_BUFFER, &rendered);
     return rendered == EGL_SINGLE_BUFFER ? GL_FRONT : GL_BACK;
+}
+
+/* Before this thread's context is unbound: what its surfaces' buffers were set to. */
+static void leave(void)
+{
+    if (current != NULL && current->desktop && (current_draw != NULL || current_read != NULL))
+        on_default_framebuffer(save, current, current_draw, current_read);
 }
 
 static EGLBoolean model_eglMakeCurrent(EGLDisplay dpy, EGLSurface draw, EGLSurface read,
                                        EGLContext ctx)
 {
-    struct context *leaving = current;
-    int same = leaving != NULL && leaving->handle == ctx && current_draw == draw &&
+    int same = current != NULL && current->handle == ctx && current_draw == draw &&
                current_read == read;
     if (same)
         return mesa.eglMakeCurrent(dpy, draw, read, ctx);
-    if (leaving != NULL && leaving->desktop && (current_draw != NULL || current_read != NULL))
-        on_default_framebuffer(save, leaving, current_draw, current_read);
+    leave();
     EGLBoolean ok = mesa.eglMakeCurrent(dpy, draw, read, ctx);
     if (!ok)
         return ok;
@@ -319,6 +328,19 @@ static EGLBoolean model_eglMakeCurrent(EGLDisplay dpy, EGLSurface draw, EGLSurfa
     }
     if (draw != NULL || read != NULL)
         on_default_framebuffer(restore, c, draw, read);
+    return ok;
+}
+
+/* libEGL releases the thread's context through the vendor's eglReleaseThread, not
+ * eglMakeCurrent. */
+static EGLBoolean model_eglReleaseThread(void)
+{
+    leave();
+    EGLBoolean ok = mesa.eglReleaseThread();
+    if (ok) {
+        current = NULL;
+        current_draw = current_read = NULL;
+    }
     return ok;
 }
 
@@ -391,6 +413,7 @@ static const struct {
     {"eglTerminate", (void *)model_eglTerminate},
     {"eglCreateContext", (void *)model_eglCreateContext},
     {"eglMakeCurrent", (void *)model_eglMakeCurrent},
+    {"eglReleaseThread", (void *)model_eglReleaseThread},
     {"eglCreatePbufferSurface", (void *)model_eglCreatePbufferSurface},
     {"eglDestroySurface", (void *)model_eglDestroySurface},
     {"glDrawBuffer", (void *)model_glDrawBuffer},

@@ -56,12 +56,14 @@ LIBRARIES: dict[
         "eglCreateContext": (VP, [VP, VP, VP, ctypes.POINTER(INT)]),
         "eglCreatePbufferSurface": (VP, [VP, VP, ctypes.POINTER(INT)]),
         "eglMakeCurrent": (UINT, [VP, VP, VP, VP]),
+        "eglReleaseThread": (UINT, []),
         "eglGetError": (INT, []),
     },
     "libOpenGL.so.0": {
         "glGetIntegerv": (None, [UINT, ctypes.POINTER(INT)]),
         "glGetError": (UINT, []),
         "glDrawBuffer": (None, [UINT]),
+        "glReadBuffer": (None, [UINT]),
         "glGenFramebuffers": (None, [INT, ctypes.POINTER(UINT)]),
         "glBindFramebuffer": (None, [UINT, UINT]),
         "glClearColor": (None, [ctypes.c_float] * 4),
@@ -185,7 +187,8 @@ def surfaceless_first() -> dict[str, Any]:
 
 def surface_first() -> dict[str, Any]:
     """A desktop context bound to a pbuffer first: GL_BACK; what it sets follows it to the
-    next pbuffer, a framebuffer object it has bound stays bound."""
+    next pbuffer, whether released by eglMakeCurrent or eglReleaseThread; a framebuffer
+    object it has bound stays bound."""
     dpy, ctx, pbuffer = desktop_context()
     bind(dpy, ctx, pbuffer())
     seen: dict[str, Any] = {"first": buffers()}
@@ -198,6 +201,11 @@ def surface_first() -> dict[str, Any]:
     seen["fbo kept"] = integer(GL_DRAW_FRAMEBUFFER_BINDING) == fbo.value
     gl().glBindFramebuffer(GL_FRAMEBUFFER, 0)
     seen["rebound"] = buffers()
+    gl().glDrawBuffer(GL_BACK)
+    gl().glReadBuffer(GL_NONE)
+    assert egl().eglReleaseThread()
+    bind(dpy, ctx, pbuffer())
+    seen["after eglReleaseThread"] = buffers()
     seen["error"] = gl().glGetError()
     return seen
 
