@@ -7,6 +7,10 @@ where NVIDIA's driver was measured to (nvidia_egl.c says how, and what is modell
 reproduce on llvmpipe what NVIDIA does:
 
     python -m tests.models.nvidia [--] retrace replay traces/glxgears.trace
+
+or, to keep the build in DIR for a shell's later commands:
+
+    export $(python -m tests.models.nvidia --build DIR)
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ def build(directory: Path) -> Path:
     if done.returncode != 0:
         raise ModelBuildError(f"{' '.join(command)} failed:\n{done.stderr}")
     vendor_file = directory / "nvidia_model.json"
-    ICD = {"file_format_version": "1.0.0", "ICD": {"library_path": str(library)}}
-    vendor_file.write_text(json.dumps(ICD))
+    vendor = {"file_format_version": "1.0.0", "ICD": {"library_path": str(library)}}
+    vendor_file.write_text(json.dumps(vendor))
     return vendor_file
 
 
@@ -62,9 +66,14 @@ def environment(vendor_file: Path) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--build"] and len(argv) == 2:
+        kept = Path(argv[1]).resolve()
+        kept.mkdir(parents=True, exist_ok=True)
+        print(f"{VENDOR_VARIABLE}={build(kept)}")
+        return 0
     command = argv[1:] if argv[:1] == ["--"] else argv
     if not command:
-        print(f"usage: python -m tests.models.nvidia [--] COMMAND...\n\n{__doc__}", file=sys.stderr)
+        print(f"usage: python -m tests.models.nvidia [--] COMMAND...\n{__doc__}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="nvidia-model-") as directory:
         vendor_file = build(Path(directory))
