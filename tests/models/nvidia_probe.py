@@ -2,7 +2,9 @@
 
 Run as a script in a process of its own (the EGL vendor is chosen when libEGL loads):
 `python nvidia_probe.py CASE` prints what CASE saw as one JSON object. Only ctypes and
-libglvnd's libraries, so that what they show does not depend on retrace's own code.
+libglvnd's libraries, so that what they show does not depend on retrace's own code, and
+so that they run as they are on an NVIDIA GPU (through an EGL device there), where what
+they print is what the model must print.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ EGL_CONTEXT_MAJOR_VERSION = 0x3098
 EGL_PBUFFER_BIT = 0x0001
 EGL_OPENGL_ES2_BIT = 0x0004
 EGL_OPENGL_BIT = 0x0008
+EGL_EXTENSIONS = 0x3055
+EGL_PLATFORM_DEVICE_EXT = 0x313F
 EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
 
 GL_NONE = 0
@@ -49,6 +53,8 @@ LIBRARIES: dict[
     str, dict[str, tuple[Any, list[Any]]]
 ] = {  # glvnd's, with the prototypes of the functions used here
     "libEGL.so.1": {
+        "eglQueryString": (ctypes.c_char_p, [VP, INT]),
+        "eglGetProcAddress": (VP, [ctypes.c_char_p]),
         "eglGetPlatformDisplay": (VP, [UINT, VP, VP]),
         "eglInitialize": (UINT, [VP, VP, VP]),
         "eglBindAPI": (UINT, [UINT]),
@@ -96,7 +102,17 @@ def attribs(*pairs: int) -> Any:
 
 
 def display() -> int:
-    dpy = egl().eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, None, None)
+    """Mesa's surfaceless platform, or the first EGL device where there is none (NVIDIA)."""
+    offered = (egl().eglQueryString(None, EGL_EXTENSIONS) or b"").split()
+    if b"EGL_MESA_platform_surfaceless" in offered:
+        dpy = egl().eglGetPlatformDisplay(EGL_PLATFORM_SURFACELESS_MESA, None, None)
+    else:
+        query_devices = ctypes.CFUNCTYPE(UINT, INT, ctypes.POINTER(VP), ctypes.POINTER(INT))(
+            egl().eglGetProcAddress(b"eglQueryDevicesEXT")
+        )
+        device, count = VP(), INT()
+        assert query_devices(1, ctypes.byref(device), ctypes.byref(count)) and count.value
+        dpy = egl().eglGetPlatformDisplay(EGL_PLATFORM_DEVICE_EXT, device, None)
     assert dpy and egl().eglInitialize(dpy, None, None), egl().eglGetError()
     return dpy
 
@@ -222,4 +238,4 @@ def front_of_pbuffer() -> dict[str, Any]:
 CASES = {f.__name__: f for f in (fork_create, surfaceless_first, surface_first, front_of_pbuffer)}
 
 if __name__ == "__main__":
-    print(json.dumps(CASES[sys.argv[1]]()))
+    print(json.dumps(CASES[sys.argv[1]]()))  # (on a GPU: each case, to compare with the model)
