@@ -121,9 +121,9 @@ def on_mesa(trace: Path) -> subprocess.CompletedProcess[str]:
     return _on_mesa[trace]
 
 
-def check_same_frames(trace: Path, env: dict[str, str], prefix: tuple[str, ...] = ()) -> None:
-    """The replay under `env` exits 0 with the snapshots and the warnings (none) of Mesa's."""
-    done = retrace("replay", *SNAPSHOTS, trace, env=env, prefix=prefix)
+def check_same_frames(trace: Path, done: subprocess.CompletedProcess[str]) -> None:
+    """`done`, a replay of `trace` that printed its frame and draw MD5s, exited 0 with the
+    snapshots and the warnings (none) of Mesa's."""
     expected = on_mesa(trace)
     assert done.returncode == 0, done.stderr
     md5s, want = done.stdout.split(), expected.stdout.split()
@@ -134,12 +134,13 @@ def check_same_frames(trace: Path, env: dict[str, str], prefix: tuple[str, ...] 
 
 @pytest.mark.parametrize("trace", ALL_TRACES, ids=lambda t: t.name)
 def test_replays_the_frames_mesa_gives(trace, nvidia_model):
-    check_same_frames(trace, nvidia_model)
+    check_same_frames(trace, retrace("replay", *SNAPSHOTS, trace, env=nvidia_model))
 
 
 @pytest.mark.parametrize("trace", ONE_CORE_TRACES, ids=lambda t: t.name)
 def test_replays_the_frames_mesa_gives_on_one_core(trace, nvidia_model):
-    check_same_frames(trace, nvidia_model, ONE_CORE)
+    one_core = retrace("replay", *SNAPSHOTS, trace, env=nvidia_model, prefix=ONE_CORE)
+    check_same_frames(trace, one_core)
 
 
 @pytest.mark.parametrize("trace", ALL_TRACES, ids=lambda t: t.name)
@@ -155,3 +156,53 @@ def test_lists_metrics(trace, nvidia_model):
     done = retrace("--list-metrics", trace, env=nvidia_model)
     assert done.returncode == 0, done.stderr
     assert "GPU Duration" in done.stdout
+
+
+# --- the other ways retrace replays, on a trace where both behaviours show --------------------
+
+GEARS = TRACES / "glxgears.trace"  # desktop GL through GLX
+API_MD5S = """import sys, retrace
+print(*retrace.open(sys.argv[1]).replay(snapshots="frame,draw").md5s.values(), sep="\\n")"""
+
+
+def test_a_sandboxed_replay_gives_the_frames_mesa_gives(nvidia_model):
+    sandboxed = retrace("replay", "--sandbox", "best-effort", *SNAPSHOTS, GEARS, env=nvidia_model)
+    check_same_frames(GEARS, sandboxed)
+
+
+def test_the_python_api_replays_the_frames_mesa_gives(nvidia_model):
+    done = subprocess.run(
+        [sys.executable, "-c", API_MD5S, str(GEARS)],
+        env=nvidia_model,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    check_same_frames(GEARS, done)
+
+
+def test_trims_as_on_mesa(nvidia_model, tmp_path):
+    """The trim and its check replay under the model, and keep what they keep on Mesa."""
+    trims = []
+    for env in (None, nvidia_model):
+        out = tmp_path / f"{len(trims)}.trace"
+        done = retrace("trim", "--frames", "2-3", GEARS, "-o", out, env=env)
+        assert done.returncode == 0, done.stderr
+        trims.append(out.read_bytes())
+    assert trims[0] == trims[1]
+
+
+def test_compares_from_warm_workers(nvidia_model):
+    """`compare` forks its runs from a worker per side that started once."""
+    pixels = (
+        "--pframes",
+        "opengl: Pixels Drawn",
+        "--warmup",
+        "0",
+        "--min-runs",
+        "4",
+        "--max-runs",
+        "4",
+    )
+    done = retrace("compare", GEARS, "--base", "A=1", "--new", "A=2", *pixels, env=nvidia_model)
+    assert done.returncode == 0, done.stderr
