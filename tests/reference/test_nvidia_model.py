@@ -25,18 +25,21 @@ def eglretrace(trace: Path, env: Mapping[str, str]) -> subprocess.CompletedProce
         env={**env, "WAFFLE_PLATFORM": "surfaceless_egl"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=120,
     )
+
+
+def eglretrace_replays(trace: Path) -> bool:
+    """An EGL trace eglretrace replays: not in zstd containers (retrace's own), nor the tile
+    readback it dies or hangs on (tests/reference/test_readbacks.py)."""
+    return is_egl(trace) and ".zstd" not in trace.name and trace.name != "readback-pixels.trace"
 
 
 def test_eglretrace_gives_the_same_frames_under_the_model(nvidia_model):
     compared, differing = [], []
-    for trace in filter(is_egl, ALL_TRACES):
-        on_mesa = eglretrace(trace, os.environ)
-        if on_mesa.returncode != 0:  # zstd containers are retrace's; readback-pixels crashes it
-            continue
-        under_model = eglretrace(trace, nvidia_model)
-        assert under_model.returncode == 0, under_model.stderr
+    for trace in filter(eglretrace_replays, ALL_TRACES):
+        on_mesa, under_model = eglretrace(trace, os.environ), eglretrace(trace, nvidia_model)
+        assert (on_mesa.returncode, under_model.returncode) == (0, 0), under_model.stderr
         compared.append(trace.name)
         if under_model.stdout.split() != on_mesa.stdout.split():
             differing.append(trace.name)
