@@ -264,7 +264,7 @@ def record_batch(
     counts: tuple[int, int, int],
 ) -> None:
     """One row for this invocation: its jobs, those run, those failed."""
-    from importlib.metadata import version
+    from retrace import __version__
 
     con.execute(
         "INSERT INTO batches VALUES (?, ?, ?, make_timestamp(?), make_timestamp(?), ?, ?, ?, ?)",
@@ -275,7 +275,7 @@ def record_batch(
             _micros(started),
             _micros(time.time()),
             *counts,
-            version("retrace"),
+            __version__,
         ],  # fmt: skip
     )
 
