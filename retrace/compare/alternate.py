@@ -33,6 +33,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrace.child import python_command
 from retrace.compare.diff import DiffResult, Direction
 from retrace.errors import RetraceError, UsageError
 from retrace.warm import WarmWorker
@@ -159,7 +160,7 @@ def _profile(
         except RetraceError as e:
             raise RunFailed(f"{side.name} run: {e}") from None
     else:
-        command = [*side.prefix, sys.executable, "-m", "retrace", *args]
+        command = [*side.prefix, *python_command("retrace", *args)]
         try:
             done = subprocess.run(
                 command,

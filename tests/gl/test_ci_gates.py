@@ -1,0 +1,133 @@
+"""The gates a CI job runs unattended (issue 32): `retrace batch` (a manifest, a Mesa traces
+description file) and `retrace compare` must never call a failing build good, and must
+work from wherever a CI script runs them. Each test is one way they did not: the real CLI
+on real traces on llvmpipe, results read back from what it writes.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TRACES
+
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("ruamel.yaml")
+
+DEVICE = "gl-vmware-llvmpipe"
+ES2GEARS = "35e6c4afa9784bd1099ce6c8699994e3"  # its last frame on llvmpipe, as piglit sums it
+WRONG = "0123456789abcdef0123456789abcdef"
+# the installed program, as a user starts it (not `python -m`, which imports from the cwd)
+RETRACE = str(Path(sys.executable).with_name("retrace"))
+
+
+def retrace(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None):
+    done = subprocess.run(
+        [RETRACE, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture
+def ci(tmp_path) -> Path:
+    """A folder holding a traces folder (es2gears) and its description file."""
+    (tmp_path / "db" / "demo").mkdir(parents=True)
+    shutil.copy(TRACES / "es2gears.trace", tmp_path / "db" / "demo")
+    return tmp_path
+
+
+@pytest.fixture
+def clone(ci) -> Path:
+    """The folder a clone of retrace sits in: `retrace/`, with no __init__.py on top."""
+    (ci / "retrace" / "retrace").mkdir(parents=True)
+    return ci
+
+
+def describe(folder: Path, checksum: str, device: str = DEVICE) -> Path:
+    path = folder / "traces.yml"
+    path.write_text(
+        f"%YAML 1.2\n---\ntraces:\n  demo/es2gears.trace:\n    {device}:\n"
+        f"      checksum: {checksum}\n"
+    )
+    return path
+
+
+def mesa(folder: Path, *args: object, env: dict[str, str] | None = None):
+    """`retrace batch traces.yml --device DEVICE` in `folder`, its results there."""
+    return retrace("batch", "traces.yml", "--device", DEVICE, "--db-path", "db", "--db",
+                   "c.duckdb", "--junit", "j.xml", *args, cwd=folder, env=env)  # fmt: skip
+
+
+def piglit_result(folder: Path) -> str:
+    tests = json.loads(bz2.decompress((folder / "results" / "results.json.bz2").read_bytes()))
+    return tests["tests"][f"trace@{DEVICE}@demo@es2gears.trace"]["result"]
+
+
+def test_a_rerun_after_a_mismatch_fails_again(ci):
+    describe(ci, WRONG)
+    first = mesa(ci)
+    assert first.returncode == 1 and piglit_result(ci) == "fail", first.stderr
+    again = mesa(ci)
+    assert again.returncode == 1, again.stdout
+    assert "1 jobs: 1 already done (1 mismatch), ran 0 (none)" in again.stdout
+    assert f"mismatch (recorded earlier, reused): checksum {ES2GEARS}" in again.stderr
+    assert piglit_result(ci) == "fail" and 'failures="1"' in (ci / "j.xml").read_text()
+    with duckdb.connect(str(ci / "c.duckdb"), read_only=True) as con:
+        failed = con.execute("SELECT failed FROM batches ORDER BY finished").fetchall()
+    assert failed == [(1,), (1,)]
+
+
+def test_a_changed_driver_is_measured_again(ci):
+    """The driver as the environment selects it (GALLIUM_DRIVER) and as the files it is (a
+    rebuilt driver in place: the same path, another modification time)."""
+    dri = ci / "dri"
+    dri.mkdir()
+    shutil.copy("/usr/lib/x86_64-linux-gnu/dri/swrast_dri.so", dri)
+    env = {"LIBGL_DRIVERS_PATH": str(dri)}
+    describe(ci, ES2GEARS)
+    assert mesa(ci, env=env).returncode == 0
+    same = mesa(ci, env=env)
+    assert same.returncode == 0 and "1 already done (1 ok), ran 0" in same.stdout
+    os.utime(dri / "swrast_dri.so")  # rebuilt
+    rebuilt = mesa(ci, env=env)
+    assert "measured again: the driver changed (swrast_dri.so)" in rebuilt.stderr
+    assert rebuilt.returncode == 0 and "0 already done, ran 1 (1 ok)" in rebuilt.stdout
+    assert piglit_result(ci) == "pass"
+    softpipe = mesa(ci, env={**env, "GALLIUM_DRIVER": "softpipe"})
+    assert "measured again: the driver changed (GALLIUM_DRIVER, GL_RENDERER" in softpipe.stderr
+    assert softpipe.returncode == 1 and "ran 1 (1 mismatch)" in softpipe.stdout
+    assert piglit_result(ci) == "fail"
+
+
+@pytest.mark.parametrize("warm", ["--warm", "--no-warm"])
+def test_batch_runs_from_a_folder_holding_a_clone(clone, warm):
+    ci = clone
+    describe(ci, ES2GEARS)
+    done = mesa(ci, warm)
+    assert done.returncode == 0 and "ran 1 (1 ok)" in done.stdout, done.stderr
+    manifest = ci / "m.toml"
+    manifest.write_text(
+        '[defaults]\npframes = "opengl: Pixels Drawn"\n[[trace]]\npath = "db/demo/es2gears.trace"\n'
+    )
+    done = retrace("batch", manifest, "--db", "m.duckdb", warm, cwd=ci)
+    assert done.returncode == 0 and "ran 1 (1 ok)" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("warm", ["--warm", "--no-warm"])
+def test_compare_runs_from_a_folder_holding_a_clone(clone, warm):
+    runs = ["--warmup", "0", "--min-runs", "4", "--max-runs", "4"]
+    trace, counts = "db/demo/es2gears.trace", ["--pframes", "opengl: Pixels Drawn"]
+    done = retrace("compare", trace, *runs, *counts, warm, cwd=clone)
+    assert done.returncode == 0 and done.stdout.startswith("base: 4 runs"), done.stderr
