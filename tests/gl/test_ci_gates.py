@@ -131,3 +131,18 @@ def test_compare_runs_from_a_folder_holding_a_clone(clone, warm):
     trace, counts = "db/demo/es2gears.trace", ["--pframes", "opengl: Pixels Drawn"]
     done = retrace("compare", trace, *runs, *counts, warm, cwd=clone)
     assert done.returncode == 0 and done.stdout.startswith("base: 4 runs"), done.stderr
+
+
+def test_a_device_no_trace_lists_is_an_error(ci):
+    describe(ci, ES2GEARS, device="gl-zink-anv-tgl")
+    (ci / "traces.yml").write_text(
+        (ci / "traces.yml").read_text()
+        + f"  demo/other.trace:\n    {DEVICE}:\n      label: [skip]\n"
+    )
+    done = retrace("batch", "traces.yml", "--device", "gl-vmware-llvmpip", cwd=ci)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "retrace: error: traces.yml: no trace lists the device 'gl-vmware-llvmpip'; did you mean "
+        f"'{DEVICE}'? the file's devices: gl-vmware-llvmpipe, gl-zink-anv-tgl\n"
+    )
+    assert not (ci / "results").exists()

@@ -11,6 +11,7 @@ into the file.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 import sys
 from collections.abc import Mapping
@@ -105,6 +106,7 @@ def plan_run(
     settings["db_path"] = Path(settings.get("db_path") or DEFAULT_DB_PATH)
     settings["output"] = Path(settings.get("output") or "results")
     description = read_description(path)
+    _check_device(description, device)
     if description.unknown:
         print(
             f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
@@ -120,6 +122,20 @@ def plan_run(
         plan(description, device, performance=options.loop > 0),
         description_jobs(description, options),
         update,
+    )
+
+
+def _check_device(description: Description, device: str) -> None:
+    """A device no trace lists is a mistake (a misspelt name would pass, every trace
+    skipped), named with the devices the file has."""
+    devices = sorted({d for entry in description.traces for d in entry.expectations})
+    if device in devices:
+        return
+    close = difflib.get_close_matches(device, devices, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(
+        f"{description.file}: no trace lists the device {device!r}; {hint}"
+        f"the file's devices: {', '.join(devices) or 'none'}"
     )
 
 
