@@ -103,7 +103,7 @@ def test_a_batch_of_real_traces_is_stored_and_resumes(tmp_path):
     assert sum(1 for _ in cases) == 3
 
     again = batch(samples(tmp_path), "--db", db)
-    assert "3 jobs: 3 already done, ran 0" in again.stdout
+    assert "3 jobs: 3 already done (3 ok), ran 0" in again.stdout
     assert contents(db) == (runs, values)
 
     # a run that went missing is the only one run again
@@ -111,7 +111,7 @@ def test_a_batch_of_real_traces_is_stored_and_resumes(tmp_path):
         con.execute(f"DELETE FROM runs WHERE trace = '{TRACES / SAMPLES[0]}'")
         before = con.execute("SELECT trace, started FROM runs ORDER BY 1").fetchall()
     resumed = batch(samples(tmp_path), "--db", db)
-    assert "3 jobs: 2 already done, ran 1 (1 ok)" in resumed.stdout
+    assert "3 jobs: 2 already done (2 ok), ran 1 (1 ok)" in resumed.stdout
     assert query(db, "SELECT trace, started FROM runs WHERE trace <> "
                      f"'{TRACES / SAMPLES[0]}' ORDER BY 1") == before  # fmt: skip
     assert contents(db) == (runs, values)

@@ -242,9 +242,9 @@ def test_piglit_extra_args(capsys):
     assert _extra_args("--db-path=/x") == {"db_path": "/x"}
 
 
-def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
-    """No trace of the file is for the device: nothing replays (no GL needed), every trace is
-    a skipped job, and the unknown field is named once."""
+def test_unknown_fields_are_one_warning_and_a_device_no_trace_lists_is_refused(tmp_path):
+    """No trace of the file is for the device: a mistake (a misspelt name), refused before
+    anything runs, naming the file's devices; the unknown field is named once."""
     pytest.importorskip("duckdb")
     path = write(tmp_path, MAPPING)
     done = subprocess.run(
@@ -252,10 +252,11 @@ def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
          "--db", str(tmp_path / "r.duckdb"), "-o", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("retrace: warning")]
-    assert warnings == [
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
         f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
-        "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)"
+        "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)",
+        f"retrace: error: {path}: no trace lists the device 'gl-nothing'; the file's devices: "
+        "gl-vmware-llvmpipe, gl-zink-anv-tgl",
     ]
-    assert done.stdout.startswith("7 jobs: 0 already done, ran 7 (7 skip)")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.duckdb").exists()

@@ -106,13 +106,13 @@ def plan_run(
     settings["db_path"] = Path(settings.get("db_path") or DEFAULT_DB_PATH)
     settings["output"] = Path(settings.get("output") or "results")
     description = read_description(path)
-    _check_device(description, device)
     if description.unknown:
         print(
             f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
             + ", ".join(description.unknown),
             file=sys.stderr,
         )
+    _check_device(description, device)
     options = replace(Options(device, Path(), Path()), **settings)
     if options.loop and update:
         raise UsageError("--update-checksums needs a checksum run: leave --loop out")
