@@ -139,7 +139,7 @@ def run(
     MANIFEST may be a Mesa traces description file (.yml, or PIGLIT_REPLAY_DESCRIPTION_FILE):
     with --device, each trace expected on it is profiled and its last frame's checksum
     compared with the file's, and piglit's results.json.bz2 is written (--output)."""
-    from retrace.batch import database, driver, schedule
+    from retrace.batch import database, schedule
     from retrace.batch.ci.command import is_description, plan_run
     from retrace.batch.executors import LocalExecutor, RayExecutor
     from retrace.batch.manifest import load_manifest
@@ -160,7 +160,6 @@ def run(
             option = "--" + given[0].replace("_", "-")
             raise UsageError(f"{option} is for a traces description file (.yml), not {manifest}")
         todo = take_shard(load_manifest(str(manifest), env).jobs, part)
-    todo = driver.with_drivers(todo)
     if db is None:
         suffix = f".shard{part[0]}of{part[1]}" if part else ""
         db = f"{Path(str(manifest)).stem}{suffix}.duckdb"

@@ -67,6 +67,7 @@ def run_batch(
     finish (it stays right if an interrupt ends the loop); `progress` hears of each finished
     job, and of each skipped one with None.
     """
+    jobs = driver.with_drivers(jobs)  # (in the batch's handling of SIGINT and SIGTERM)
     done = {} if rerun else database.finished(con, build)
     attempts: Counter[tuple[str, int]] = Counter()
     again: Counter[str] = Counter()  # recorded runs measured again, by why

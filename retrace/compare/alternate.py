@@ -27,6 +27,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -37,6 +38,12 @@ from retrace.child import python_command
 from retrace.compare.diff import DiffResult, Direction
 from retrace.errors import RetraceError, UsageError
 from retrace.warm import WarmWorker
+
+# `git bisect run` reads an exit status of 1-127 but 125 as "bad" and one above 127 as
+# "stop bisecting": a mistake of the user's or of the environment (a misspelt option or
+# metric, a damaged trace, an unwritable folder) must stop it, not name a commit. 128 is
+# the first of those, and none a shell gives a process a signal killed (128 + N).
+ABORT = 128
 
 
 class RunFailed(RetraceError):
@@ -50,7 +57,7 @@ class RunFailed(RetraceError):
 class RunRefused(RunFailed):
     """A profile run refused its options (retrace's exit 2: a usage mistake, not the build)."""
 
-    exit_code = 2
+    exit_code = ABORT
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ def alternate(
     fork the runs of each side from a warm worker of its own."""
     if budget.max_runs < budget.min_runs:
         raise UsageError("--max-runs must be at least --min-runs")
-    folder.mkdir(parents=True, exist_ok=True)
+    _check_input(trace, folder)
     show = _progress()
     with ExitStack() as stack:
         workers: dict[str, WarmWorker] = {}
@@ -133,6 +140,21 @@ def alternate(
             show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
             if width <= budget.precision or runs >= budget.max_runs:
                 return result
+
+
+def _check_input(trace: str, folder: Path) -> None:
+    """Refuse what would fail every run of both sides alike, which is no fault of a build:
+    a trace damaged or cut short, a folder the runs cannot write into."""
+    from retrace.trace.reader import read_counts
+
+    _, damage = read_counts(trace)  # (into the trace cache, which the runs then read)
+    if damage is not None:
+        raise damage
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(folder)) from None
 
 
 def _start(side: Side) -> WarmWorker:

@@ -146,3 +146,82 @@ def test_a_device_no_trace_lists_is_an_error(ci):
         f"'{DEVICE}'? the file's devices: gl-vmware-llvmpipe, gl-zink-anv-tgl\n"
     )
     assert not (ci / "results").exists()
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, **who})  # fmt: skip
+
+
+@pytest.fixture
+def history(tmp_path) -> tuple[Path, list[str]]:
+    """A repository whose "build" is the driver its file `driver` names: llvmpipe in its
+    first two commits, softpipe (many times slower) from the third on."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commits = []
+    for driver in ("llvmpipe", "llvmpipe", "softpipe", "softpipe"):
+        (repo / "driver").write_text(driver + "\n")
+        git(repo, "add", "driver")
+        git(repo, "commit", "-q", "--allow-empty", "-m", driver)
+        commits.append(git(repo, "rev-parse", "HEAD").stdout.strip())
+    return repo, commits
+
+
+def bisect(repo: Path, commits: list[str], *options: str) -> subprocess.CompletedProcess[str]:
+    """`git bisect run` of `retrace compare` between the first and last commits."""
+    script = repo.parent / "check.sh"
+    script.write_text(
+        f"#!/bin/sh\nexec {RETRACE} compare {TRACES / 'glmark2-desktop-fbo.trace'} "
+        '--base GALLIUM_DRIVER=llvmpipe --new GALLIUM_DRIVER="$(cat driver)" --warmup 0 '
+        f"--min-runs 4 --max-runs 4 {' '.join(options)}\n"
+    )
+    script.chmod(0o755)
+    git(repo, "bisect", "start", commits[-1], commits[0])
+    return git(repo, "bisect", "run", str(script))
+
+
+def test_git_bisect_run_finds_the_first_slow_commit(history):
+    repo, commits = history
+    done = bisect(repo, commits, "--threshold", "0.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{commits[2]} is the first bad commit" in done.stdout
+
+
+def test_git_bisect_run_stops_on_a_typo_in_the_script(history):
+    repo, commits = history
+    done = bisect(repo, commits, "--threshhold", "0.5")
+    assert done.returncode != 0 and "is the first bad commit" not in done.stdout
+    assert "bisect run failed" in done.stdout + done.stderr
+    assert "exit code 128" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metric", "Cycles"], "no table has a metric 'Cycles'"),
+        (["--keep", "/etc/hostname/keep"], "/etc/hostname/keep: Not a directory"),
+        (["--bogus"], "No such option '--bogus'"),
+    ],
+)
+def test_a_mistake_stops_a_bisection(args, message):
+    """Not a regression (1), not an untestable build (125): exit 128, git's "stop" (a misspelt
+    profile metric: tests/gl/test_compare.py)."""
+    done = retrace("compare", TRACES / "es2tri.trace", "--warmup", "0", "--min-runs", "4",
+                   "--max-runs", "4", *args)  # fmt: skip
+    assert done.returncode == 128 and done.stdout == ""
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_damaged_or_cut_trace_stops_a_bisection(tmp_path):
+    whole = (TRACES / "glmark2-desktop-fbo.trace").read_bytes()
+    cut = tmp_path / "cut.trace"
+    cut.write_bytes(whole[: len(whole) * 4 // 5])
+    done = retrace("compare", cut)
+    assert done.returncode == 128 and done.stdout == ""
+    assert done.stderr.startswith(f"retrace: error: {cut} at byte ") and "ends inside" in (
+        done.stderr
+    )

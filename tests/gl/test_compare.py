@@ -265,9 +265,10 @@ def test_compare_shows_progress_on_a_terminal():
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
     ],
 )  # fmt: skip
-def test_compare_bad_usage_exits_2(args, message):
+def test_compare_bad_usage_exits_128(args, message):
+    """A mistake is no verdict on a build: exit 128 stops a `git bisect run`."""
     done = retrace("compare", TRACES / "es2tri.trace", *args)
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 128 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 
