@@ -225,3 +225,23 @@ def test_a_damaged_or_cut_trace_stops_a_bisection(tmp_path):
     assert done.stderr.startswith(f"retrace: error: {cut} at byte ") and "ends inside" in (
         done.stderr
     )
+
+
+def test_update_checksums_adds_a_trace_the_way_mesa_documents(ci):
+    """A new trace's device with no fields, and a checksum of zeros: both measured, the
+    zeros shown as written (not as the number 0), the file updated, the rerun green."""
+    shutil.copy(TRACES / "es2gears.trace", ci / "db" / "demo" / "zeros.trace")
+    path = describe(ci, "")
+    text = f"{path.read_text()}  demo/zeros.trace:\n    {DEVICE}:\n      checksum: {'0' * 32}\n"
+    path.write_text(text.replace("      checksum: \n", ""))
+    done = mesa(ci, "--update-checksums")
+    assert done.returncode == 1, done.stderr  # (it failed before the update)
+    assert f"checksum {ES2GEARS}, expected none given" in done.stderr
+    assert f"checksum {ES2GEARS}, expected {'0' * 32}" in done.stderr
+    assert f"2 checksum(s) of {DEVICE} updated" in done.stderr
+    tests = json.loads(bz2.decompress((ci / "results" / "results.json.bz2").read_bytes()))
+    zeros = tests["tests"][f"trace@{DEVICE}@demo@zeros.trace"]["images"][0]
+    assert zeros["image_ref"] == f"{'0' * 32}.png"
+    assert path.read_text().count(f'checksum: "{ES2GEARS}"') == 2
+    again = mesa(ci)
+    assert again.returncode == 0 and "ran 2 (2 ok)" in again.stdout, again.stderr

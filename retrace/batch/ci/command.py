@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrace.batch.ci.description import Description, Planned, plan, read_description
 from retrace.batch.ci.jobs import DEFAULT_DB_PATH, Options, description_jobs
-from retrace.batch.job import Job
+from retrace.batch.job import FINISHED, Job
 from retrace.errors import UsageError
 
 if TYPE_CHECKING:
@@ -68,11 +68,16 @@ class CiRun:
             return
         from retrace.batch.ci.update import update_checksums
 
-        measured = dict(
-            con.execute(
-                "SELECT trace, checksum FROM last_frame WHERE build = ?", [build]
+        replayed = {p.entry.path for p in self.planned if not p.skip}
+        measured = {
+            trace: checksum
+            for trace, checksum in con.execute(
+                "SELECT l.trace, l.checksum FROM last_frame l JOIN runs r ON r.build = l.build "
+                "AND r.trace = l.trace AND r.run = 0 WHERE l.build = ? AND r.status IN (?, ?)",
+                [build, *FINISHED],
             ).fetchall()
-        )
+            if trace in replayed
+        }  # (this run's, not a last frame an earlier run of the file left)
         changed = update_checksums(self.description.file, o.device, measured)
         print(
             f"retrace batch: {len(changed)} checksum(s) of {o.device} updated in "
