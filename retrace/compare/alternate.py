@@ -112,6 +112,7 @@ def alternate(
         raise UsageError("--max-runs must be at least --min-runs")
     _check_input(trace, folder)
     show = _progress()
+    made = [0]  # runs made so far
     with ExitStack() as stack:
         workers: dict[str, WarmWorker] = {}
         if warm:
@@ -121,6 +122,9 @@ def alternate(
 
         def profile(side: Side, out: Path) -> None:
             _profile(trace, selection, side, out, show, workers.get(side.name))
+            made[0] += 1
+            if made[0] == len(sides):  # (a side that cannot run says so first, alone)
+                say(f"both sides run; {budget.min_runs} to {budget.max_runs} runs each")
 
         for i in range(budget.warmup):
             for side in sides:
@@ -137,7 +141,7 @@ def alternate(
                 continue
             result = judge(*paths)
             width = widest_half_width(result)
-            show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
+            say(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
             if width <= budget.precision or runs >= budget.max_runs:
                 return result
 
@@ -203,8 +207,13 @@ def _profile(
     show(f"{out.name}: {time.monotonic() - started:.1f} s")
 
 
+def say(line: str) -> None:
+    """A line of progress on stderr, terminal or not: a CI log shows the comparison is alive
+    (its start, then each verdict so far)."""
+    print(f"retrace compare: {line}", file=sys.stderr, flush=True)
+
+
 def _progress() -> Callable[[str], None]:
-    """A printer of progress lines on stderr when it is a terminal, else one that does nothing."""
-    if not sys.stderr.isatty():
-        return lambda line: None
-    return lambda line: print(f"retrace compare: {line}", file=sys.stderr, flush=True)
+    """A printer of each run's line on stderr when it is a terminal, else one that does
+    nothing (a line per run would fill a CI log)."""
+    return say if sys.stderr.isatty() else lambda line: None
