@@ -190,3 +190,21 @@ def test_no_verify_writes_the_smallest_setup_unchecked(tmp_path):
     assert "not verified (--no-verify)" in line
     assert [t["level"] for t in facts["levels"]] == [0]
     assert facts["levels"][0]["checks"][0]["equal"] is None
+
+
+def test_header_properties_that_are_not_utf8_are_written_back_as_read(tmp_path):
+    """A program's name in another encoding (Latin-1 here) is bytes, not text: the trim's
+    header holds the same bytes (it ended in a UnicodeEncodeError)."""
+    from retrace.trace.container import TraceStream
+    from retrace.trace.writer import wrap_snappy
+
+    stream = b"".join(TraceStream(TRACES / "es2tri.trace"))
+    named = stream.replace(b"/usr/bin/es2tri", b"/usr/bin/es2tr\xe9", 1)
+    assert named != stream
+    latin = tmp_path / "latin.trace"
+    latin.write_bytes(wrap_snappy(named))
+    out = tmp_path / "trim.trace"
+    done = run_retrace("trim", "--frames", "0-", "-o", str(out), str(latin))
+    assert done.returncode == 0, done.stderr
+    assert TraceReader(out).properties == TraceReader(latin).properties
+    assert b"/usr/bin/es2tr\xe9" in b"".join(TraceStream(out))
