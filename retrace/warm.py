@@ -90,7 +90,8 @@ class WarmWorker:
         """End the worker (at the end of its input)."""
         with self._process:  # (closes its pipes once it has ended)
             if self._process.stdin is not None:
-                self._process.stdin.close()
+                with contextlib.suppress(BrokenPipeError):  # (it ended: a request was left)
+                    self._process.stdin.close()
 
 
 class WarmRun:

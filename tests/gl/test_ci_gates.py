@@ -245,3 +245,15 @@ def test_update_checksums_adds_a_trace_the_way_mesa_documents(ci):
     assert path.read_text().count(f'checksum: "{ES2GEARS}"') == 2
     again = mesa(ci)
     assert again.returncode == 0 and "ran 2 (2 ok)" in again.stdout, again.stderr
+
+
+def test_a_warm_worker_that_cannot_start_fails_the_jobs_not_the_batch(tmp_path):
+    """A job environment Python cannot start in: the jobs fail, the batch says so and exits
+    1 (it ended in a broken pipe, 141, with no summary)."""
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(
+        f'[[trace]]\npath = "{TRACES / "es2tri.trace"}"\npframes = "opengl: GPU Duration"\n'
+    )
+    done = retrace("batch", manifest, "--db", tmp_path / "m.duckdb", "--env",
+                   "PYTHONHOME=/nonexistent")  # fmt: skip
+    assert done.returncode == 1 and "1 jobs: 0 already done, ran 1 (1 failed)" in done.stdout
