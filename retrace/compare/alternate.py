@@ -46,6 +46,12 @@ from retrace.warm import WarmWorker
 ABORT = 128
 
 
+class Mistake(RetraceError):
+    """What went wrong in `retrace compare` that is no build's fault: exit `ABORT`."""
+
+    exit_code = ABORT
+
+
 class RunFailed(RetraceError):
     """A profile run of one side could not be made (its build is broken: the command does not
     start, the driver crashes): the comparison has no answer. Exit 125, which `git bisect run`

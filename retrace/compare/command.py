@@ -311,7 +311,7 @@ _compare.params += [p for p in _diff.params if p.name not in ("paths", "junit")]
 def compare_main(args: list[str]) -> int:
     """Run `retrace compare` on unparsed arguments; the exit status (1: a regression). What
     goes wrong that is no build's fault exits `ABORT`, so that it stops a `git bisect run`."""
-    from retrace.compare.alternate import ABORT, RunFailed
+    from retrace.compare.alternate import ABORT, Mistake, RunFailed
     from retrace.errors import Interrupted, RetraceError
     from retrace.exits import os_error_message
 
@@ -319,13 +319,13 @@ def compare_main(args: list[str]) -> int:
         return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
     except (RunFailed, Interrupted):
         raise
-    except (click.ClickException, RetraceError) as exc:  # (a usage error's status is 2)
+    except RetraceError as exc:
         exc.exit_code = ABORT
         raise
+    except click.ClickException as exc:  # (a usage error's status is 2)
+        raise Mistake(exc.format_message()) from None
     except OSError as exc:  # (exit 1 otherwise: "bad")
-        error = RetraceError(os_error_message(exc))
-        error.exit_code = ABORT
-        raise error from None
+        raise Mistake(os_error_message(exc)) from None
 
 
 @click.command(context_settings=_CONTEXT)

@@ -87,8 +87,8 @@ def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
         f' the frames measure "{added}" too',
         file=sys.stderr,
     )
-    spec = chosen.get(Boundary.FRAME)
-    return {**chosen, Boundary.FRAME: f"{spec}; {added}" if spec else added}
+    given = chosen.get(Boundary.FRAME)
+    return {**chosen, Boundary.FRAME: f"{given}; {added}" if given else added}
 
 
 def save(store: Store, outputs: Outputs) -> None:

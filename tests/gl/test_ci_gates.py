@@ -213,7 +213,9 @@ def test_a_mistake_stops_a_bisection(args, message):
     done = retrace("compare", TRACES / "es2tri.trace", "--warmup", "0", "--min-runs", "4",
                    "--max-runs", "4", *args)  # fmt: skip
     assert done.returncode == 128 and done.stdout == ""
-    assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    *progress, error = done.stderr.splitlines()  # (--metric is judged once both sides ran)
+    assert error.startswith("retrace: error: ") and message in error, done.stderr
+    assert all(line.startswith("retrace compare: ") for line in progress)
 
 
 def test_a_damaged_or_cut_trace_stops_a_bisection(tmp_path):
