@@ -105,10 +105,12 @@ def changed(recorded: database.Recorded, job: Job) -> str | None:
     if recorded.sha256 != job.trace.sha256:
         return "the trace changed"
     if recorded.settings.get("retrace") != settings["retrace"]:
-        return f"retrace changed (version {recorded.settings.get('retrace')} to {__version__})"
+        before = recorded.settings.get("retrace") or "unrecorded"
+        return f"retrace changed (version {before} to {__version__})"
     if recorded.settings.get("driver") != settings["driver"]:
         what = driver.changes(recorded.settings.get("driver") or {}, settings["driver"])
-        return f"the driver changed ({', '.join(what) or 'unnamed'})"
+        more = f" and {len(what) - 5} more" if len(what) > 5 else ""
+        return f"the driver changed ({', '.join(what[:5]) or 'unnamed'}{more})"
     if recorded.settings != settings:
         return "the options changed"
     return None
