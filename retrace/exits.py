@@ -94,8 +94,7 @@ def run_reporting(run: Callable[[], object]) -> None:
         sys.exit(128 + signal.SIGPIPE)
     except OSError as e:  # an unwritable path, a full disk
         _drop_stdout()
-        where = f"{e.filename}: " if e.filename else ""
-        click.echo(f"retrace: error: {where}{e.strerror or e}", err=True)
+        click.echo(f"retrace: error: {os_error_message(e)}", err=True)
         sys.exit(1)
     except MemoryError:
         _drop_stdout()
@@ -111,6 +110,12 @@ def run_reporting(run: Callable[[], object]) -> None:
             err=True,
         )
         sys.exit(INTERNAL_ERROR)
+
+
+def os_error_message(e: OSError) -> str:
+    """An OSError as a message: the file it is about, and what went wrong."""
+    where = f"{e.filename}: " if e.filename else ""
+    return f"{where}{e.strerror or e}"
 
 
 def _flush_stdout() -> None:

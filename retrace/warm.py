@@ -1,8 +1,8 @@
 """Runs of `retrace ARGS` forked from a warm worker (`retrace.forkserver`), for commands
 that run many (`retrace compare`, `retrace batch`): a run then starts in a few
 milliseconds instead of paying Python's, the imports' and the driver's start-up again.
-The runs are those a cold `python -m retrace` would do, under the same environment and
-command prefix."""
+The runs are those a cold `python -m retrace` of this very retrace (`retrace.child`) would
+do, under the same environment and command prefix."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from retrace.child import python_command
 from retrace.errors import RetraceError
 
 
@@ -27,7 +27,7 @@ class WarmWorker:
     run at a time."""
 
     def __init__(self, env: dict[str, str], prefix: Sequence[str] = ()) -> None:
-        command = [*prefix, sys.executable, "-m", "retrace.forkserver"]
+        command = [*prefix, *python_command("retrace.forkserver")]
         try:
             self._process = subprocess.Popen(  # (its messages and the driver's are no run's)
                 command,
@@ -90,7 +90,8 @@ class WarmWorker:
         """End the worker (at the end of its input)."""
         with self._process:  # (closes its pipes once it has ended)
             if self._process.stdin is not None:
-                self._process.stdin.close()
+                with contextlib.suppress(BrokenPipeError):  # (it ended: a request was left)
+                    self._process.stdin.close()
 
 
 class WarmRun:

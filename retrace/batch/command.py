@@ -190,13 +190,18 @@ def run(
             f"interrupted by {signal.Signals(stopped).name}: {tally.ran} of {tally.jobs} jobs "
             f"recorded in {db}; run the same command again to resume",
         )
-    statuses = ", ".join(f"{n} {s}" for s, n in sorted(tally.statuses.items()))
+    reused = _counts(tally.reused)
     click.echo(
-        f"{tally.jobs} jobs: {tally.skipped} already done, ran {tally.ran} "
-        f"({statuses or 'none'}) in {time.time() - started:.1f} s; results in {db}"
+        f"{tally.jobs} jobs: {tally.skipped} already done{f' ({reused})' if reused else ''}, "
+        f"ran {tally.ran} ({_counts(tally.statuses) or 'none'}) in {time.time() - started:.1f} s; "
+        f"results in {db}"
     )
     if tally.failed:
         sys.exit(1)
+
+
+def _counts(statuses: Any) -> str:
+    return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
 
 
 @batch.command("merge", context_settings=_CONTEXT)

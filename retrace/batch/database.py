@@ -112,19 +112,25 @@ def connect(path: str | Path, read_only: bool = False) -> Iterator[duckdb.DuckDB
         con.close()
 
 
-def finished(con: duckdb.DuckDBPyConnection, build: str) -> dict[tuple[str, int], tuple[str, str]]:
-    """(trace, run) -> (sha256, settings) of the build's runs a resumed batch need not redo."""
+@dataclass(frozen=True)
+class Recorded:
+    """A finished run as the database holds it, for a resumed batch to reuse or not."""
+
+    sha256: str
+    settings: dict[str, Any]
+    status: str
+    reason: str
+
+
+def finished(con: duckdb.DuckDBPyConnection, build: str) -> dict[tuple[str, int], Recorded]:
+    """(trace, run) -> the build's finished runs, which a resumed batch may reuse."""
     marks = ",".join("?" * len(FINISHED))
     rows = con.execute(
-        f"SELECT trace, run, sha256, settings FROM runs WHERE build = ? AND status IN ({marks})",
+        "SELECT trace, run, sha256, settings, status, reason FROM runs "
+        f"WHERE build = ? AND status IN ({marks})",
         [build, *FINISHED],
     ).fetchall()
-    return {(t, r): (sha, json.dumps(json.loads(s), sort_keys=True)) for t, r, sha, s in rows}
-
-
-def is_done(done: dict[tuple[str, int], tuple[str, str]], job: Job) -> bool:
-    """Whether `done` holds `job` measured on the same trace with the same settings."""
-    return done.get(job.key) == (job.trace.sha256, job.settings())
+    return {(t, r): Recorded(sha, json.loads(s), st, why or "") for t, r, sha, s, st, why in rows}
 
 
 def record(con: duckdb.DuckDBPyConnection, build: str, job: Job, outcome: Outcome) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrace import __version__
+from retrace.child import python_command
 from retrace.errors import RetraceError
 from retrace.profile.metadata import TraceFile, trace_file
 from retrace.warm import WarmRun, WarmWorkers
@@ -84,6 +86,7 @@ class Job:
     last_frame: str | None = None  # a CI job: the folder for its last frame's image
     keep_image: bool = False  # keep that image when it has the expected checksum too
     preset: tuple[str, str] | None = None  # (status, reason) decided when planned: not run
+    driver: str = "{}"  # what it runs on, as JSON (`retrace.batch.driver.fingerprint`)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -101,6 +104,8 @@ class Job:
         """What decides the measurement besides the trace, as canonical JSON: a finished run
         is reused by a resumed batch only if this and the trace's SHA-256 are unchanged."""
         settings = {
+            "retrace": __version__,
+            "driver": json.loads(self.driver),
             "profile": self.profile_args(),
             "env": dict(self.env),
             "frames": self.frames,
@@ -178,7 +183,7 @@ def _start(
         except RetraceError:
             pass
     return subprocess.Popen(
-        [sys.executable, "-m", "retrace", *args],
+        python_command("retrace", *args),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -27,15 +27,29 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrace.child import python_command
 from retrace.compare.diff import DiffResult, Direction
 from retrace.errors import RetraceError, UsageError
 from retrace.warm import WarmWorker
+
+# `git bisect run` reads an exit status of 1-127 but 125 as "bad" and one above 127 as
+# "stop bisecting": a mistake of the user's or of the environment (a misspelt option or
+# metric, a damaged trace, an unwritable folder) must stop it, not name a commit. 128 is
+# the first of those, and none a shell gives a process a signal killed (128 + N).
+ABORT = 128
+
+
+class Mistake(RetraceError):
+    """What went wrong in `retrace compare` that is no build's fault: exit `ABORT`."""
+
+    exit_code = ABORT
 
 
 class RunFailed(RetraceError):
@@ -49,7 +63,7 @@ class RunFailed(RetraceError):
 class RunRefused(RunFailed):
     """A profile run refused its options (retrace's exit 2: a usage mistake, not the build)."""
 
-    exit_code = 2
+    exit_code = ABORT
 
 
 @dataclass(frozen=True)
@@ -102,8 +116,9 @@ def alternate(
     fork the runs of each side from a warm worker of its own."""
     if budget.max_runs < budget.min_runs:
         raise UsageError("--max-runs must be at least --min-runs")
-    folder.mkdir(parents=True, exist_ok=True)
+    _check_input(trace, folder)
     show = _progress()
+    made = [0]  # runs made so far
     with ExitStack() as stack:
         workers: dict[str, WarmWorker] = {}
         if warm:
@@ -113,6 +128,9 @@ def alternate(
 
         def profile(side: Side, out: Path) -> None:
             _profile(trace, selection, side, out, show, workers.get(side.name))
+            made[0] += 1
+            if made[0] == len(sides):  # (a side that cannot run says so first, alone)
+                say(f"both sides run; {budget.min_runs} to {budget.max_runs} runs each")
 
         for i in range(budget.warmup):
             for side in sides:
@@ -129,9 +147,24 @@ def alternate(
                 continue
             result = judge(*paths)
             width = widest_half_width(result)
-            show(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
+            say(f"{runs} runs per side: widest interval +-{width:.1%}, verdict {result.verdict}")
             if width <= budget.precision or runs >= budget.max_runs:
                 return result
+
+
+def _check_input(trace: str, folder: Path) -> None:
+    """Refuse what would fail every run of both sides alike, which is no fault of a build:
+    a trace damaged or cut short, a folder the runs cannot write into."""
+    from retrace.trace.reader import read_counts
+
+    _, damage = read_counts(trace)  # (into the trace cache, which the runs then read)
+    if damage is not None:
+        raise damage
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(folder)) from None
 
 
 def _start(side: Side) -> WarmWorker:
@@ -159,7 +192,7 @@ def _profile(
         except RetraceError as e:
             raise RunFailed(f"{side.name} run: {e}") from None
     else:
-        command = [*side.prefix, sys.executable, "-m", "retrace", *args]
+        command = [*side.prefix, *python_command("retrace", *args)]
         try:
             done = subprocess.run(
                 command,
@@ -180,8 +213,13 @@ def _profile(
     show(f"{out.name}: {time.monotonic() - started:.1f} s")
 
 
+def say(line: str) -> None:
+    """A line of progress on stderr, terminal or not: a CI log shows the comparison is alive
+    (its start, then each verdict so far)."""
+    print(f"retrace compare: {line}", file=sys.stderr, flush=True)
+
+
 def _progress() -> Callable[[str], None]:
-    """A printer of progress lines on stderr when it is a terminal, else one that does nothing."""
-    if not sys.stderr.isatty():
-        return lambda line: None
-    return lambda line: print(f"retrace compare: {line}", file=sys.stderr, flush=True)
+    """A printer of each run's line on stderr when it is a terminal, else one that does
+    nothing (a line per run would fill a CI log)."""
+    return say if sys.stderr.isatty() else lambda line: None

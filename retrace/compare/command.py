@@ -255,8 +255,10 @@ def _compare(
     --max-runs is reached. Then the report of `retrace diff` on the kept runs.
     Progress goes to stderr when it is a terminal.
 
-    Exit status: 0 no regression, 1 a regression, 2 bad usage or input, 125 a run could not
-    be made (a broken build: `git bisect run` skips the commit).
+    Exit status, as `git bisect run` reads it: 0 no regression (good), 1 a regression (bad),
+    125 a run could not be made (a broken build: the commit is skipped), 128 a mistake of
+    the command's or the input's (a bad option or metric, a damaged trace, an unwritable
+    --keep: the bisection stops).
     """
     import shlex
     import tempfile
@@ -307,8 +309,23 @@ _compare.params += [p for p in _diff.params if p.name not in ("paths", "junit")]
 
 
 def compare_main(args: list[str]) -> int:
-    """Run `retrace compare` on unparsed arguments; the exit status (1: a regression)."""
-    return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
+    """Run `retrace compare` on unparsed arguments; the exit status (1: a regression). What
+    goes wrong that is no build's fault exits `ABORT`, so that it stops a `git bisect run`."""
+    from retrace.compare.alternate import ABORT, Mistake, RunFailed
+    from retrace.errors import Interrupted, RetraceError
+    from retrace.exits import os_error_message
+
+    try:
+        return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
+    except (RunFailed, Interrupted):
+        raise
+    except RetraceError as exc:
+        exc.exit_code = ABORT
+        raise
+    except click.ClickException as exc:  # (a usage error's status is 2)
+        raise Mistake(exc.format_message()) from None
+    except OSError as exc:  # (exit 1 otherwise: "bad")
+        raise Mistake(os_error_message(exc)) from None
 
 
 @click.command(context_settings=_CONTEXT)

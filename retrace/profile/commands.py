@@ -166,9 +166,8 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
         count = profiler.count_passes()
         print(count)
         if verbose:
-            for plan in profiler.plan:
-                lines = plan.backend.describe_passes()
-                print(lines[plan.index] if plan.index < len(lines) else "", file=sys.stderr)
+            for number, plan in enumerate(profiler.plan, 1):
+                print(plan.describe(number), file=sys.stderr)
     finally:
         profiler.close()
 

@@ -243,7 +243,7 @@ class Profiler(ReplayListener):
             total = self._expected[Boundary.FRAME] - 1 if self._expected else None
             self._live_line.start(self._pass_label(), total)
         started = time.perf_counter()
-        self.replayer.last_frame = self.options.frames[1] if self.options.loop else None
+        self.replayer.last_frame = self._loop_stop() if self.options.loop else None
         try:
             self._last_seconds = self.replayer.run_pass().seconds
             loops = self._loop() if self.options.loop else None
@@ -257,6 +257,18 @@ class Profiler(ReplayListener):
         this = self.replayer.fidelity()
         self.fidelity = this if self.fidelity is None else self.fidelity.worst(this)
         return time.perf_counter() - started
+
+    def _loop_stop(self) -> int | None:
+        """The frame a --loop pass stops after: the last of --frames, else the trace's last
+        complete frame where calls follow it (the program's clean-up: run first, it would
+        leave the loops no context, nothing to draw, only '-' to measure)."""
+        last = self.options.frames[1]
+        if last is not None:
+            return last
+        from retrace.trace.reader import read_counts  # (through the trace cache: read once)
+
+        counts, _ = read_counts(self.replayer.reader.path)
+        return counts.frames - 1 if counts.after_last_frame and counts.frames else None
 
     def _loop(self) -> tuple[int, int, int]:
         """--loop N: after the replay up to the last frame of --frames (or the whole trace),

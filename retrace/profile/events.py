@@ -22,6 +22,7 @@ begins at the frame end before it (`loops_from`), not at the loop's first op.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from retrace.backends.base import MetricBackend
@@ -52,6 +53,13 @@ class PassPlan:
     backend: MetricBackend
     index: int  # the backend's own pass number
     boundaries: frozenset[Boundary]
+
+    def describe(self, number: int) -> str:
+        """The backend's line for this pass, as replay `number` (1-based) of the profile:
+        each backend numbers only its own passes ("pass 1" for each of two backends)."""
+        lines = self.backend.describe_passes()
+        line = lines[self.index] if self.index < len(lines) else ""
+        return re.sub(r"^pass \d+", f"pass {number}", line)
 
 
 def event_counts(program: Program, end: int | None = None, start: int = 0) -> tuple[int, int]:

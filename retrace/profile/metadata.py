@@ -137,14 +137,13 @@ def run_facts(context: dict[str, Any], plans: list[PassPlan], fidelity: Fidelity
     """What only the replay child knows, for the store's manifest: the context, the pass
     plan and how faithful the replay was."""
     passes = []
-    for plan in plans:
-        lines = plan.backend.describe_passes()
+    for number, plan in enumerate(plans, 1):
         passes.append(
             {
                 "backend": plan.backend.name,
                 "index": plan.index,
                 "boundaries": sorted(TABLE_KEYS[b] for b in plan.boundaries),
-                "what": lines[plan.index] if plan.index < len(lines) else "",
+                "what": plan.describe(number),
             }
         )
     return {**context, "passes": passes, "fidelity": fidelity.as_dict()}

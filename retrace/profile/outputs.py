@@ -35,7 +35,7 @@ PERFETTO_SELECTION = {
     Boundary.FRAME: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
     Boundary.DRAWCALL: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
 }
-TIMELINE_METRICS = ("cpu start", "cpu duration")
+TIMELINE_METRICS = ("CPU Start", "CPU Duration")  # opengl's, which place the slices
 
 
 @dataclass(frozen=True)
@@ -60,25 +60,35 @@ class Outputs:
 
 def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
     """The selection a --perfetto profile measures: `chosen`, or the default when empty.
+    Where no table of `chosen` has the CPU Start and CPU Duration that place its slices on
+    the timeline, the frames table measures them too (said on stderr).
 
-    Raises `UsageError` when no table has the CPU Start and CPU Duration that
-    place its slices on the timeline, and `RetraceError` without the perfetto
-    package: before measuring, not after.
+    Raises `RetraceError` without the perfetto package: before measuring, not after.
     """
     from retrace.writer.perfetto import protos
 
     protos()
     if not chosen:
         return dict(PERFETTO_SELECTION)
+    wanted = {m.casefold() for m in TIMELINE_METRICS}
+    frames: set[str] = set()
     for boundary, spec in chosen.items():
         for backend, refs in parse_selection(spec, f"--p{boundary.name.lower()}s"):
+            if backend.casefold() != "opengl":
+                continue
             names = {(r.name or "").casefold() for r in refs}
-            if backend.casefold() == "opengl" and names.issuperset(TIMELINE_METRICS):
+            if names.issuperset(wanted):
                 return chosen
-    raise UsageError(
-        '--perfetto places slices by "opengl: CPU Start, CPU Duration": select them in '
-        "--pframes, --pcalls or --pdrawcalls (or give none of those for its default)"
+            if boundary == Boundary.FRAME:
+                frames |= names
+    added = "opengl: " + ", ".join(m for m in TIMELINE_METRICS if m.casefold() not in frames)
+    print(
+        f'retrace: warning: --perfetto places slices by "opengl: {", ".join(TIMELINE_METRICS)}":'
+        f' the frames measure "{added}" too',
+        file=sys.stderr,
     )
+    given = chosen.get(Boundary.FRAME)
+    return {**chosen, Boundary.FRAME: f"{given}; {added}" if given else added}
 
 
 def save(store: Store, outputs: Outputs) -> None:

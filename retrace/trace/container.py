@@ -54,6 +54,7 @@ _OUT_LIMIT = 4 << 20  # decompressed bytes produced per step by the streaming co
 # A snappy block grows at most 64/3-fold (a 3-byte copy of 64 bytes): a block whose header
 # claims more is corrupt, and decoding it would first allocate the claimed size (up to 4 GiB).
 _SNAPPY_MAX_GROWTH = 22
+_CUT = "file ends inside the compressed stream"
 
 
 def detect_container(head: bytes, tail: bytes = b"") -> str:
@@ -133,6 +134,11 @@ class TraceStream:
             length = int.from_bytes(prefix, "little")
             left = self.file_size - f.tell()
             if length > left:  # checked first: reading would allocate `length` bytes
+                rest = f.read(left)
+                claimed = _snappy_length(rest)
+                # (a length no block of the size it claims can have is damage, not a cut)
+                if claimed is not None and length <= _snappy_bound(claimed):
+                    yield snappy_prefix(rest)  # the calls in it before the cut are intact
                 raise self._error(f"file ends inside a chunk ({left} of {length} bytes)")
             if length > len(block):
                 block = bytearray(length)
@@ -178,7 +184,7 @@ class TraceStream:
                     if not pending:
                         return
         if not d.eof:
-            raise self._error("file ends inside the compressed stream")
+            raise self._error(_CUT)
 
     def _zstd(self, f: io.BufferedReader) -> Iterator[bytes]:
         import zstandard
@@ -196,9 +202,12 @@ class TraceStream:
             yield out
 
     def _brotli(self, f: io.BufferedReader) -> Iterator[bytes]:
+        """Brotli has no magic: a file that never decodes to a byte (text decodes for a
+        few bytes, then fails or ends) is no trace, not a damaged brotli one."""
         import brotli
 
         d = brotli.Decompressor()
+        decoded = False
         while True:
             data = f.read(_READ_SIZE)
             if not data:
@@ -206,16 +215,65 @@ class TraceStream:
             try:
                 out = d.process(data)
             except brotli.error:
-                if self.compressed_offset == 0:
-                    raise TraceError(
-                        self.path, 0, "not a trace file (no snappy, gzip, zstd or brotli stream)"
-                    ) from None
-                raise self._error("corrupt brotli data") from None
+                error = self._error("corrupt brotli data") if decoded else self._not_a_trace()
+                raise error from None
             self.compressed_offset += len(data)
             if out:
+                decoded = True
                 yield out
         if not d.is_finished():
-            raise self._error("file ends inside the compressed stream")
+            raise self._not_a_trace() if not decoded else self._error(_CUT)
+
+    def _not_a_trace(self) -> TraceError:
+        return TraceError(self.path, 0, "not a trace file (no snappy, gzip, zstd or brotli stream)")
+
+
+def snappy_prefix(block: bytes) -> bytes:
+    """What the start of a raw snappy block cut short decodes to, as far as it goes: a
+    trace cut inside its last chunk keeps the calls that chunk holds before the cut.
+    (cramjam decodes whole blocks only.) The format: a varint of the length, then
+    literals (tag 0) and copies of earlier output (tags 1-3)."""
+    out = bytearray()
+    pos = 0
+    while pos < len(block) and block[pos] & 0x80:  # the length, not needed
+        pos += 1
+    pos += 1
+    while pos < len(block):
+        tag = block[pos]
+        kind, high = tag & 3, tag >> 2
+        pos += 1
+        if kind == 0:
+            size = high + 1
+            if high >= 60:  # the length - 1 in the next 1-4 bytes
+                extra = high - 59
+                size = int.from_bytes(block[pos : pos + extra], "little") + 1
+                pos += extra
+            out += block[pos : pos + size]  # (cut short too where the block ends)
+            pos += size
+            continue
+        if kind == 1:
+            size, extra = 4 + (high & 7), 1
+            offset = (high >> 3) << 8
+        else:
+            size, extra, offset = high + 1, 2 if kind == 2 else 4, 0
+        if pos + extra > len(block):
+            break
+        offset |= int.from_bytes(block[pos : pos + extra], "little")
+        pos += extra
+        if not 0 < offset <= len(out):
+            break  # (corrupt: the whole chunks before it stand)
+        start = len(out) - offset
+        if offset >= size:
+            out += out[start : start + size]
+        else:  # the copy overlaps what it makes: a run repeating the last `offset` bytes
+            for i in range(size):
+                out.append(out[start + i])
+    return bytes(out)
+
+
+def _snappy_bound(size: int) -> int:
+    """The most bytes snappy compresses `size` bytes into (its MaxCompressedLength)."""
+    return 32 + size + size // 6
 
 
 def _snappy_length(block: bytes | memoryview) -> int | None:

@@ -40,7 +40,9 @@ def uint(n: int) -> bytes:
 
 
 def string(s: bytes | str) -> bytes:
-    raw = s.encode() if isinstance(s, str) else s
+    """A length and the bytes; a str as the reader made it (surrogateescape: bytes that are
+    not UTF-8, in a header property, are written back as they were read)."""
+    raw = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s
     return uint(len(raw)) + raw
 
 

@@ -58,9 +58,13 @@ def run_trim(
         "tolerance": tolerance,
         "levels": [],
     }
-    if not verify:
-        written = write_trim(trace, part, 0, output)
-        _record(facts, part, written, 0, None)
+    if not verify:  # the smallest level that writes the part: OFFSCREEN where it reads
+        level = 0  # draws made offscreen before it (level 0 writes nothing then)
+        written = write_trim(trace, part, level, output)
+        if written.reads_earlier_draws:
+            level = OFFSCREEN
+            written = write_trim(trace, part, level, output)
+        _record(facts, part, written, level, None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
     with tempfile.TemporaryDirectory(prefix="retrace-trim-") as folder:

@@ -217,7 +217,11 @@ def test_compare_finds_softpipe(tmp_path):
     args = ["--base", "GALLIUM_DRIVER=llvmpipe", "--new", "GALLIUM_DRIVER=softpipe",
             "--min-runs", "4", "--max-runs", "4", *THRESHOLD, "--keep", keep]  # fmt: skip
     done = retrace("compare", TRACE, *args, "--format", "json")
-    assert done.returncode == 1 and done.stderr == "", done.stderr  # no progress: not a terminal
+    assert done.returncode == 1, done.stderr
+    # not a terminal: no line per run, but the comparison says it runs, and each verdict
+    said = done.stderr.splitlines()
+    assert said[0] == "retrace compare: both sides run; 4 to 4 runs each" and len(said) == 2
+    assert said[1].startswith("retrace compare: 4 runs per side: widest interval +-")
     report = json.loads(done.stdout)
     assert report["verdict"] == "regression" and report["test"] == "mann-whitney"
     assert entry(report, "frames", "CPU Duration")["verdict"] == "regression"
@@ -265,9 +269,10 @@ def test_compare_shows_progress_on_a_terminal():
         (["--pframes", "opengl: Bogus", "--warmup", "0"], "base run failed (exit 2): retrace: "),
     ],
 )  # fmt: skip
-def test_compare_bad_usage_exits_2(args, message):
+def test_compare_bad_usage_exits_128(args, message):
+    """A mistake is no verdict on a build: exit 128 stops a `git bisect run`."""
     done = retrace("compare", TRACES / "es2tri.trace", *args)
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 128 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 

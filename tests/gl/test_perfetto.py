@@ -140,7 +140,7 @@ def test_gpu_track_and_counters(run):
         assert [t for t, _ in values] == frame_starts
 
 
-def test_default_selection_and_refusal(tmp_path):
+def test_default_selection_and_a_selection_without_the_timeline(tmp_path):
     timeline = tmp_path / "t.pftrace"
     done = run_retrace("--quiet", "--perfetto", str(timeline), str(TRACE))
     assert done.returncode == 0, done.stderr
@@ -153,10 +153,23 @@ def test_default_selection_and_refusal(tmp_path):
             per_track[p.track_event.track_uuid] += 1
     frames = len(tables[Boundary.FRAME])
     assert per_track[2] == per_track[3] == frames + len(tables[Boundary.DRAWCALL])
-    done = run_retrace("--pframes", "opengl: GPU Duration", "--perfetto", str(timeline),
-                       str(TRACE))  # fmt: skip
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert b'--perfetto places slices by "opengl: CPU Start, CPU Duration"' in done.stderr
+    # a selection without CPU Start: measured, with what the timeline needs (it was refused)
+    for pframes, added in (("opengl: GPU Duration", "CPU Start, CPU Duration"),
+                           ("opengl: CPU Duration", "CPU Start")):  # fmt: skip
+        done = run_retrace("--quiet", "--pframes", pframes, "--pcalls", "opengl: GPU Duration",
+                           "--perfetto", str(timeline), str(TRACE))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.decode() == (
+            'retrace: warning: --perfetto places slices by "opengl: CPU Start, CPU Duration": '
+            f'the frames measure "opengl: {added}" too\n'
+        )
+        tables = read_tables(done.stdout.decode().splitlines(keepends=True))
+        assert set(tables[Boundary.FRAME].metrics) == {"CPU Start", "CPU Duration"} | {
+            pframes.removeprefix("opengl: ")
+        }
+        packets = list(pb.Trace.FromString(timeline.read_bytes()).packet)
+        slices = [p for p in packets if p.HasField("track_event") and p.track_event.type == BEGIN]
+        assert len(slices) >= len(tables[Boundary.FRAME])
 
 
 def test_export_from_a_kept_profile(run, tmp_path):

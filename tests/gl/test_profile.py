@@ -5,9 +5,11 @@ tests/reference/test_profile.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import TRACES, run_retrace
@@ -43,6 +45,22 @@ def strip_values(text: str) -> list[str]:
             continue
         lines.append("\t".join(fields))
     return lines
+
+
+def test_gen_passes_verbose_numbers_the_replays_across_backends(tmp_path):
+    """Two passes of opengl and one of pipeline: passes 1, 2 and 3 (each backend numbered
+    its own from 1), in --gen-passes -v and in the metadata."""
+    selection = ["--pframes=opengl: Pixels Drawn, GPU Duration",
+                 "--pdrawcalls=opengl: Pixels Drawn; pipeline: Vertices Submitted"]  # fmt: skip
+    done = run_retrace("--gen-passes", "-v", *selection, str(TRACES / "glxgears.trace"))
+    assert done.stdout == b"3\n"
+    lines = done.stderr.decode().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["pass 1", "pass 2", "pass 3"]
+    assert lines[2] == "pass 3: pipeline drawcall: Vertices Submitted"
+    out = tmp_path / "p.tsv"
+    run_retrace(*selection, "-o", str(out), str(TRACES / "glxgears.trace"), check=True)
+    passes = json.loads(Path(f"{out}.json").read_text())["passes"]
+    assert [p["what"] for p in passes] == lines
 
 
 def test_gen_passes_counts_the_replay_of_a_selection_with_nothing_measurable():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -90,10 +91,11 @@ def test_warmup_loops_are_not_measured_and_statistics_are_kept(tmp_path):
     assert lines[0].startswith("retrace: 4 loops of frames 3-4: frames GPU Duration per loop: min ")
 
 
-def fill_trace(path: Path) -> Path:
+def fill_trace(path: Path, clean_up: bool = False) -> Path:
     """Four frames of four blended 1024x1024 rectangles: llvmpipe's rasterizer takes tens of
     ms a frame and the swap waits for the frame before, so a frame event that does not
-    hold the swap before it (and its wait) reads a fraction of one that does."""
+    hold the swap before it (and its wait) reads a fraction of one that does. `clean_up`:
+    the program releases its context after the last frame, as mpv does."""
     w = TraceWriter()
     glx_context(w)
     w.call(
@@ -118,8 +120,24 @@ def fill_trace(path: Path) -> Path:
                 {k: w.float(v) for k, v in enumerate((-1, -1, 1, 1))},
             )
         w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    if clean_up:
+        w.call("glXMakeCurrent", ("dpy", "drawable", "ctx"), {1: w.int(0), 2: w.null}, ret=w.true)
     path.write_bytes(w.snappy())
     return path
+
+
+def test_the_last_frame_loops_before_the_programs_clean_up(tmp_path):
+    """Calls after the last frame that release the context: the loops run before them (run
+    first, they left the loops nothing current: GPU Duration '-', CPU a few microseconds)."""
+    trace = fill_trace(tmp_path / "fill.trace", clean_up=True)
+    selection = ["--pframes", "opengl: Pixels Drawn, GPU Duration", "--quiet", str(trace)]
+    done = retrace(*selection, "--loop=3")
+    assert done.returncode == 0, done.stderr
+    frames = read_tables(io.StringIO(done.stdout))[Boundary.FRAME]
+    whole = read_tables(io.StringIO(retrace(*selection).stdout))[Boundary.FRAME]
+    last = whole.column("Pixels Drawn")[3]
+    assert last > 0 and list(frames.column("Pixels Drawn")) == [last] * 3
+    assert not any(math.isnan(v) for v in frames.column("GPU Duration"))
 
 
 @pytest.mark.parametrize(

@@ -190,3 +190,34 @@ def test_no_verify_writes_the_smallest_setup_unchecked(tmp_path):
     assert "not verified (--no-verify)" in line
     assert [t["level"] for t in facts["levels"]] == [0]
     assert facts["levels"][0]["checks"][0]["equal"] is None
+
+
+def test_no_verify_of_a_part_that_reads_earlier_offscreen_draws_keeps_them(tmp_path):
+    """Level 0 writes no trim of such a part: --no-verify writes the offscreen level's, the
+    one the check settles on (it ended in "No such file or directory")."""
+    unchecked, checked = tmp_path / "u.trace", tmp_path / "c.trace"
+    _, facts = trim("corpus/mpv-gpu.trace", unchecked, "--calls", "1800-2050", "--no-verify")
+    assert [t["level"] for t in facts["levels"]] == [1]
+    _, verified = trim("corpus/mpv-gpu.trace", checked, "--calls", "1800-2050")
+    assert (
+        verified["levels"][-1]["level"] == 1 and verified["verdict"] == "2/2 equal to the original"
+    )
+    assert unchecked.read_bytes() == checked.read_bytes()
+
+
+def test_header_properties_that_are_not_utf8_are_written_back_as_read(tmp_path):
+    """A program's name in another encoding (Latin-1 here) is bytes, not text: the trim's
+    header holds the same bytes (it ended in a UnicodeEncodeError)."""
+    from retrace.trace.container import TraceStream
+    from retrace.trace.writer import wrap_snappy
+
+    stream = b"".join(TraceStream(TRACES / "es2tri.trace"))
+    named = stream.replace(b"/usr/bin/es2tri", b"/usr/bin/es2tr\xe9", 1)
+    assert named != stream
+    latin = tmp_path / "latin.trace"
+    latin.write_bytes(wrap_snappy(named))
+    out = tmp_path / "trim.trace"
+    done = run_retrace("trim", "--frames", "0-", "-o", str(out), str(latin))
+    assert done.returncode == 0, done.stderr
+    assert TraceReader(out).properties == TraceReader(latin).properties
+    assert b"/usr/bin/es2tr\xe9" in b"".join(TraceStream(out))

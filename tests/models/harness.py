@@ -79,7 +79,7 @@ def profile(
         profiler.run()
         out = io.StringIO()
         MetricWriter(out).write_all(profiler.tables())
-        passes = [p.backend.describe_passes()[p.index] for p in profiler.plan]
+        passes = [p.describe(number) for number, p in enumerate(profiler.plan, 1)]
     finally:
         profiler.close()
     assert model.failures == []

@@ -156,6 +156,24 @@ def test_cut_container_keeps_what_came_before(tmp_path, container):
         assert [no for no, _ in calls] == list(range(len(calls)))  # an intact prefix, in order
 
 
+@pytest.mark.parametrize("fraction", [0.3, 0.6, 0.9])
+def test_a_trace_cut_inside_its_last_snappy_chunk_keeps_the_calls_before_the_cut(
+    tmp_path, fraction
+):
+    """The intact calls of a chunk the file ends in are delivered too (they were all lost:
+    a cut snappy block does not decode), in about the share of the chunk that is there."""
+    w = TraceWriter()
+    for i in range(20000):
+        w.call("glVertex3f", ("x", "y", "z"), {0: w.float(i), 1: w.float(-i), 2: w.float(0.5)})
+    data = wrap_snappy(w.stream, chunk_size=len(w.stream))  # one chunk
+    path = tmp_path / "cut.trace"
+    path.write_bytes(data[: int(len(data) * fraction)])
+    calls, error = read_all(path)
+    assert error is not None and "file ends inside a chunk" in str(error)
+    assert [no for no, _ in calls] == list(range(len(calls)))
+    assert fraction - 0.1 < len(calls) / 20000 < fraction
+
+
 mutations = st.lists(
     st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)),
     min_size=1,
@@ -191,6 +209,10 @@ def test_random_bytes_fail_cleanly(tmp_path, data):
     [
         (b"", "empty file"),
         (b"hello, this is a text file and not a trace\n" * 20, "not a trace"),
+        # text that brotli (no magic) decodes for a few bytes before it ends or fails
+        (b"hello\n", "at byte 0: not a trace file"),
+        (b"#!/bin/sh\nexec true\n", "at byte 0: not a trace file"),
+        (b"GL trace\n", "at byte 0: not a trace file"),
         (wrap_snappy(b"\x07\x07\x00"), "unsupported trace format version 7"),
         (wrap_snappy(b""), "empty trace"),
         (wrap_snappy(b"\x06\x06\x00\x00\x00\x00\x09"), "cut off"),

@@ -185,6 +185,54 @@ def test_an_all_digit_checksum_reads_as_its_text(tmp_path):
     assert d.traces[0].expectations["dev"].checksum == "12345678901234567890123456789012"
 
 
+@pytest.mark.parametrize("checksum", ["0" * 32, "0123" * 8, "1234e" + "0" * 27])
+def test_a_checksum_that_yaml_reads_as_a_number_reads_as_its_text(tmp_path, checksum):
+    """000...0 is 0 to YAML, 0123... loses its zero, 1234e000... is a float: the text."""
+    text = f"traces:\n  a.trace:\n    dev: {{checksum: {checksum}}}\n  b.trace:\n    dev:\n"
+    text += f"      checksum: {checksum}  # a comment\n"
+    d = read_description(write(tmp_path, text))
+    assert [t.expectations["dev"].checksum for t in d.traces] == [checksum, checksum]
+
+
+SHAPES = """\
+%YAML 1.2
+---
+# what a file holds before its checksums are measured
+traces:
+  a/empty.trace:
+    gl-vmware-llvmpipe:
+  a/blank.trace:
+    gl-vmware-llvmpipe:  # to be filled
+      checksum: ""
+  a/zeros.trace:
+    gl-vmware-llvmpipe:
+      checksum: 00000000000000000000000000000000
+  a/last.trace:
+    gl-vmware-llvmpipe:
+    other-device:
+      checksum: 11111111111111111111111111111111
+"""
+
+
+def test_update_checksums_fills_every_shape_of_an_entry(tmp_path):
+    """A device's key with nothing under it (Mesa's way to add a trace), an empty checksum,
+    one YAML reads as a number: each gets its checksum, the rest stays as it was."""
+    path = write(tmp_path, SHAPES)
+    new = {"a/empty.trace": "a" * 32, "a/blank.trace": "b" * 32, "a/zeros.trace": "0" * 31 + "1",
+           "a/last.trace": "d" * 32}  # fmt: skip
+    assert update_checksums(path, DEVICE, new) == list(new)
+    assert path.read_text() == SHAPES.replace(
+        "    gl-vmware-llvmpipe:\n  a/blank",
+        f'    gl-vmware-llvmpipe:\n      checksum: "{"a" * 32}"\n  a/blank',
+    ).replace('checksum: ""', f'checksum: "{"b" * 32}"').replace(
+        "0" * 32, f'"{"0" * 31}1"'
+    ).replace(
+        "    gl-vmware-llvmpipe:\n    other",
+        f'    gl-vmware-llvmpipe:\n      checksum: "{"d" * 32}"\n    other',
+    )
+    assert {t.path: t.expectations[DEVICE].checksum for t in read_description(path).traces} == new
+
+
 def changed_lines(before: str, after: str) -> list[tuple[str, str]]:
     a, b = before.splitlines(), after.splitlines()
     assert len(a) == len(b)
@@ -242,9 +290,9 @@ def test_piglit_extra_args(capsys):
     assert _extra_args("--db-path=/x") == {"db_path": "/x"}
 
 
-def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
-    """No trace of the file is for the device: nothing replays (no GL needed), every trace is
-    a skipped job, and the unknown field is named once."""
+def test_unknown_fields_are_one_warning_and_a_device_no_trace_lists_is_refused(tmp_path):
+    """No trace of the file is for the device: a mistake (a misspelt name), refused before
+    anything runs, naming the file's devices; the unknown field is named once."""
     pytest.importorskip("duckdb")
     path = write(tmp_path, MAPPING)
     done = subprocess.run(
@@ -252,10 +300,11 @@ def test_unknown_fields_are_one_warning_and_other_devices_are_skipped(tmp_path):
          "--db", str(tmp_path / "r.duckdb"), "-o", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("retrace: warning")]
-    assert warnings == [
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
         f"retrace: warning: {path}: fields retrace does not know, kept and ignored: "
-        "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)"
+        "traces.unvanquished/unvanquished-lowest.trace.gl-vmware-llvmpipe.reviewed-by (line 27)",
+        f"retrace: error: {path}: no trace lists the device 'gl-nothing'; the file's devices: "
+        "gl-vmware-llvmpipe, gl-zink-anv-tgl",
     ]
-    assert done.stdout.startswith("7 jobs: 0 already done, ran 7 (7 skip)")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.duckdb").exists()

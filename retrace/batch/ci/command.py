@@ -11,6 +11,7 @@ into the file.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 import sys
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrace.batch.ci.description import Description, Planned, plan, read_description
 from retrace.batch.ci.jobs import DEFAULT_DB_PATH, Options, description_jobs
-from retrace.batch.job import Job
+from retrace.batch.job import FINISHED, Job
 from retrace.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,11 +68,16 @@ class CiRun:
             return
         from retrace.batch.ci.update import update_checksums
 
-        measured = dict(
-            con.execute(
-                "SELECT trace, checksum FROM last_frame WHERE build = ?", [build]
+        replayed = {p.entry.path for p in self.planned if not p.skip}
+        measured = {
+            trace: checksum
+            for trace, checksum in con.execute(
+                "SELECT l.trace, l.checksum FROM last_frame l JOIN runs r ON r.build = l.build "
+                "AND r.trace = l.trace AND r.run = 0 WHERE l.build = ? AND r.status IN (?, ?)",
+                [build, *FINISHED],
             ).fetchall()
-        )
+            if trace in replayed
+        }  # (this run's, not a last frame an earlier run of the file left)
         changed = update_checksums(self.description.file, o.device, measured)
         print(
             f"retrace batch: {len(changed)} checksum(s) of {o.device} updated in "
@@ -111,6 +117,7 @@ def plan_run(
             + ", ".join(description.unknown),
             file=sys.stderr,
         )
+    _check_device(description, device)
     options = replace(Options(device, Path(), Path()), **settings)
     if options.loop and update:
         raise UsageError("--update-checksums needs a checksum run: leave --loop out")
@@ -120,6 +127,20 @@ def plan_run(
         plan(description, device, performance=options.loop > 0),
         description_jobs(description, options),
         update,
+    )
+
+
+def _check_device(description: Description, device: str) -> None:
+    """A device no trace lists is a mistake (a misspelt name would pass, every trace
+    skipped), named with the devices the file has."""
+    devices = sorted({d for entry in description.traces for d in entry.expectations})
+    if device in devices:
+        return
+    close = difflib.get_close_matches(device, devices, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(
+        f"{description.file}: no trace lists the device {device!r}; {hint}"
+        f"the file's devices: {', '.join(devices) or 'none'}"
     )
 
 

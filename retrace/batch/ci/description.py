@@ -39,6 +39,7 @@ in step with it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -190,6 +191,7 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.unknown: list[str] = []
+        self._text: list[str] | None = None  # the file's lines, read if a checksum needs them
 
     def error(self, where: Any, problem: str) -> UsageError:
         at = f":{where[0] + 1}:{where[1] + 1}" if where else ""
@@ -211,12 +213,22 @@ class _Reader:
                 line = node.lc.key(key)[0] + 1
                 self.unknown.append(f"{prefix}{key} (line {line})")
 
-    def checksum(self, node: Any, where: Any) -> str | None:
-        if node is None:
-            return None
-        if isinstance(node, bool) or not isinstance(node, (str, int)):
+    def checksum(self, owner: Any, where: Any) -> str | None:
+        """`owner`'s checksum as the file writes it: an unquoted MD5 of digits (and one "e")
+        reads as a number, which would lose its leading zeros (000...0 as 0); piglit
+        compares the text."""
+        node = owner.get("checksum")
+        if node is None or isinstance(node, str):
+            return node
+        if isinstance(node, bool) or not isinstance(node, (int, float)):
             raise self.error(where, f"checksum must be an MD5 in hex, not {_shown(node)}")
-        return str(node)  # an all-digit MD5 reads as a number: piglit compares its text too
+        line, column = owner.lc.value("checksum")
+        return re.match(r"[^\s,\]}#]*", self._lines()[line][column:])[0]  # type: ignore[index]
+
+    def _lines(self) -> list[str]:
+        if self._text is None:
+            self._text = self.path.read_text(encoding="utf-8").splitlines()
+        return self._text
 
     def labels(self, node: Any, where: Any) -> tuple[str, ...]:
         if node is None:
@@ -242,7 +254,7 @@ class _Reader:
                 e = self.mapping(node, at, f"{path}: expectation {j + 1}")
                 self.known(e, _LIST_EXPECTATION, f"traces[{i}].expectations[{j}].")
                 device = self.string(e.get("device"), at, "device")
-                checksum = self.checksum(e.get("checksum"), at)
+                checksum = self.checksum(e, at)
                 expectations[device] = Expectation(device, checksum)
             entries.append(TraceEntry(path, where[0] + 1, expectations))
         return entries
@@ -259,7 +271,7 @@ class _Reader:
                 self.string(device, at, "a device name")
                 e = self.mapping(node if node is not None else {}, at, f"{path}: {device}")
                 self.known(e, _DEVICE, f"traces.{path}.{device}.")
-                checksum = self.checksum(e.get("checksum"), at)
+                checksum = self.checksum(e, at)
                 labels = self.labels(e.get("label"), at)
                 text = e.get("text")
                 expectations[device] = Expectation(

@@ -36,7 +36,8 @@ def update_checksums(path: Path, device: str, measured: dict[str, str]) -> list[
         if new is None or old is None or old.checksum == new:
             continue
         node = _device_node(traces, description.layout, entry.path, device)
-        node["checksum"] = new
+        # (a checksum of digits was unquoted, a number to YAML: the new one is quoted)
+        node["checksum"] = new if isinstance(node.get("checksum"), str) else _quoted(new)
         changed.append(entry.path)
         if old.labels:
             labels = ", ".join(old.labels)
@@ -59,9 +60,22 @@ def update_checksums(path: Path, device: str, measured: dict[str, str]) -> list[
     return changed
 
 
+def _quoted(text: str) -> Any:
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    return DoubleQuotedScalarString(text)
+
+
 def _device_node(traces: Any, layout: str, trace: str, device: str) -> Any:
+    """The device's mapping under the trace, made where the file has the device's key with
+    nothing under it (`gl-vmware-llvmpipe:`, a trace to add as Mesa's docs show)."""
     if layout == "mapping":
-        return traces[trace][device]
+        devices = traces[trace]
+        if devices[device] is None:
+            from ruamel.yaml.comments import CommentedMap
+
+            devices[device] = CommentedMap()
+        return devices[device]
     item = next(t for t in traces if t.get("path") == trace)
     return next(e for e in item["expectations"] if e.get("device") == device)
 
