@@ -253,7 +253,8 @@ def _compare(
     run each, so that a drift of the machine hits both alike, until every cost
     total's interval is within +-P (and at least --min-runs runs per side) or
     --max-runs is reached. Then the report of `retrace diff` on the kept runs.
-    Progress goes to stderr when it is a terminal.
+    A line per run goes to stderr when it is a terminal; otherwise one once both
+    sides have run, and one per verdict so far.
 
     Exit status, as `git bisect run` reads it: 0 no regression (good), 1 a regression (bad),
     125 a run could not be made (a broken build: the commit is skipped), 128 a mistake of
