@@ -101,9 +101,8 @@ GPU_BUSY = _m(
     1,
     4,
     "GPU Busy",
-    "GPU time of the event's GPU work (draws, dispatches, clears, blits, copies), each call"
-    " timed on its own: the span less the time the GPU waited for the replayer;"
-    " - where it cannot be timed (no timer queries, a disjoint timer)",
+    "GPU time of the event's draws, dispatches, clears, blits and copies, each timed on its"
+    " own (- where they cannot be: no timer queries, a disjoint timer)",
     NumType.INT64,
     Kind.DURATION,
     "ns",
@@ -112,8 +111,7 @@ GPU_IDLE = _m(
     1,
     5,
     "GPU Idle",
-    "GPU Duration less GPU Busy: the GPU time of the event's span with no GPU work in it,"
-    " mostly waiting for the replayer; - where either cannot be measured",
+    "GPU Duration less GPU Busy: the GPU waiting, mostly for the replayer",
     NumType.INT64,
     Kind.DURATION,
     "ns",

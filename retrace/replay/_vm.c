@@ -261,6 +261,7 @@ typedef struct {
     PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
     uint8_t busy;                /* some kind measures M_BUSY: work ops are bracketed */
     Bracket bracket;             /* the bracket of the op running now */
+    uint8_t bracket_open;        /* begun and not ended */
     Vec brackets;                /* Bracket: ended, not read, in order */
     size_t brackets_ready;       /* of those, ended before the last take */
     int64_t brackets_begun;      /* in the pass: the next bracket's number */
@@ -1175,7 +1176,9 @@ static void stamp_start(Events *ev, unsigned kinds) {
 static int end_event(Events *ev, int k, int64_t now, int64_t vsize, int64_t rss) {
     Event *e = &ev->current[k];
     e->r.cpu_end = now;
-    e->work_last = ev->brackets_begun;
+    /* a bracket still open (a glBegin whose glEnd is in a display list) is work in it that
+       nothing times: last < first says so */
+    e->work_last = ev->bracket_open ? e->work_first - 1 : ev->brackets_begun;
     if (ev->what[k] & M_MEMORY)
         e->r.vsize_end = vsize, e->r.rss_end = rss;
     if (!ev->context) { /* (leave_context read its queries) */
@@ -1256,6 +1259,7 @@ static int events_end(Events *ev, uint8_t row) {
 static int bracket_begin(Events *ev) {
     Bracket *b = &ev->bracket;
     b->start_q = b->end_q = 0;
+    ev->bracket_open = 1;
     if (can_time(ev) && !(b->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
         return -1;
     if (b->start_q)
@@ -1268,6 +1272,7 @@ static int bracket_begin(Events *ev) {
    has no value. */
 static int bracket_end(Events *ev) {
     Bracket *b = &ev->bracket;
+    ev->bracket_open = 0;
     if (b->start_q && can_time(ev) && !(b->end_q = take_query(ev, &ev->timestamps)) &&
         PyErr_Occurred())
         return -1;
@@ -1314,7 +1319,8 @@ static void settle_busy(const Events *ev, Event *e) {
     int64_t first = e->work_first - ev->totals_from, last = e->work_last - ev->totals_from;
     EventRecord *r = &e->r;
     r->busy = r->idle = MISSING;
-    if (first < 0 || last >= (int64_t)ev->totals.len || t[first].missing != t[last].missing ||
+    if (first < 0 || last < first || last >= (int64_t)ev->totals.len ||
+        t[first].missing != t[last].missing ||
         r->disjoint > 0)
         return;
     r->busy = t[last].ns - t[first].ns;
@@ -1370,7 +1376,7 @@ static void events_reset(Events *ev) {
         ev->done[k].len = ev->ready[k] = 0;
     ev->unread = 0;
     ev->every.len = ev->timestamps.len = ev->samples.len = 0;
-    ev->busy = 0;
+    ev->busy = ev->bracket_open = 0;
     ev->brackets.len = ev->brackets_ready = ev->totals.len = 0;
     ev->brackets_begun = ev->totals_from = 0;
     if (ev->statm >= 0)
