@@ -50,8 +50,9 @@ def _m(group: int, mid: int, name: str, desc: str, num: NumType, kind: Kind, uni
 
 # The ids of glretrace 11.1's metrics are its ids ([1, 2] is Pixels Drawn; apitrace 13
 # numbers a GPU Disjoint it added [1, 2] and moves Pixels Drawn to [1, 3]); GPU Disjoint,
-# retrace's own, comes after them, then GPU Busy and GPU Idle. METRICS is the backend's own order, which is the
-# column order of every table, as in glretrace (not the ids' order, which listings use).
+# retrace's own, comes after them, then GPU Busy and GPU Idle. METRICS is the backend's own
+# order, which is the column order of every table, as in glretrace (not the ids' order,
+# which listings use).
 CPU_START = _m(
     0,
     0,

@@ -56,12 +56,13 @@ def test_the_span_grows_with_the_cpu_work_and_busy_does_not(waiting):
     assert heavy_span > 1.5 * light_span
     moved = abs(statistics.median(busy[heavy]) - statistics.median(busy[light]))
     assert moved <= 0.01 * (heavy_span - light_span)
-    assert all(0 < b for b in busy[: 1 + 2 * FRAMES])
+    assert all(b > 0 for b in busy[: 1 + 2 * FRAMES])
 
 
 def test_idle_is_the_span_less_busy(waiting):
     frames = waiting[Boundary.FRAME]
-    for span, busy, idle in zip(*map(frames.column, ("GPU Duration", "GPU Busy", "GPU Idle"))):
+    columns = map(frames.column, ("GPU Duration", "GPU Busy", "GPU Idle"))
+    for span, busy, idle in zip(*columns, strict=True):
         if span == span:
             assert idle == span - busy and 0 <= busy <= span
 
@@ -72,7 +73,7 @@ def test_busy_is_within_the_span_on_every_frame(trace):
     frames = profile(trace, "--pframes", SPAN_BUSY_IDLE)[Boundary.FRAME]
     spans, busy = frames.column("GPU Duration"), frames.column("GPU Busy")
     assert measured(list(busy)) and len(measured(list(spans))) >= len(spans) - 1
-    pairs = [(s, b) for s, b in zip(spans, busy) if s == s]
+    pairs = [(s, b) for s, b in zip(spans, busy, strict=True) if s == s]
     assert all(0 <= b <= s for s, b in pairs), pairs
 
 

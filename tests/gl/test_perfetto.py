@@ -267,5 +267,6 @@ def test_gpu_busy_track_shows_the_work_and_the_gaps(tmp_path):
     assert worked and [s["name"] for s in work] == worked  # glClear, glDrawArrays...
     assert all(s["depth"] == 0 for s in work)  # one after the other, the gaps between
     assert all(s["args"]["GPU Busy"] == busy[s["args"]["call_no"]] for s in work)
-    assert all(b["begin"] - a["end"] == b["args"]["idle before"] for a, b in zip(work, work[1:]))
+    pairs = zip(work, work[1:], strict=False)
+    assert all(b["begin"] - a["end"] == b["args"]["idle before"] for a, b in pairs)
     assert sum(s["end"] - s["begin"] for s in work) == sum(busy.values())
