@@ -53,7 +53,7 @@ def test_gpu_busy_and_idle_are_time_costs(tmp_path, metric):
     )
     verdicts = []
     for new in (slower, tiny):
-        done = subprocess.run([sys.executable, "-m", "retrace", "diff", base, new, "--format", "json"],
-                              capture_output=True, text=True)  # fmt: skip
+        args = [sys.executable, "-m", "retrace", "diff", base, new, "--format", "json"]
+        done = subprocess.run(args, capture_output=True, text=True)
         verdicts.append((done.returncode, json.loads(done.stdout)["verdict"]))
     assert verdicts == [(1, "regression"), (0, "same")]
