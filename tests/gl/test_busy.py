@@ -121,6 +121,26 @@ def test_gpu_busy_at_draw_calls_is_each_draws_own_time():
         assert 0 < busy <= span and idle == span - busy, r
 
 
+@pytest.mark.parametrize("trace", ["piglit-dlist-beginend.trace", "glmark2-desktop-fbo.trace"])
+def test_the_program_marks_the_gpu_work_outside_lists_and_blocks(trace):
+    """Each op that makes the GPU work and is a profiling row is marked (glBegin and glEnd
+    of a block, not what is between them; nothing compiled into a display list)."""
+    from retrace.replay.program import OpKind
+    from retrace.replay.replayer import Replayer
+
+    with Replayer(str(ROOT / "traces" / trace)) as replayer:
+        replayer.run_pass()
+        program = replayer.program
+        names = [program.names[n] for n in program.column("name_ids").tolist()]
+        rows, work = program.column("rows").tolist(), program.column("work").tolist()
+    expected = [
+        int(r != OpKind.NONE and makes_gpu_work(n)) for n, r in zip(names, rows, strict=True)
+    ]
+    assert work == expected and sum(work) > 0
+    if trace == "piglit-dlist-beginend.trace":  # a glEnd compiled into a list: not marked
+        assert any(r == OpKind.NONE and n == "glEnd" for n, r in zip(names, rows, strict=True))
+
+
 def test_listed_after_glretraces_ids_with_unit_and_description():
     done = run_retrace("--list-metrics", "--json", str(ROOT / "traces" / "glxgears.trace"))
     assert done.returncode == 0, done.stderr
