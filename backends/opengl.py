@@ -16,7 +16,8 @@ dispatches, clears, blits, copies...: `retrace.gl.work` decides which calls), ea
 between two timestamp queries of its own, issued in the same pass; GPU Idle is the span
 less that. A call's busy time is its own GPU time (0 for a call that makes no GPU work).
 Where the work cannot be timed (a context without timer queries, a disjoint GPU timer
-on OpenGL ES, read at the event's end) the value is missing, never a guess.
+on OpenGL ES, read at the event's end) the value is missing, never a guess; the
+metric's description, in --list-metrics and in the metadata beside the tables, says so.
 
 This file describes the metrics, says where they are available, plans the
 passes and turns what was measured into column values. The replay loop
