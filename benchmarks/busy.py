@@ -30,9 +30,12 @@ SELECTIONS = {"duration": "opengl: GPU Duration", "busy": "opengl: GPU Busy"}
 PASS = re.compile(r"pass 1 of 1 done in ([0-9.]+) s")
 
 
-def pass_seconds(trace: Path, selection: str, extra: list[str]) -> float:
+def pass_seconds(trace: Path, selection: str, extra: list[str]) -> float | None:
+    """The pass's time; None where --loop finds no complete frame to loop over."""
     argv = [sys.executable, "-m", "retrace", "--pframes", selection, *extra, str(trace)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    if "no complete frame to loop over" in done.stderr:
+        return None
     found = PASS.search(done.stderr)
     if done.returncode != 0 or found is None:
         sys.exit(f"benchmarks/busy.py: {' '.join(argv)} failed:\n{done.stderr}")
@@ -55,7 +58,12 @@ def main() -> None:
         for round_ in range(args.repeat):
             order = list(SELECTIONS.items())
             for name, selection in order[:: 1 if round_ % 2 == 0 else -1]:
-                times[name].append(pass_seconds(trace, selection, extra))
+                seconds = pass_seconds(trace, selection, extra)
+                if seconds is not None:
+                    times[name].append(seconds)
+        if not times["busy"]:
+            rows.append([trace.name, "", "", "(no complete frame to loop)"])
+            continue
         duration, busy = (statistics.median(times[n]) for n in SELECTIONS)
         ratio = busy / duration
         ratios.append(ratio)

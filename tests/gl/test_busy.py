@@ -111,6 +111,22 @@ def test_a_frames_busy_time_is_its_calls_and_only_gpu_work_has_any(trace):
     assert [b == b for b in busy] == [b == b for b in expected]
 
 
+def test_frames_of_more_brackets_than_are_read_at_a_time(tmp_path):
+    """1,500 rectangles a frame: the loop hands over what it measured every 1,024 calls
+    or brackets, in the middle of frames, and a frame's total still spans them all."""
+    w = TraceWriter()
+    same_work_more_waiting(w, (0, 0, 0), draws=1500, size=16)
+    path = tmp_path / "many.trace"
+    path.write_bytes(w.snappy())
+    tables = profile(path, "--pframes", "opengl: GPU Busy", "--pcalls", "opengl: GPU Busy")
+    per_frame = [0.0] * len(tables[Boundary.FRAME])
+    for row in tables[Boundary.CALL].rows():
+        per_frame[row.frame] += row.values[0]
+    assert list(tables[Boundary.FRAME].column("GPU Busy")) == per_frame
+    alone = profile(path, "--pframes", "opengl: GPU Busy")[Boundary.FRAME].column("GPU Busy")
+    assert len(alone) == len(per_frame) and all(b > 0 for b in alone[:3])
+
+
 def test_gpu_busy_at_draw_calls_is_each_draws_own_time():
     trace = ROOT / "traces" / "glmark2-desktop-fbo.trace"
     draws = profile(trace, "--pdrawcalls", SPAN_BUSY_IDLE)[Boundary.DRAWCALL]
