@@ -153,6 +153,8 @@ def test_default_selection_and_refusal(tmp_path):
             per_track[p.track_event.track_uuid] += 1
     frames = len(tables[Boundary.FRAME])
     assert per_track[2] == per_track[3] == frames + len(tables[Boundary.DRAWCALL])
+    worked = sum(b > 0 for b in tables[Boundary.DRAWCALL].column("GPU Busy"))
+    assert per_track[4] == worked > 0  # the GPU busy track
     done = run_retrace("--pframes", "opengl: GPU Duration", "--perfetto", str(timeline),
                        str(TRACE))  # fmt: skip
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
