@@ -298,12 +298,9 @@ class OpenGLBackend(MetricBackend):
             pixels=PIXELS in metrics,
             memory=any(m in metrics for m in MEMORY),
             # a disjoint timer makes busy times missing, where the context can tell
-            disjoint=GPU_DISJOINT in metrics or (busy and self._can_be_disjoint()),
+            disjoint=GPU_DISJOINT in metrics or (busy and self.available(GPU_DISJOINT)[0]),
             busy=busy,
         )
-
-    def _can_be_disjoint(self) -> bool:
-        return self.available(GPU_DISJOINT)[0]
 
     def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
         for metric in self._pass[boundary]:
