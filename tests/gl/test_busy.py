@@ -71,11 +71,12 @@ def test_idle_is_the_span_less_busy(waiting):
 
 @pytest.mark.parametrize("trace", SAMPLE_TRACES + CORPUS, ids=lambda p: p.name)
 def test_busy_is_within_the_span_on_every_frame(trace):
-    """(A one-frame piglit trace's frame has no span: its context is gone at its end.)"""
+    """Every frame with a span has a busy time within it. (A one-frame piglit trace's
+    frame has no span: its context is gone at its end.)"""
     frames = profile(trace, "--pframes", SPAN_BUSY_IDLE)[Boundary.FRAME]
     spans, busy = frames.column("GPU Duration"), frames.column("GPU Busy")
-    assert measured(list(busy)) and len(measured(list(spans))) >= len(spans) - 1
     pairs = [(s, b) for s, b in zip(spans, busy, strict=True) if s == s]
+    assert len(pairs) >= len(spans) - 1 and (pairs or len(spans) == 1)
     assert all(0 <= b <= s for s, b in pairs), pairs
 
 
