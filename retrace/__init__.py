@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"  # the one place (pyproject.toml reads it); cheap to read, unlike metadata
+# The name pip knows retrace by (pyproject.toml's, held equal by tests/unit/test_packaging.py):
+# `retrace` on PyPI is an unrelated project. The command and the package stay `retrace`.
+DISTRIBUTION = "retrace-gl"
 _LAZY = {
     "open": ("retrace.api", "open_trace"),
     "Trace": ("retrace.api", "Trace"),

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from retrace import __version__
 from retrace.command_line import count_option, refuse_misspelt_command
 from retrace.exits import ReaderGone, outlive_stderr, run_reporting
 
@@ -183,7 +184,7 @@ def _cache_option(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="retrace")
+@click.version_option(__version__)  # (the distribution is retrace-gl: no metadata look-up)
 def cli() -> None:
     """Replay apitrace OpenGL traces and profile them per frame, call and draw call.
 

@@ -6,8 +6,16 @@ into one line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+from retrace import DISTRIBUTION
+
 # Ctrl-C before a command's own handling of it: the line on stderr and the exit status.
 INTERRUPTED = ("retrace: interrupted", 130)
+
+
+def pip_install(extra: str) -> str:
+    """The command that installs one of pyproject.toml's optional extras, for the error of a
+    feature that needs it."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 class RetraceError(Exception):

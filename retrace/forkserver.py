@@ -1,6 +1,5 @@
 """A warm worker: `python -m retrace.forkserver`, a process that has paid retrace's start-up
-once (Python, its modules and numpy, the GL registry, the driver's libraries and, where
-that is safe, its EGL display) and forks every run of a command from there.
+once (Python, its modules and numpy, the GL registry) and forks every run of a command from there.
 
 `retrace compare` runs a profile per side many times over; each cold run pays 150-250 ms
 before its first GL call (the interpreter, the imports, loading the driver), which on a
@@ -10,11 +9,9 @@ own `main` with the run's arguments, working directory and output files, its rep
 child of its own (`retrace.replay.contain`), its tables written by numpy. The client is
 `retrace.warm.WarmWorker`.
 
-What is safe before fork: no thread of the driver and no GL context may exist in the
-worker when it forks (a forked child has only the forking thread; a lock another thread
-held stays locked). So the worker opens the EGL display (which loads the driver: the DRI
-driver and LLVM for llvmpipe, 90 ms) only if that made no thread; otherwise it closes the
-display again, and the runs open their own, with the driver's libraries already mapped.
+The worker never loads the GL driver: only the process that replays may
+(`retrace.replay.ws.driver_process`; NVIDIA's EGL refuses contexts in a child forked from
+a process that initialised a display), so each run opens its own, as a cold run does.
 
 Protocol, over the worker's standard input and output, one JSON line each way: a request
 ``{"argv": [...], "cwd": DIR, "stdout": FILE, "stderr": FILE}``; the answers
@@ -32,7 +29,7 @@ from typing import Any
 
 
 def warm_up() -> None:
-    """Import what a profile and a replay import, and open the driver as far as is safe."""
+    """Import what a profile and a replay import, and load what they load but the driver."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `retrace.cli.main` does
     import numpy  # noqa: F401  (the tables')
 
@@ -43,13 +40,11 @@ def warm_up() -> None:
     import retrace.writer.records  # noqa: F401
     from retrace.backends.registry import load_backends
     from retrace.gl.registry import load_registry
-    from retrace.replay.ws.headless import open_before_fork, thread_count
     from retrace.trace.container import load_libraries
 
     load_libraries()
     load_backends()
     load_registry()
-    open_before_fork(thread_count)
 
 
 def _run(request: dict[str, Any], channels: tuple[int, int]) -> int:

@@ -1,17 +1,15 @@
 """The `retrace` program: the command line (`retrace.cli`), in a process that ends as soon
-as the command is done (`exits.end_process`), with the driver loading ahead for a command
-that replays.
+as the command is done (`exits.end_process`).
 
-A replay's fixed cost is serial in a single process: Python starts, the command line's
-modules import (click among them) and parse the arguments, the replaying child forks and
-imports the replay's modules, and only then the driver loads (its libraries, LLVM for
-llvmpipe: 30-40 ms) while the child reads the trace. Here the driver starts loading on
-another core as soon as the program knows the command replays, before the command line is
-even imported: `headless.open_early` opens the display in a thread of this process, which
-the child takes over at the fork. The thread holds the dynamic loader's lock while the
-driver's libraries load, and an extension module imported meanwhile would wait for it, so
-`LIBRARIES` are loaded first: what the command line and a replay's first steps import
-that is a shared library (tests/unit/test_startup.py holds the list complete).
+A command that replays forks the process that replays (`retrace.replay.contain`), and only
+that process loads the GL driver (`retrace.replay.ws.driver_process`): it opens the display
+on a thread first thing, so that the driver loads (its libraries, LLVM for llvmpipe:
+30-40 ms) on another core while the child imports the replayer and reads the trace. That
+thread holds the dynamic loader's lock while the driver's libraries load, and an
+extension module the child imports meanwhile would wait for it, so here, before the
+command line is even imported, a command that replays loads `LIBRARIES`: what the command
+line and a replay's first steps import that is a shared library (tests/unit/test_startup.py
+holds the list complete). The child inherits them loaded.
 """
 
 from __future__ import annotations
@@ -34,15 +32,13 @@ LIBRARIES = (
     "math", "mmap", "select", "retrace.replay._guard", "retrace.replay._vm",
     "retrace.trace._scanner",
 )  # fmt: skip
-# What a crash of the driver while it loads says (its signal's name in between).
-CRASH = ("retrace: error: driver crashed (", ") while loading, before the first call\n")
 
 
 def command_line() -> NoReturn:
     """Run `retrace ARGS` (sys.argv) and exit with its status."""
     try:
         if replays(sys.argv[1:]):
-            load_driver_early()
+            import_libraries()
         from retrace.cli import main
         from retrace.exits import end_process
     except KeyboardInterrupt:  # (Ctrl-C while the modules import: `main` handles it after)
@@ -56,48 +52,24 @@ def command_line() -> NoReturn:
 def replays(args: list[str]) -> bool:
     """Whether `retrace ARGS` replays a trace: `REPLAYING`, and glretrace's form, which runs
     replay or profile (`retrace -b T`, `retrace --pframes ... T`, `retrace T`). A
-    wrong guess costs only a display opened for nothing, on another core."""
+    wrong guess costs only a few libraries loaded for nothing."""
     if not args or {"-h", "--help", "--version"} & set(args):
         return False
     first = args[0]
     return first in REPLAYING or first.startswith("-") or os.path.isfile(first)
 
 
-def load_driver_early() -> None:
-    """Start loading the driver (`headless.open_early`), after the libraries the rest of
-    the start-up imports; before a fork, the child's replay modules import while it may
-    still be loading."""
-    from retrace.trace.ahead import overlap_pays
-
-    if not overlap_pays():  # (on one core the driver would load as late, with switches)
-        return
-    import_libraries()
-    from retrace.replay.ws.headless import open_early
-
-    open_early(CRASH)
-    os.register_at_fork(before=_import_replay)  # (runs before open_early's join)
-
-
 def import_libraries() -> None:
     """Import `LIBRARIES` (those this Python has: 3.12 names _sha512 _sha2), and the
-    reader's (`container.load_libraries`, which a replaying child loads for itself)."""
+    reader's (`container.load_libraries`, which a replaying child loads for itself), where
+    the driver's loading can overlap the child's imports (more than one core)."""
+    from retrace.trace.ahead import overlap_pays
     from retrace.trace.container import load_libraries
+
+    if not overlap_pays():
+        return
 
     load_libraries()
     for name in LIBRARIES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-
-
-def _import_replay() -> None:
-    """The child's first steps, taken before the fork: the replayer's modules and the GL
-    registry, and a profile's profiler and backends."""
-    import retrace.replay.replayer  # noqa: F401
-    from retrace.gl.registry import load_registry
-
-    load_registry()
-    if "retrace.profile.commands" in sys.modules:
-        import retrace.profile.driver  # noqa: F401
-        from retrace.backends.registry import load_backends
-
-        load_backends()

@@ -95,6 +95,11 @@ def run_retrace(*args: str, check: bool = False) -> subprocess.CompletedProcess[
     )
 
 
+def is_egl(trace: Path) -> bool:
+    """Whether a trace was captured through EGL (eglretrace replays it, glretrace others)."""
+    return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
+
+
 def apitrace_dump(path: Path | str, *args: str) -> bytes:
     exe = reference_tool("apitrace")
     return subprocess.run(
@@ -159,6 +164,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from compare_runs import profile_runs
 
     return profile_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def nvidia_model(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment that puts the model of NVIDIA's EGL driver in place of Mesa's EGL
+    vendor library (tests/models/nvidia.py), built once."""
+    from models.nvidia import ModelBuildError, build, environment
+
+    try:
+        return environment(build(tmp_path_factory.mktemp("nvidia-model")))
+    except ModelBuildError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")

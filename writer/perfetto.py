@@ -1,7 +1,7 @@
 """A profile as a Perfetto timeline (`--perfetto FILE`, `retrace export --perfetto`).
 
 The file is a native Perfetto trace: TracePackets of TrackEvents, built with the
-protobuf classes the `perfetto` package ships (`pip install 'retrace[perfetto]'`)
+protobuf classes the `perfetto` package ships (`pip install 'retrace-gl[perfetto]'`)
 and streamed one packet at a time, so it opens in ui.perfetto.dev and in
 trace_processor. Its tracks, under one process named after the trace:
 
@@ -47,7 +47,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from retrace.errors import RetraceError
+from retrace.errors import RetraceError, pip_install
 from retrace.vocabulary import Boundary
 from retrace.writer.arrays import TABLE_NAMES
 from retrace.writer.atomic import replaced
@@ -67,7 +67,7 @@ def protos() -> Any:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2
     except ImportError:
         raise RetraceError(
-            "--perfetto needs the perfetto package: pip install 'retrace[perfetto]'"
+            f"--perfetto needs the perfetto package: {pip_install('perfetto')}"
         ) from None
     return perfetto_trace_pb2
 

@@ -38,7 +38,7 @@ def batch() -> None:
 
         retrace batch traces/batch.toml --db results.duckdb
 
-    Results go to a DuckDB database (`pip install 'retrace[farm]'`); compare
+    Results go to a DuckDB database (`pip install 'retrace-gl[farm]'`); compare
     two builds with `retrace diff A.duckdb B.duckdb` (or DB:BUILD1 DB:BUILD2).
     """
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrace.batch.job import FINISHED, SKIP, Job, Outcome, first_line
-from retrace.errors import RetraceError, UsageError
+from retrace.errors import RetraceError, UsageError, pip_install
 from retrace.vocabulary import TABLE_TITLES, Boundary
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def connect(path: str | Path, read_only: bool = False) -> Iterator[duckdb.DuckDB
     try:
         import duckdb
     except ImportError:
-        raise RetraceError("the batch database needs DuckDB: pip install 'retrace[farm]'") from None
+        raise RetraceError(f"the batch database needs DuckDB: {pip_install('farm')}") from None
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
@@ -264,7 +264,7 @@ def record_batch(
     counts: tuple[int, int, int],
 ) -> None:
     """One row for this invocation: its jobs, those run, those failed."""
-    from importlib.metadata import version
+    from retrace import __version__
 
     con.execute(
         "INSERT INTO batches VALUES (?, ?, ?, make_timestamp(?), make_timestamp(?), ?, ?, ?, ?)",
@@ -275,7 +275,7 @@ def record_batch(
             _micros(started),
             _micros(time.time()),
             *counts,
-            version("retrace"),
+            __version__,
         ],  # fmt: skip
     )
 

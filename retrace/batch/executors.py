@@ -23,7 +23,7 @@ import logging
 from typing import Any, Protocol
 
 from retrace.batch.job import FAILED, Job, Outcome, first_line, run_job, stop_children
-from retrace.errors import RetraceError
+from retrace.errors import RetraceError, pip_install
 from retrace.warm import WarmWorkers
 
 
@@ -79,7 +79,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise RetraceError("--ray needs Ray: pip install 'retrace[farm]'") from None
+            raise RetraceError(f"--ray needs Ray: {pip_install('farm')}") from None
         self._ray = ray
         try:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
     """A `Profiler`, made in the child that measures: the parent imports none of the
     replay, and the display opens (`open_ahead`) while the profiler's modules import."""
-    from retrace.replay.ws.headless import open_ahead
+    from retrace.replay.ws.driver_process import open_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()

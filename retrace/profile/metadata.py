@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.vocabulary import TABLE_NAMES, Boundary, Metric
 from retrace.writer.atomic import replaced
@@ -168,15 +169,6 @@ def host_facts() -> dict[str, str]:
     }
 
 
-def retrace_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # 20 ms: only when asked
-
-    try:
-        return version("retrace")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def column_facts(metric: Metric, boundary: Boundary, derived_from: str = "") -> dict[str, Any]:
     """One column: its backend, metric, boundary, kind, unit, numeric type and description
     (which says what a missing value, `-`, means where the metric can have one)."""
@@ -235,7 +227,7 @@ def describe(
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "retrace": retrace_version(),
+        "retrace": __version__,
         "trace": asdict(trace),
         "gl": run.get("gl", {}),
         "egl": run.get("egl", {}),

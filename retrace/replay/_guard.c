@@ -40,8 +40,11 @@ static void on_fault(int number, siginfo_t *info, void *context) {
         words[OVERRUN_PAST] = (int64_t)(at - (arena + capacity));
         words[OVERRUN_HIT] = 1;
     }
-    /* returning re-runs the faulting write, which now meets the previous action */
+    /* returning re-runs the faulting write, which now meets the previous action; a signal
+       sent rather than faulted (raise, kill: si_code <= 0) is sent again, to meet it too */
     sigaction(number, number == SIGBUS ? &previous_bus : &previous_segv, NULL);
+    if (info->si_code <= 0)
+        raise(number);
 }
 
 /* scratch(n): the address of n writable bytes followed by the guard (valid until the next
@@ -105,70 +108,7 @@ static PyObject *guard_watch(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* fatal(before, after) makes a crash of the process one line on stderr, "before" the
- * signal's name "after", and exit status 1, until fatal(None): for the driver's loading in
- * a process that is not a contained child (retrace.launch), where a crash would otherwise
- * end retrace with the shell's "Segmentation fault" and no word from retrace. */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-#define FATAL_SIGNALS (sizeof fatal_signals / sizeof fatal_signals[0])
-static const char *const fatal_names[] = {"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT"};
-static struct sigaction previous_fatal[FATAL_SIGNALS];
-static char fatal_before[256], fatal_after[256];
-static int fatal_on;
-
-static void write_all(const char *text) {
-    size_t n = strlen(text);
-    while (n) {
-        ssize_t w = write(2, text, n);
-        if (w <= 0)
-            return;
-        text += w;
-        n -= (size_t)w;
-    }
-}
-
-static void on_fatal(int number) {
-    for (size_t i = 0; i < FATAL_SIGNALS; ++i)
-        if (fatal_signals[i] == number) {
-            write_all(fatal_before);
-            write_all(fatal_names[i]);
-            write_all(fatal_after);
-        }
-    _exit(1);
-}
-
-static PyObject *guard_fatal(PyObject *self, PyObject *args) {
-    const char *before = NULL, *after = NULL;
-    if (!PyArg_ParseTuple(args, "|zz", &before, &after))
-        return NULL;
-    if (before && after) {
-        if (strlen(before) >= sizeof fatal_before || strlen(after) >= sizeof fatal_after) {
-            PyErr_SetString(PyExc_ValueError, "fatal(): message too long");
-            return NULL;
-        }
-        strcpy(fatal_before, before);
-        strcpy(fatal_after, after);
-        if (!fatal_on) {
-            struct sigaction action;
-            memset(&action, 0, sizeof action);
-            action.sa_handler = on_fatal;
-            sigemptyset(&action.sa_mask);
-            for (size_t i = 0; i < FATAL_SIGNALS; ++i)
-                if (sigaction(fatal_signals[i], &action, &previous_fatal[i]) < 0)
-                    return PyErr_SetFromErrno(PyExc_OSError);
-            fatal_on = 1;
-        }
-    } else if (fatal_on) {
-        for (size_t i = 0; i < FATAL_SIGNALS; ++i)
-            sigaction(fatal_signals[i], &previous_fatal[i], NULL);
-        fatal_on = 0;
-    }
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef guard_functions[] = {
-    {"fatal", guard_fatal, METH_VARARGS,
-     "fatal(before, after): a crash is one stderr line and exit 1; fatal(): as before"},
     {"scratch", guard_scratch, METH_O,
      "scratch(n): address of n writable bytes that end where the guard begins"},
     {"watch", guard_watch, METH_O,

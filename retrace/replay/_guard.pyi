@@ -16,7 +16,3 @@ def scratch(n: int, /) -> int:
 def watch(buffer: Buffer, /) -> None:
     """Record an overrun into the guard in `buffer` (a shared mapping) before the fault ends
     the process."""
-
-def fatal(before: str | None = None, after: str | None = None, /) -> None:
-    """From now on a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) writes `before`, the
-    signal's name and `after` on stderr and exits 1; `fatal()` restores what was before."""

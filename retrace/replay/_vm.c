@@ -105,6 +105,7 @@ enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUM
 #define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
 #define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
 #define DATA_CHUNK (1u << 20)
+#define DATA_TAIL 4096u /* bytes of a chunk left empty after its data: see "the data pool" */
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
@@ -275,15 +276,27 @@ typedef struct {
  * a multi-pass profile runs them again, so the compiled trace must keep them; kept in the
  * heap, they made the replayer's RSS grow with the trace (a 256 KiB texture upload per
  * frame: a peak of 136 MiB at 100 frames, 212 at 400; now 113 at both).  They are kept in a file instead: an unlinked temporary
- * file (`Code(file, where)`), appended to with pwrite() and mapped shared and read-only, in
- * chunks that never move (the driver may keep a pointer it was given, glVertexPointer on
- * client memory, and read it at a later draw).  A chunk's pages become resident when the
- * driver reads them; once the loop has run the last op that points into a chunk, run()
- * drops them from the process (madvise MADV_DONTNEED).  The page cache keeps them, so a
- * later pass, or the driver reading a kept pointer, faults them back in from memory; on a
- * disk the kernel may write them back and reclaim them under pressure (on a tmpfs the page
- * cache is memory, swappable but not counted in this RSS).  Resident data is then at most
- * about a chunk and the staging buffer, as glretrace holds one call at a time.
+ * file (`Code(file, where)`), appended to with pwrite() and mapped in chunks that never
+ * move (the driver may keep a pointer it was given, glVertexPointer on client memory, and
+ * read it at a later draw).  A chunk's pages become resident when the driver reads them;
+ * once the loop has run the last op that points into a chunk, run() drops them from the
+ * process (madvise MADV_DONTNEED).  The page cache keeps them, so a later pass, or the
+ * driver reading a kept pointer, faults them back in from memory; on a disk the kernel may
+ * write them back and reclaim them under pressure (on a tmpfs the page cache is memory,
+ * swappable but not counted in this RSS).  Resident data is then at most about a chunk and
+ * the staging buffer, as glretrace holds one call at a time.
+ *
+ * The chunks are mapped private and writable, because some drivers write where GL says they
+ * only read: Mesa 22's noop driver (GALLIUM_NOOP=1) takes a client vertex array for a buffer
+ * object at a draw and stores into it, 0x70 and 0x94 bytes past its start (its threaded
+ * context's first-user pointer and shared flag).  glretrace, whose arrays are heap memory,
+ * survives that; a read-only mapping made it a SIGSEGV in the draw.  What a driver stores
+ * lands in a private copy of the page, never in the file: dropping the page (behind the
+ * loop, and wherever pwrite() adds data, `data_store`) reads the trace's bytes back, so
+ * what a driver stores reaches neither the data added after it nor the next pass.  The last
+ * DATA_TAIL bytes of a chunk hold no data, so that such reads and stores a little past an
+ * input's end land in the pool, as they land in glretrace's heap, whatever is mapped after
+ * the chunk (nothing: a SIGSEGV; or other memory of the process, overwritten).
  *
  * Why this rather than re-reading the trace in every pass, as glretrace does: parsing and
  * compiling again would cost a multi-pass profile that time once per pass.  Why pwrite()
@@ -648,13 +661,25 @@ static int data_write(const Data *d, const char *src, size_t len, off_t offset) 
     return 0;
 }
 
+/*
+ * Write `len` bytes at byte `from` of the last chunk, then drop the pages they fall in from
+ * the process: a page a driver wrote into is a private copy, which would go on showing what
+ * the file held when it was copied; dropped, it is read again from the file.
+ */
+static int data_store(const Data *d, size_t from, const char *src, size_t len) {
+    const Chunk *last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
+    if (data_write(d, src, len, d->end - (off_t)last->size + (off_t)from))
+        return -1;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), first = from / page * page;
+    madvise((void *)(last->map + first), from + len - first, MADV_DONTNEED);
+    return 0;
+}
+
 /* Write what is staged of the last chunk to the file, before any op may read it. */
 static int data_flush(Data *d) {
     if (d->used <= d->written)
         return 0;
-    const Chunk *last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
-    off_t start = d->end - (off_t)last->size;
-    if (data_write(d, d->stage + d->written, d->used - d->written, start + (off_t)d->written))
+    if (data_store(d, d->written, d->stage + d->written, d->used - d->written))
         return -1;
     d->written = d->used;
     return 0;
@@ -680,7 +705,7 @@ static int data_chunk(Data *d, size_t size) {
         const Chunk *last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
         after = (void *)(last->map + last->size);
     }
-    void *map = mmap(after, size, PROT_READ, MAP_SHARED, d->fd, d->end);
+    void *map = mmap(after, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, d->fd, d->end);
     if (map == MAP_FAILED)
         return data_error(d);
     AT(d->chunks, Chunk)[d->chunks.len++] = (Chunk){map, size, 0};
@@ -697,17 +722,18 @@ static const char *data_put(Data *d, const char *src, size_t len, size_t op) {
     size_t padded = (len + 1 + 7) & ~(size_t)7;
     Chunk *last = d->chunks.len ? &AT(d->chunks, Chunk)[d->chunks.len - 1] : NULL;
     const char *at;
-    if (padded > DATA_CHUNK) { /* a chunk of its own, written at once; the file reads 0 after */
-        long page = sysconf(_SC_PAGESIZE);
-        if (data_chunk(d, (padded + (size_t)page - 1) / (size_t)page * (size_t)page))
+    if (padded > DATA_CHUNK - DATA_TAIL) { /* a chunk of its own, written at once; the file
+                                              reads 0 after */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        if (data_chunk(d, (padded + DATA_TAIL + page - 1) / page * page))
             return NULL;
         last = &AT(d->chunks, Chunk)[d->chunks.len - 1];
-        if (data_write(d, src, len, d->end - (off_t)last->size))
+        if (data_store(d, 0, src, len))
             return NULL;
         d->used = d->written = last->size;
         at = last->map;
     } else {
-        if (!last || d->used + padded > last->size) {
+        if (!last || d->used + padded > last->size - DATA_TAIL) {
             if (data_chunk(d, DATA_CHUNK))
                 return NULL;
             last = &AT(d->chunks, Chunk)[d->chunks.len - 1];

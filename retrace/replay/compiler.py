@@ -56,6 +56,8 @@ _LOCATION_QUERIES = {
     "glGetProgramResourceLocation",
 }
 _VIEWPORTS = {"glViewport"}
+# the calls that choose a framebuffer's draw buffers (`WindowSystem.check_drawn`)
+_DRAW_BUFFERS = re.compile(r"gl(Named)?(Framebuffer)?DrawBuffers?(ARB|EXT|NV|ATI)?$")
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _MAKE_CURRENT = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$")
 GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER = 0x8D40, 0x8CA9
@@ -592,6 +594,8 @@ class Compiler:
             plan.row = _gl_row(name)
             plan.work = makes_gpu_work(name)
             self._gl_plan(plan, len(sig.arg_names))
+            if _DRAW_BUFFERS.match(name):
+                self.ws.ws.trace_chooses_draw_buffers = True
         else:
             plan.compile = _unsupported(f"{name} is not an OpenGL function")
         return plan

@@ -116,6 +116,30 @@ class GlErrors:
                 self.first_frame = self.frames
 
 
+class UndrawnFrames:
+    """Frames a desktop-GL window ended with no draw buffer: GL_DRAW_BUFFER = GL_NONE on
+    the default framebuffer at the frame's end, in a trace that never chose draw buffers itself
+    (so it never asked for GL_NONE). Whatever the frame drew on its window landed
+    nowhere: a driver that gave the context no buffer (NVIDIA's, to a context first
+    bound without a surface), or a replay bug. Checked at each frame end
+    (`WindowSystem.check_drawn`)."""
+
+    __slots__ = ("count", "first_frame")
+    first_frame: int | None  # the first such frame (1-based)
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.count = 0
+        self.first_frame = None
+
+    def add(self, frame: int) -> None:
+        self.count += 1
+        if self.first_frame is None:
+            self.first_frame = frame
+
+
 @dataclass
 class Fidelity:
     """What one replay left out or got wrong; empty when it was faithful."""
@@ -131,12 +155,15 @@ class Fidelity:
     unconditional_renders: int = 0  # conditional renders on a query left out
     query_mismatches: int = 0  # --query-handling check: results unlike the trace's
     first_query_mismatch: tuple[int, int, int] | None = None  # call, replay's, trace's
+    undrawn_frames: int = 0  # see UndrawnFrames
+    first_undrawn: int | None = None
 
     @property
     def faithful(self) -> bool:
         """No departure the trace proves (GL errors it cannot vouch for are only warned of)."""
         departures = (self.skipped, self.lost_memcpys, self.unexpected_errors)
-        return not (any(departures) or self.unconditional_renders or self.query_mismatches)
+        counts = (self.unconditional_renders, self.query_mismatches, self.undrawn_frames)
+        return not (any(departures) or any(counts))
 
     def warnings(self) -> list[str]:
         """One line per kind of departure, with its count and why."""
@@ -175,6 +202,13 @@ class Fidelity:
                 "trace's "
                 f"(the first at call {call}: {got}, the trace has {traced})"
             )
+        if self.undrawn_frames:
+            lines.append(
+                f"retrace: warning: {self.undrawn_frames} frame(s) ended with GL_NONE as their "
+                f"window's draw buffer, the first at the swap ending frame {self.first_undrawn}, "
+                "though the trace never chose draw buffers: what they drew on the window "
+                "landed nowhere"
+            )
         if self.gl_errors:
             lines.append(
                 "retrace: warning: GL errors where the trace does not show whether the program "
@@ -200,6 +234,8 @@ class Fidelity:
             parts.append(f"{self.unconditional_renders} conditional render(s) drawn always")
         if self.query_mismatches:
             parts.append(f"{self.query_mismatches} query result(s) unlike the trace's")
+        if self.undrawn_frames:
+            parts.append(f"{self.undrawn_frames} frame(s) drawn into no buffer")
         return "the replay departed from the trace: " + "; ".join(parts)
 
     def worst(self, other: Fidelity) -> Fidelity:
@@ -220,6 +256,8 @@ class Fidelity:
             max(self.unconditional_renders, other.unconditional_renders),
             max(self.query_mismatches, other.query_mismatches),
             _first(self.first_query_mismatch, other.first_query_mismatch),
+            max(self.undrawn_frames, other.undrawn_frames),
+            _first(self.first_undrawn, other.first_undrawn),
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -233,6 +271,7 @@ class Fidelity:
             "left_out_queries": dict(self.left_out_queries),
             "unconditional_renders": self.unconditional_renders,
             "query_mismatches": self.query_mismatches,
+            "undrawn_frames": self.undrawn_frames,
         }
 
 

@@ -35,6 +35,7 @@ from retrace.replay.program import Marks, Program
 from retrace.replay.snapshot import Image, OwnGL, read_current
 from retrace.replay.state import ReplayState
 from retrace.replay.ws.core import WindowSystem
+from retrace.replay.ws.driver_process import open_display
 from retrace.replay.ws.headless import Drawable, EglDisplay
 from retrace.replay.ws.reader import WsCompiler
 from retrace.trace.ahead import wanted as read_ahead_wanted
@@ -107,7 +108,7 @@ class Replayer:
     ) -> None:
         _keep_batches_out_of_heap()
         self.reader = TraceReader(path)
-        self.display = display or EglDisplay.open()
+        self.display = display or open_display()
         self.state = ReplayState(self.display)
         self.dispatch = Dispatch(self.display.get_proc_address)
         self.gl = OwnGL(self.dispatch)
@@ -154,6 +155,7 @@ class Replayer:
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
+        self.ws.check_drawn(self.frame)
         for listener in self.listeners:
             listener.frame_end(self.frame)
 
@@ -192,6 +194,7 @@ class Replayer:
         """
         self.state.reset()
         self.gl_errors.clear()
+        self.ws.undrawn.clear()
         self.frame = 0
         start = time.perf_counter()
         try:
@@ -322,6 +325,8 @@ class Replayer:
             queries.unconditional_renders,
             queries.mismatches,
             queries.first_mismatch,
+            self.ws.undrawn.count,
+            self.ws.undrawn.first_frame,
         )
 
     def finish(self, strict: bool = False, fidelity: Fidelity | None = None) -> None:

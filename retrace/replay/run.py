@@ -49,7 +49,7 @@ def _replay(
     query_handling: str,
     query_tolerance: int,
 ) -> None:
-    from retrace.replay.ws.headless import open_ahead
+    from retrace.replay.ws.driver_process import open_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()

@@ -37,7 +37,7 @@ def _report(paths: tuple[str, ...], output: str, trace: str | None, **options: A
     metadata, or directories of them): frame times with p50/p95/p99 and spikes, a
     histogram, the top draw calls, functions and shader programs by GPU and CPU time,
     and a frames x calls heat map. With BASE... -- NEW..., both sides overlaid and
-    `retrace diff`'s verdict. Needs matplotlib: pip install 'retrace[report]'."""
+    `retrace diff`'s verdict. Needs matplotlib: pip install 'retrace-gl[report]'."""
     from retrace.compare.load import expand_paths, read_run
     from retrace.report.page import Side, render
     from retrace.report.shaders import program_sources

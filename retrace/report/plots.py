@@ -1,4 +1,4 @@
-"""The report's plots, drawn by matplotlib (`pip install 'retrace[report]'`) into data URIs.
+"""The report's plots, drawn by matplotlib (`pip install 'retrace-gl[report]'`) into data URIs.
 
 Static images keep the page self-contained and light: no script library, no
 network, nothing to break in a browser years later. Line plots and histograms
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retrace.errors import RetraceError
+from retrace.errors import RetraceError, pip_install
 
 MAX_HEAT_COLUMNS = 1500  # wider frames are binned: a screen has no more pixels
 COLORS = ("#1f77b4", "#d62728")  # base, new
@@ -23,9 +23,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise RetraceError(
-            "retrace report needs matplotlib: pip install 'retrace[report]'"
-        ) from None
+        raise RetraceError(f"retrace report needs matplotlib: {pip_install('report')}") from None
     matplotlib.use("Agg")  # no display: the figures only become images
     import matplotlib.pyplot as plt
 

@@ -9,7 +9,7 @@ llvmpipe against other llvmpipe runs (A/A) must find nothing, rows included
 samples.
 
 These are the calibration tests of the verdicts, the only tests here that
-depend on timing. Runs follow the README's recipe (separate runs per side,
+depend on timing. Runs follow docs/compare.md's recipe (separate runs per side,
 `--warmup 1 --stats`), and they alternate between the drivers in blocks
 balanced for order (compare_runs.py), so a drift of this shared machine, or
 what a softpipe run leaves behind, hits both llvmpipe sides alike. Run-to-run

@@ -427,9 +427,9 @@ def test_a_resumed_store_stays_until_its_tables_are_written(tmp_path):
 
 @pytest.mark.parametrize("command", [["replay", "-b"], ["--pframes", "opengl: GPU Duration"]])
 def test_a_driver_crash_while_it_loads_is_one_line(tmp_path, command):
-    """The driver loads in the `retrace` process itself, before the replaying child exists
-    (`retrace.launch`): an EGL vendor library that crashes when loaded ends retrace with one
-    line and exit 1, not the shell's "Segmentation fault"."""
+    """The driver loads in the replaying child alone (`driver_process`): an EGL vendor
+    library that crashes when loaded ends retrace with one line and exit 1, not the shell's
+    "Segmentation fault", and leaves no store behind."""
     source = tmp_path / "crash.c"
     source.write_text(
         "#include <signal.h>\n"
@@ -449,7 +449,5 @@ def test_a_driver_crash_while_it_loads_is_one_line(tmp_path, command):
         timeout=120,
     )
     assert r.returncode == 1
-    assert r.stderr.decode() == (
-        "retrace: error: driver crashed (SIGSEGV) while loading, before the first call\n"
-    )
+    assert r.stderr.decode() == ("retrace: error: driver crashed (SIGSEGV) before the first call\n")
     assert not list(tmp_path.glob("retrace-store-*"))

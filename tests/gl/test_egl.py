@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from unit.test_egl import OPEN_AND_REPORT, run_child
 
+from retrace.debian import DRIVER_HINT
 from retrace.errors import RetraceError
 from retrace.replay.ws.headless import (
     Context,
@@ -378,3 +379,4 @@ def test_no_vendor_driver_is_an_error_not_a_crash():
     lines = child.stdout.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("no EGL driver found: ")
+    assert lines[0].endswith(f"; {DRIVER_HINT}")  # what installs one

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 from conftest import TRACES, run_retrace
 from tracegen import TraceWriter, glx_context, occlusion_query
+
+from retrace.errors import RetraceError
+from retrace.replay.fidelity import Fidelity, FidelityError
+from retrace.replay.replayer import Replayer, ReplayListener
+from retrace.trace import cache
 
 GL_INVALID_ENUM = 0x0500
 SUMMARY = "retrace: warning: the replay departed from the trace: "
@@ -116,3 +122,58 @@ def test_conditional_rendering_on_a_query_left_out_is_a_departure(tmp_path):
         "retrace: warning: 1 conditional render(s) on the program's own queries"
     )
     assert summary.startswith(SUMMARY + "1 conditional render(s) drawn always")
+
+
+GL_NONE, GL_BACK, GL_COLOR_BUFFER_BIT = 0, 0x0405, 0x4000
+
+
+def window_frames_trace(path: Path, frames: int, draw_buffer: int | None = None) -> Path:
+    """A GLX window cleared and swapped `frames` times; with `draw_buffer` the program
+    chooses its draw buffer first (glDrawBuffer)."""
+    w = TraceWriter()
+    glx_context(w)
+    if draw_buffer is not None:
+        w.call("glDrawBuffer", ("buf",), {0: w.int(draw_buffer)})
+    for _ in range(frames):
+        w.call("glClear", ("mask",), {0: w.int(GL_COLOR_BUFFER_BIT)})
+        w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path.write_bytes(w.snappy())
+    return path
+
+
+class NoBufferDriver(ReplayListener):
+    """What a driver does that gives a context's window no draw buffer (NVIDIA's, to a
+    context first made current without a surface): GL_NONE whenever the context is bound."""
+
+    def __init__(self, replayer: Replayer) -> None:
+        self.draw_buffer = replayer.dispatch.raw("glDrawBuffer", None, ctypes.c_uint)
+
+    def after_switch(self) -> None:
+        self.draw_buffer(GL_NONE)
+
+
+def replayed(trace: Path, meddle: bool) -> tuple[Fidelity, list[str], RetraceError | None]:
+    with cache.used(False), Replayer(str(trace)) as replayer:
+        if meddle:
+            replayer.listen(NoBufferDriver(replayer))
+        replayer.run_pass()
+        lines, error = replayer.ending(strict=True)
+        return replayer.fidelity(), lines, error
+
+
+def test_frames_drawn_into_no_buffer_are_a_departure(tmp_path):
+    trace = window_frames_trace(tmp_path / "w.trace", 3)
+    fidelity, lines, error = replayed(trace, meddle=True)
+    assert (fidelity.undrawn_frames, fidelity.first_undrawn) == (3, 1)
+    assert isinstance(error, FidelityError) and "3 frame(s) drawn into no buffer" in str(error)
+    assert any("GL_NONE as their window's draw buffer" in line for line in lines), lines
+    # the same replay where the driver gave the window its buffer: faithful
+    fidelity, lines, error = replayed(trace, meddle=False)
+    assert fidelity.faithful and not lines and error is None
+
+
+def test_no_draw_buffer_the_program_chose_is_no_departure(tmp_path):
+    """A program that chooses draw buffers may choose GL_NONE: the guard stands aside."""
+    for chosen in (GL_NONE, GL_BACK):
+        fidelity, _, error = replayed(window_frames_trace(tmp_path / "w.trace", 2, chosen), True)
+        assert fidelity.undrawn_frames == 0 and error is None, chosen

@@ -185,7 +185,8 @@ def test_without_the_package_one_line_before_measuring(tmp_path):
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1 and done.stdout == "" and not timeline.exists()
     assert done.stderr == (
-        "retrace: error: --perfetto needs the perfetto package: pip install 'retrace[perfetto]'\n"
+        "retrace: error: --perfetto needs the perfetto package: "
+        "pip install 'retrace-gl[perfetto]'\n"
     )
 
 

@@ -112,7 +112,7 @@ def test_handles_into_the_traced_process_are_never_passed_on(tmp_path):
 
 
 def test_snapshot_folders_are_created(tmp_path):
-    """`-s out/frame` creates out/ as glretrace does (the README's command on a fresh clone)."""
+    """`-s out/frame` creates out/ as glretrace does (docs/replay.md's command, fresh clone)."""
     r = run_retrace(
         "replay", "-s", str(tmp_path / "out" / "sub" / "f"), str(TRACES / "es2tri.trace")
     )

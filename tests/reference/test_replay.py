@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TRACES, reference_tool, run_retrace
+from conftest import TRACES, is_egl, reference_tool, run_retrace
 
 FRAMES = "*/frame"
 DRAWS = "*/draw"
@@ -55,10 +55,6 @@ CASES = {
     "piglit-ubo-rendering.trace": (DRAWS, set()),
     "piglit-xfb-draw-auto.trace": (DRAWS, set()),
 }
-
-
-def is_egl(trace: Path) -> bool:
-    return b"eglMakeCurrent" in run_retrace("dump", str(trace)).stdout
 
 
 def reference_run(trace: Path, display: str, *args: str) -> bytes:

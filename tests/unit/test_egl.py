@@ -43,7 +43,7 @@ OPEN_AND_REPORT = """
 
 
 def test_missing_libegl_is_an_error_not_a_crash():
-    code = "import retrace.replay.ws.headless as egl\negl._EGL_LIBRARY = 'libEGL-missing.so.1'\n"
+    code = "import retrace.replay.ws.egl_api as egl\negl.EGL_LIBRARY = 'libEGL-missing.so.1'\n"
     child = run_child(code + textwrap.dedent(OPEN_AND_REPORT))
     assert child.returncode == 0, child.stderr
     assert child.stdout.startswith("no EGL driver found: cannot load libEGL-missing.so.1")

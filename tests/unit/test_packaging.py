@@ -21,3 +21,25 @@ def test_every_package_of_the_source_tree_is_installed():
             inner = init.parent.relative_to(ROOT / top).parts
             found.add(".".join((package, *inner)))
     assert sorted(found) == sorted(setuptools["packages"])
+
+
+def test_the_distribution_name_is_the_one_the_errors_name():
+    # Errors say `pip install 'retrace-gl[extra]'`: that must install this project.
+    import retrace
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == (
+        retrace.DISTRIBUTION
+    )
+
+
+def test_the_version_is_the_package_s_whatever_the_distribution_is_called():
+    # (click would look `retrace` up among the installed distributions' metadata)
+    import subprocess
+    import sys
+
+    import retrace
+
+    version = subprocess.run(
+        [sys.executable, "-m", "retrace", "--version"], capture_output=True, text=True
+    )
+    assert (version.returncode, version.stdout) == (0, f"retrace, version {retrace.__version__}\n")

@@ -1,4 +1,4 @@
-"""The README's first two commands must stay true."""
+"""The README stays short, its first two commands true, and every page it links to exists."""
 
 from __future__ import annotations
 
@@ -6,9 +6,29 @@ import re
 
 from conftest import ROOT
 
-BLOCKS = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"```sh\n(.*?)```", README, re.S)
+
+
+def test_first_command_sets_up_then_runs_what_it_installed():
+    # (tests/gl/test_readme.py runs its second half)
+    setup, _, run = BLOCKS[0].strip().partition(" && ")
+    assert setup == "bash tools/setup.sh" and (ROOT / "tools" / "setup.sh").is_file()
+    assert run.startswith(".venv/bin/retrace ")
 
 
 def test_second_command_is_the_ci_script():
     assert BLOCKS[1].strip().startswith("bash .ci/run")
     assert "python -m pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_is_short():
+    # What a package index shows, and a newcomer reads first: the rest is in docs/.
+    assert len(README.encode()) <= 10_000
+
+
+def test_every_file_the_readme_links_to_exists():
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
+    local = [t for t in targets if "://" not in t]
+    assert "docs/getting-started.md" in local
+    assert [t for t in local if not (ROOT / t).exists()] == []

@@ -64,22 +64,22 @@ def test_the_replay_loads_no_library_while_the_display_opens():
     `load_libraries`; an extension module imported after that waits for the driver to
     load (the dynamic loader's lock) instead of importing alongside it."""
     parent = REPLAY_STEPS[:2]  # up to the fork (`contain.supervise`), then the child's
-    first = (*parent, "from retrace.replay.ws.headless import open_ahead", *REPLAY_STEPS[3:5])
+    first = (*parent, "from retrace.replay.ws.driver_process import open_ahead", *REPLAY_STEPS[3:5])
     assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
-def test_the_program_loads_no_library_while_the_driver_loads_early():
-    """`retrace.launch` loads its LIBRARIES, then the driver on a thread: nothing the
-    command line, the fork and the replaying child import up to the replay is a library
-    left out of that list (it would wait for the driver's loading instead of importing
-    alongside it)."""
+def test_the_program_loads_every_library_the_replaying_child_would_wait_for():
+    """`retrace.launch` loads its LIBRARIES before the command line, and the replaying child
+    inherits them: nothing the command line, the fork and the child import up to the
+    replay is a library left out of that list (in the child it would wait for the driver's
+    loading, on its thread, instead of importing alongside it)."""
     first = ("import retrace.launch", "retrace.launch.import_libraries()")
     assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
 def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
-    """The driver starts loading early for `replay`, `profile` and glretrace's forms of
-    them, not for the other commands, help or the version."""
+    """The libraries load early for `replay`, `profile` and glretrace's forms of them, not
+    for the other commands, help or the version."""
     from retrace.cli import cli
     from retrace.launch import REPLAYING, replays
 

@@ -1,4 +1,4 @@
-"""How retrace answers a command line it cannot run, and its exit codes (README,
+"""How retrace answers a command line it cannot run, and its exit codes (docs/compare.md,
 "Exit codes"): 2 for usage (what was typed: a misspelt command, an option that
 does nothing where it is given, a contradiction, a named file that is missing or a
 directory, a malformed RETRACE_* variable), 1 for input or work that failed (a file

@@ -242,6 +242,77 @@ def test_data_leaves_memory_once_run_and_is_read_again_by_the_next_pass(tmp_path
         assert os.fstat(file.fileno()).st_size >= sum(map(len, pieces))
 
 
+def test_what_the_driver_stores_into_its_input_reaches_no_data_added_later_nor_a_later_pass(
+    tmp_path,
+):
+    """Mesa's noop driver stores into a client vertex array at the draw that reads it (at
+    0x70 and 0x94 bytes past its start): the pool is writable, so that is no crash, and the
+    stores stay in the process's copies of the pages. Data compiled after them (here into
+    the page stored into, past the array's end) reads as traced, and so does the next pass."""
+    w = TraceWriter
+    array, later = b"A" * 64, b"B" * 64
+    seen: list[bytes] = []
+    kept: list[int] = []
+
+    def pointer(at: int, n: int) -> None:  # glVertexPointer: the driver keeps `at`
+        seen.append(ctypes.string_at(at, n))
+        kept.append(at)
+
+    def draw() -> None:  # glDrawArrays: the driver stores into what it kept
+        ctypes.memset(kept[-1] + 0x70, 0xFF, 8)
+        ctypes.memset(kept[-1] + 0x94, 1, 1)
+
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)(pointer)
+    g = ctypes.CFUNCTYPE(None)(draw)
+    pointer_op = (ctypes.cast(f, ctypes.c_void_p).value, bytes([PTR, I32]), (None, None))
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        for data in (array, later):  # the second compiled after the first was drawn
+            batch, sigs = batch_of(
+                tmp_path, [("f", (w.blob(data), w.int(len(data))), 0), ("g", (), 0)]
+            )
+            code.set_sig(sigs["f"], code.add_proto(*pointer_op), 0, 1)
+            code.set_sig(
+                sigs["g"], code.add_proto(ctypes.cast(g, ctypes.c_void_p).value, b"", ()), 0, 2
+            )
+            start = len(code)
+            assert compile_all(code, batch) == 2
+            code.run(start, len(code), [])
+        code.run(0, 2, [])
+        assert seen == [array, later, array]
+
+
+def pool_ranges(file) -> list[tuple[int, int]]:
+    """The address ranges this process maps `file` at (from /proc/self/maps)."""
+    inode, ranges = str(os.fstat(file.fileno()).st_ino), []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if fields[4] == inode:
+                start, end = fields[0].split("-")
+                ranges.append((int(start, 16), int(end, 16)))
+    return ranges
+
+
+def test_a_little_past_the_end_of_any_data_is_still_the_pool(tmp_path):
+    """What the noop driver reads and stores past a small client array (up to 0x9c bytes past
+    its start) lands in the pool, even past the data that ends a chunk: not in whatever the
+    process maps after it. Pieces of 1023 bytes (1024 with the NUL) would fill chunks of any
+    power-of-two size exactly; one of 3 MiB with its NUL would fill a chunk of its own."""
+    reach = 0x9C
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        pieces = [(code.keep(bytes(1023)), 1023) for _ in range(4096)]
+        pieces.append((code.keep(bytes((3 << 20) - 1)), (3 << 20) - 1))
+        ranges = pool_ranges(file)
+        outside = [
+            at
+            for at, n in pieces
+            if not any(start <= at + n + reach < end for start, end in ranges)
+        ]
+        assert outside == []
+
+
 # KiB of the op arrays left resident after a run: of each of the six, the 64 KiB the kernel
 # maps around a fault (fault-around) at the end of what ran
 LEFT_RESIDENT = 6 * 64

@@ -4,8 +4,9 @@
 # What it does:
 #   1. Installs what is missing (Debian 12 packages: apitrace,
 #      apitrace-tracers, xvfb, mesa-utils, ffmpeg, mpv, qml-qt6 and its
-#      QtQuick modules, gtk-4-examples, kitty, love, xscreensaver-gl,
-#      neverball, warzone2100, glmark2-x11, piglit).
+#      QtQuick modules, qtdeclarative5-examples, gtk-4-examples, kitty, love,
+#      xscreensaver-gl and -gl-extra, neverball, warzone2100, glmark2-x11,
+#      piglit).
 #   2. Starts its own Xvfb on a free display (stopped again on exit), forces
 #      Mesa's llvmpipe software driver and gives the programs a private, empty
 #      HOME, so neither the machine's GPU nor its users' settings leak in.
@@ -47,12 +48,13 @@ die() { log "error: $*"; exit 1; }
 # 1. Dependencies
 DEBS=(apitrace apitrace-tracers xvfb mesa-utils ffmpeg mpv qml-qt6
       qml6-module-qtquick qml6-module-qtquick-window
-      qml6-module-qtqml-workerscript gtk-4-examples kitty love
-      xscreensaver-gl neverball warzone2100 glmark2-x11 piglit python3)
+      qml6-module-qtqml-workerscript qtdeclarative5-examples gtk-4-examples kitty love
+      xscreensaver-gl xscreensaver-gl-extra neverball warzone2100 glmark2-x11 piglit python3)
 install_debs "${DEBS[@]}"
 PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep -m1 '/piglit/bin/occlusion_query$')")
 XSS=/usr/libexec/xscreensaver
-[[ -x $PIGLIT_BIN/bufferstorage-persistent && -x $XSS/hypertorus ]] \
+QT5_TEXTUREINTHREAD=$(dpkg -L qtdeclarative5-examples | grep -m1 '/textureinthread/textureinthread$')
+[[ -x $PIGLIT_BIN/bufferstorage-persistent && -x $XSS/hypertorus && -x $XSS/flurry ]] \
     || die "piglit tests or xscreensaver hacks not found"
 
 # Package versions, for the README table.
@@ -104,6 +106,10 @@ rec mpv-gles egl 60 all "${MPV[@]}" --opengl-es=yes "$WORK/test.mkv"
 # Qt Quick (Qt 6.4): threaded render loop, so two threads and shared contexts.
 QSG_RHI_BACKEND=opengl rec qt6-qml gl 30 all /usr/lib/qt6/bin/qml "$HERE/src/rects.qml"
 
+# Qt 5.15's textureinthread example: a second thread renders a logo with client-side
+# vertex arrays into a texture of a context shared with the scene graph's.
+rec qt5-textureinthread gl 6 30 "$QT5_TEXTUREINTHREAD"
+
 # GTK 4.8: the "gl" GSK renderer (4.8 has no "ngl"); GLX because epoxy's EGL
 # path aborts under egltrace.so (it looks for glXGetCurrentContext there).
 GTK=(env GDK_BACKEND=x11 GSK_RENDERER=gl GDK_DEBUG=gl-glx)
@@ -124,6 +130,7 @@ rec wz2100 gl 30 30 warzone2100 --window --resolution=640x480 --nosound
 # xscreensaver 6 hacks use EGL on X11.
 rec xss-hypertorus egl 3 30 "$XSS/hypertorus" -window
 rec xss-glmatrix egl 3 30 "$XSS/glmatrix" -window
+rec xss-flurry egl 3 30 "$XSS/flurry" -window  # client arrays drawn as GL_QUADS
 
 # Neverball (SDL2, GL 1.x/2.x with VBOs): its title screen.
 rec neverball gl 12 30 neverball

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from retrace.errors import UsageError
+from retrace.errors import UsageError, pip_install
 
 SKIP = "skip"  # the label that keeps a trace off a device
 NO_PERF = "no-perf"  # the label that keeps a trace out of performance runs
@@ -109,8 +109,7 @@ def load_yaml(path: Path) -> Any:
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
     except ImportError:
         raise UsageError(
-            f"{path}: reading a traces description file needs ruamel.yaml: "
-            "pip install 'retrace[ci]'"
+            f"{path}: reading a traces description file needs ruamel.yaml: {pip_install('ci')}"
         ) from None
     try:
         text = path.read_text(encoding="utf-8")

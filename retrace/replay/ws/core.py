@@ -20,11 +20,21 @@ from collections.abc import Callable
 from typing import Any
 
 from retrace.errors import RetraceError
-from retrace.replay.fidelity import GlErrors
+from retrace.replay.fidelity import GlErrors, UndrawnFrames
 from retrace.replay.program import Entry
 from retrace.replay.state import DrawableKey, ReplayState, TracedContext
 from retrace.replay.values import integer
-from retrace.replay.ws.headless import EGL_GL_RENDERBUFFER, ContextRequest, Drawable, PixelFormat
+from retrace.replay.ws.driver_process import inherited_hint
+from retrace.replay.ws.egl_api import EGL_GL_RENDERBUFFER
+from retrace.replay.ws.headless import (
+    GL_DRAW_BUFFER,
+    GL_DRAW_FRAMEBUFFER_BINDING,
+    GL_NONE,
+    ContextRequest,
+    Drawable,
+    EglError,
+    PixelFormat,
+)
 
 # How a reader compiles one call: (arguments, result, thread) -> its entry, or None when
 # the call needs no replay.
@@ -33,8 +43,6 @@ Handler = Callable[[list[Any], Any, int], Entry | None]
 # What a context made without attributes (glXCreateContext, wglCreateContext, CGL's legacy
 # profile) asks for: whatever compatibility version the driver has.
 LEGACY_CONTEXT = ContextRequest(api="gl", major=1, minor=0, profile="compat")
-
-GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
 
 
 def is_window_system_call(name: str) -> bool:
@@ -115,6 +123,10 @@ class WindowSystem:
         # glretrace's --core and --samples: override what the trace asked for
         self.force_core = False
         self.samples: int | None = None
+        # frames that ended with no draw buffer; the trace chooses draw buffers itself
+        # (told by the compiler), so that GL_NONE may be its own choice
+        self.undrawn = UndrawnFrames()
+        self.trace_chooses_draw_buffers = False
 
     def create_context(
         self, traced: int, request: ContextRequest, fmt: PixelFormat, share: int
@@ -128,7 +140,10 @@ class WindowSystem:
         shared = st.contexts.get(share) if share else None
         context = TracedContext(request=request, fmt=fmt, share=shared)
         real_share = shared.real if shared is not None else None
-        context.real = st.display.create_context(request, fmt, real_share)
+        try:
+            context.real = st.display.create_context(request, fmt, real_share)
+        except EglError as e:
+            raise EglError(f"{e}{inherited_hint()}") from None
         st.contexts[traced] = context
 
     def share_lists(self, share: int, traced: int) -> None:
@@ -305,6 +320,26 @@ class WindowSystem:
         if previous is not None and previous[0] is real:  # (not of a replaced context)
             self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
             self.gl.DeleteSync(previous[1])
+
+    def check_drawn(self, frame: int) -> None:
+        """At the end of frame `frame`: count it in `undrawn` if the current desktop
+        context's window has GL_NONE as its draw buffer, unless the trace chooses draw
+        buffers itself."""
+        st = self.state
+        real = st.current.real if st.current is not None else None
+        if (
+            real is None
+            or real.api != "gl"
+            or st.current_drawable is None
+            or self.trace_chooses_draw_buffers
+        ):
+            return
+        gl = self.gl
+        if (
+            gl.get_integer(GL_DRAW_FRAMEBUFFER_BINDING) == 0
+            and gl.get_integer(GL_DRAW_BUFFER) == GL_NONE
+        ):
+            self.undrawn.add(frame)
 
     def frame_terminator(self) -> None:
         self._count_errors()

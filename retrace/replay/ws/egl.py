@@ -18,8 +18,7 @@ from typing import Any
 
 from retrace.replay.values import handle, integer
 from retrace.replay.ws.core import Entry, Handler, WindowSystem, attrib_pairs, glretrace_format
-from retrace.replay.ws.headless import (
-    DEFAULT_SIZE,
+from retrace.replay.ws.egl_api import (
     EGL_ALPHA_SIZE,
     EGL_BLUE_SIZE,
     EGL_CONTEXT_FLAGS_KHR,
@@ -45,9 +44,8 @@ from retrace.replay.ws.headless import (
     EGL_SAMPLES,
     EGL_STENCIL_SIZE,
     EGL_WIDTH,
-    ContextRequest,
-    PixelFormat,
 )
+from retrace.replay.ws.headless import DEFAULT_SIZE, ContextRequest, PixelFormat
 
 EGL_FORMAT = {
     EGL_RED_SIZE: "red",

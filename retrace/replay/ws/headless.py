@@ -32,22 +32,85 @@ runs once per trace and profiling runs many in one process.
 EGL keeps the current context per thread; this module assumes that one thread
 drives one display, as a replay does.
 
-`open_ahead()` starts opening the display in a thread of its own, which the next
-`EglDisplay.open()` takes: the driver loads and initialises (in C, without the
-GIL: about 25 ms on llvmpipe) while the replaying process imports the replayer,
-instead of after it.
+A context is first made current on a pbuffer (to identify it), never without a surface
+where its config has pbuffers: a context's default draw and read buffers are set at its
+first binding (GL 4.6, 17.4.1), so one first bound surfacelessly keeps GL_NONE on
+NVIDIA's driver, and its window's frames are drawn into nothing (Mesa sets them again at
+every binding). What else that first binding sets, the viewport and scissor box, the
+display sets again at the context's first binding to another surface.
+
+The EGL bindings are `egl_api`; which process may open a display, `driver_process`.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from retrace.errors import RetraceError
+from retrace.debian import DRIVER_HINT
+from retrace.replay.ws.egl_api import (
+    EGL_ALPHA_SIZE,
+    EGL_BLUE_SIZE,
+    EGL_CLIENT_APIS,
+    EGL_COLOR_BUFFER_TYPE,
+    EGL_CONFIG_CAVEAT,
+    EGL_CONFIG_ID,
+    EGL_CONTEXT_FLAGS_KHR,
+    EGL_CONTEXT_MAJOR_VERSION,
+    EGL_CONTEXT_MINOR_VERSION,
+    EGL_CONTEXT_OPENGL_COMPATIBILITY_PROFILE_BIT,
+    EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
+    EGL_CONTEXT_OPENGL_DEBUG,
+    EGL_CONTEXT_OPENGL_DEBUG_BIT_KHR,
+    EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE,
+    EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE_BIT_KHR,
+    EGL_CONTEXT_OPENGL_PROFILE_MASK,
+    EGL_CONTEXT_OPENGL_ROBUST_ACCESS,
+    EGL_CONTEXT_OPENGL_ROBUST_ACCESS_BIT_KHR,
+    EGL_DEPTH_SIZE,
+    EGL_DONT_CARE,
+    EGL_DRM_DEVICE_FILE_EXT,
+    EGL_ERRORS,
+    EGL_EXTENSIONS,
+    EGL_GREEN_SIZE,
+    EGL_HEIGHT,
+    EGL_NONE,
+    EGL_OPENGL_BIT,
+    EGL_OPENGL_ES2_BIT,
+    EGL_OPENGL_ES3_BIT,
+    EGL_OPENGL_ES_BIT,
+    EGL_PBUFFER_BIT,
+    EGL_PLATFORM_DEVICE_EXT,
+    EGL_PLATFORM_SURFACELESS_MESA,
+    EGL_RED_SIZE,
+    EGL_RENDERABLE_TYPE,
+    EGL_RGB_BUFFER,
+    EGL_SAMPLE_BUFFERS,
+    EGL_SAMPLES,
+    EGL_STENCIL_SIZE,
+    EGL_SURFACE_TYPE,
+    EGL_VENDOR,
+    EGL_VERSION,
+    EGL_WIDTH,
+    GL_LIBRARIES,
+    INT,
+    INTP,
+    NO_DRIVER,
+    VP,
+    CreateImageKHR,
+    DestroyImageKHR,
+    EglError,
+    GetPlatformDisplayEXT,
+    QueryDevicesEXT,
+    QueryDeviceStringEXT,
+    api_enum,
+    attrib_list,
+    gl_library,
+    load_egl,
+)
 
 if TYPE_CHECKING:  # (the registry behind dispatch is not needed to open a display)
     from retrace.replay.dispatch import CFunction
@@ -60,108 +123,26 @@ __all__ = [
     "EglError",
     "PixelFormat",
     "Surface",
-    "open_ahead",
 ]
 
-# --- EGL constants (values from the Khronos headers, EGL/egl.h and EGL/eglext.h) -----------
-
-EGL_SUCCESS = 0x3000
-EGL_ALPHA_SIZE = 0x3021
-EGL_BLUE_SIZE = 0x3022
-EGL_GREEN_SIZE = 0x3023
-EGL_RED_SIZE = 0x3024
-EGL_DEPTH_SIZE = 0x3025
-EGL_STENCIL_SIZE = 0x3026
-EGL_CONFIG_CAVEAT = 0x3027
-EGL_CONFIG_ID = 0x3028
-EGL_SAMPLES = 0x3031
-EGL_SAMPLE_BUFFERS = 0x3032
-EGL_SURFACE_TYPE = 0x3033
-EGL_NONE = 0x3038
-EGL_COLOR_BUFFER_TYPE = 0x303F
-EGL_RENDERABLE_TYPE = 0x3040
-EGL_VENDOR = 0x3053
-EGL_VERSION = 0x3054
-EGL_EXTENSIONS = 0x3055
-EGL_HEIGHT = 0x3056
-EGL_WIDTH = 0x3057
-EGL_DRAW = 0x3059
-EGL_READ = 0x305A
-EGL_CLIENT_APIS = 0x308D
-EGL_RGB_BUFFER = 0x308E
-EGL_OPENGL_ES_API = 0x30A0
-EGL_OPENGL_API = 0x30A2
-EGL_DONT_CARE = -1
-
-EGL_PBUFFER_BIT = 0x0001
-EGL_OPENGL_ES_BIT = 0x0001
-EGL_OPENGL_ES2_BIT = 0x0004
-EGL_OPENGL_BIT = 0x0008
-EGL_OPENGL_ES3_BIT = 0x0040
-
-# EGL 1.5 / EGL_KHR_create_context
-EGL_CONTEXT_MAJOR_VERSION = 0x3098  # the same value as EGL_CONTEXT_CLIENT_VERSION
-EGL_CONTEXT_MINOR_VERSION = 0x30FB
-EGL_CONTEXT_FLAGS_KHR = 0x30FC
-EGL_CONTEXT_OPENGL_PROFILE_MASK = 0x30FD
-EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT = 0x1
-EGL_CONTEXT_OPENGL_COMPATIBILITY_PROFILE_BIT = 0x2
-EGL_CONTEXT_OPENGL_DEBUG_BIT_KHR = 0x1
-EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE_BIT_KHR = 0x2
-EGL_CONTEXT_OPENGL_ROBUST_ACCESS_BIT_KHR = 0x4
-EGL_CONTEXT_OPENGL_DEBUG = 0x31B0
-EGL_CONTEXT_OPENGL_FORWARD_COMPATIBLE = 0x31B1
-EGL_CONTEXT_OPENGL_ROBUST_ACCESS = 0x31B2
-
-# EGL_GL_TEXTURE_2D, _3D, the six cube-map faces, EGL_GL_RENDERBUFFER (EGL_KHR_gl_image)
-EGL_GL_RENDERBUFFER = 0x30B9
-EGL_GL_IMAGE_TARGETS = frozenset(range(0x30B1, EGL_GL_RENDERBUFFER + 1))
-
-# Platforms and devices
-EGL_PLATFORM_DEVICE_EXT = 0x313F
-EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
-EGL_DRM_DEVICE_FILE_EXT = 0x3233
-
-_EGL_ERRORS = {
-    0x3000: "EGL_SUCCESS",
-    0x3001: "EGL_NOT_INITIALIZED",
-    0x3002: "EGL_BAD_ACCESS",
-    0x3003: "EGL_BAD_ALLOC",
-    0x3004: "EGL_BAD_ATTRIBUTE",
-    0x3005: "EGL_BAD_CONFIG",
-    0x3006: "EGL_BAD_CONTEXT",
-    0x3007: "EGL_BAD_CURRENT_SURFACE",
-    0x3008: "EGL_BAD_DISPLAY",
-    0x3009: "EGL_BAD_MATCH",
-    0x300A: "EGL_BAD_NATIVE_PIXMAP",
-    0x300B: "EGL_BAD_NATIVE_WINDOW",
-    0x300C: "EGL_BAD_PARAMETER",
-    0x300D: "EGL_BAD_SURFACE",
-    0x300E: "EGL_CONTEXT_LOST",
-    0x322B: "EGL_BAD_DEVICE_EXT",
-}
-
-# --- the few GL constants needed to identify a context ---------------------------------------
+# --- the few GL constants needed to identify a context and set up its window ---------------
 
 GL_RENDERER = 0x1F01
 GL_VERSION = 0x1F02
 GL_CONTEXT_PROFILE_MASK = 0x9126
 GL_CONTEXT_CORE_PROFILE_BIT = 0x1
-
-# Libraries that export GL entry points, by client API. With glvnd, libOpenGL.so.0
-# is desktop GL without GLX; libGL.so.1 is the fallback for stacks without glvnd.
-_GL_LIBRARIES = {
-    "gl": ("libOpenGL.so.0", "libGL.so.1"),
-    "gles1": ("libGLESv1_CM.so.1",),
-    "gles2": ("libGLESv2.so.2",),
+GL_NONE = 0
+GL_BACK = 0x0405
+GL_DRAW_BUFFER = 0x0C01
+GL_READ_BUFFER = 0x0C02
+GL_DRAW_FRAMEBUFFER_BINDING = 0x8CA6
+GL_READ_FRAMEBUFFER = 0x8CA8
+GL_DRAW_FRAMEBUFFER = 0x8CA9
+GL_READ_FRAMEBUFFER_BINDING = 0x8CAA
+_BINDING = {
+    GL_DRAW_FRAMEBUFFER: GL_DRAW_FRAMEBUFFER_BINDING,
+    GL_READ_FRAMEBUFFER: GL_READ_FRAMEBUFFER_BINDING,
 }
-
-_EGL_LIBRARY = "libEGL.so.1"
-_NO_DRIVER = "no EGL driver found"
-
-
-class EglError(RetraceError):
-    """EGL could not give what the replay needs; the message is one line."""
 
 
 class PixelFormat(NamedTuple):
@@ -222,6 +203,8 @@ class Context:
         "major",
         "minor",
         "profile",
+        "on_surface",
+        "surfaceless",
     )
 
     def __init__(self, handle: int, config: int, request: ContextRequest, api: str) -> None:
@@ -234,6 +217,8 @@ class Context:
         self.major = 0
         self.minor = 0
         self.profile = ""
+        self.on_surface = False  # bound to a surface other than the one that identified it
+        self.surfaceless = False  # bound without a surface by `make_current`'s caller
 
     @property
     def proc_api(self) -> str:
@@ -272,99 +257,23 @@ class Drawable:
         self.surface: Surface | None = None
 
 
-# --- libEGL, loaded once per process ----------------------------------------------------------
-
-_lock = threading.Lock()
-_egl: ctypes.CDLL | None = None
-_gl_libraries: dict[str, ctypes.CDLL | None] = {}
 # EGL display handles are per process, not per eglGetDisplay call: two EglDisplay objects
 # on the same platform share one handle, so eglTerminate waits for the last of them.
 _display_refs: dict[int, int] = {}
+_refs_lock = threading.Lock()
 
-_VP = ctypes.c_void_p
-_INT = ctypes.c_int32
-_INTP = ctypes.POINTER(ctypes.c_int32)
-_BOOL = ctypes.c_uint32
-_ENUM = ctypes.c_uint32
-
-_PROTOTYPES: dict[str, tuple[object, list[object]]] = {
-    "eglGetError": (_INT, []),
-    "eglGetDisplay": (_VP, [_VP]),
-    "eglInitialize": (_BOOL, [_VP, _INTP, _INTP]),
-    "eglTerminate": (_BOOL, [_VP]),
-    "eglReleaseThread": (_BOOL, []),
-    "eglQueryString": (ctypes.c_char_p, [_VP, _INT]),
-    "eglChooseConfig": (_BOOL, [_VP, _INTP, ctypes.POINTER(_VP), _INT, _INTP]),
-    "eglGetConfigAttrib": (_BOOL, [_VP, _VP, _INT, _INTP]),
-    "eglBindAPI": (_BOOL, [_ENUM]),
-    "eglCreateContext": (_VP, [_VP, _VP, _VP, _INTP]),
-    "eglDestroyContext": (_BOOL, [_VP, _VP]),
-    "eglCreatePbufferSurface": (_VP, [_VP, _VP, _INTP]),
-    "eglDestroySurface": (_BOOL, [_VP, _VP]),
-    "eglMakeCurrent": (_BOOL, [_VP, _VP, _VP, _VP]),
-    "eglSwapBuffers": (_BOOL, [_VP, _VP]),
-    "eglGetProcAddress": (_VP, [ctypes.c_char_p]),
-    # what is current on the thread (the --window viewer puts the replay's binding back)
-    "eglQueryAPI": (_ENUM, []),
-    "eglGetCurrentDisplay": (_VP, []),
-    "eglGetCurrentContext": (_VP, []),
-    "eglGetCurrentSurface": (_VP, [_INT]),
-}
-
-# Extension entry points, resolved through eglGetProcAddress.
-_QueryDevicesEXT = ctypes.CFUNCTYPE(_BOOL, _INT, ctypes.POINTER(_VP), _INTP)
-_QueryDeviceStringEXT = ctypes.CFUNCTYPE(ctypes.c_char_p, _VP, _INT)
-_GetPlatformDisplayEXT = ctypes.CFUNCTYPE(_VP, _ENUM, _VP, _INTP)
-_CreateImageKHR = ctypes.CFUNCTYPE(_VP, _VP, _VP, _ENUM, _VP, _INTP)
-_DestroyImageKHR = ctypes.CFUNCTYPE(_BOOL, _VP, _VP)
-
-# GL entry points used to identify a context.
+# GL entry points used to identify a context and set up its window.
 _GetString = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_uint32)
-_GetIntegerv = ctypes.CFUNCTYPE(None, ctypes.c_uint32, _INTP)
-
-
-def load_egl() -> ctypes.CDLL:
-    """libEGL with the prototypes of the functions retrace calls, loaded once."""
-    global _egl
-    with _lock:
-        if _egl is None:
-            try:
-                lib = ctypes.CDLL(_EGL_LIBRARY)
-                for name, (restype, argtypes) in _PROTOTYPES.items():
-                    fn = getattr(lib, name)
-                    fn.restype = restype
-                    fn.argtypes = argtypes
-            except (OSError, AttributeError) as exc:
-                raise EglError(
-                    f"{_NO_DRIVER}: cannot load {_EGL_LIBRARY} ({exc}); install libegl1 and a "
-                    "vendor driver such as libegl-mesa0"
-                ) from None
-            _egl = lib
-        return _egl
-
-
-def _gl_library(name: str) -> ctypes.CDLL | None:
-    with _lock:
-        if name not in _gl_libraries:
-            try:
-                _gl_libraries[name] = ctypes.CDLL(name)
-            except OSError:
-                _gl_libraries[name] = None
-        return _gl_libraries[name]
+_GetIntegerv = ctypes.CFUNCTYPE(None, ctypes.c_uint32, INTP)
+_SetBox = ctypes.CFUNCTYPE(None, INT, INT, INT, INT)  # glViewport, glScissor
+_SetBuffer = ctypes.CFUNCTYPE(None, ctypes.c_uint32)  # glDrawBuffer, glReadBuffer
+_BindFramebuffer = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
 
 
 def _proc_api(api: str, major: int) -> str:
     if api == "gl":
         return "gl"
     return "gles1" if major < 2 else "gles2"
-
-
-def _api_enum(api: str) -> int:
-    return EGL_OPENGL_API if api == "gl" else EGL_OPENGL_ES_API
-
-
-def _attrib_list(pairs: Sequence[int]) -> ctypes.Array:
-    return (_INT * (len(pairs) + 1))(*pairs, EGL_NONE)
 
 
 def _parse_version(text: str) -> tuple[int, int]:
@@ -377,7 +286,7 @@ def _short_renderer(renderer: str) -> str:
     return renderer.split(" (", 1)[0].strip() or "unknown"
 
 
-_PLATFORMS = ("device", "surfaceless", "default")  # those `EglDisplay.open` tries, in order
+PLATFORMS = ("device", "surfaceless", "default")  # those `EglDisplay.open` tries, in order
 
 
 class EglDisplay:
@@ -438,11 +347,9 @@ class EglDisplay:
         surfaceless, default). Raises EglError "no EGL driver found: ..." with
         what each platform said when none initialises, or libEGL is missing.
         """
-        if platforms is None and _ahead:
-            return _ahead.pop().result()
         egl = load_egl()
-        order = tuple(platforms or _PLATFORMS)
-        unknown = [p for p in order if p not in _PLATFORMS]
+        order = tuple(platforms or PLATFORMS)
+        unknown = [p for p in order if p not in PLATFORMS]
         if unknown:
             raise EglError(f"unknown EGL platform {unknown[0]!r}")
         raw = egl.eglQueryString(None, EGL_EXTENSIONS)
@@ -455,13 +362,13 @@ class EglDisplay:
                 if not handle:
                     problems.append(f"{platform}: {problem}")
                     continue
-                major, minor = _INT(), _INT()
+                major, minor = INT(), INT()
                 if not egl.eglInitialize(handle, ctypes.byref(major), ctypes.byref(minor)):
-                    err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
+                    err = EGL_ERRORS.get(egl.eglGetError(), "unknown error")
                     where = f" ({device})" if device else ""
                     problems.append(f"{platform}{where}: eglInitialize failed ({err})")
                     continue
-                with _lock:
+                with _refs_lock:
                     _display_refs[handle] = _display_refs.get(handle, 0) + 1
                 try:
                     return cls(
@@ -470,7 +377,9 @@ class EglDisplay:
                 except BaseException:
                     cls._unref(egl, handle)
                     raise
-        raise EglError(f"{_NO_DRIVER}: " + "; ".join(problems or ["no platform to try"]))
+        raise EglError(
+            f"{NO_DRIVER}: " + "; ".join([*(problems or ["no platform to try"]), DRIVER_HINT])
+        )
 
     @staticmethod
     def _candidates(
@@ -481,7 +390,7 @@ class EglDisplay:
         if "EGL_EXT_platform_base" in client_ext:
             address = egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT")
             if address:
-                get_platform_display = _GetPlatformDisplayEXT(address)
+                get_platform_display = GetPlatformDisplayEXT(address)
         if platform == "default":
             handle = egl.eglGetDisplay(None) or 0
             if not handle:
@@ -493,7 +402,7 @@ class EglDisplay:
                 yield "", 0, "EGL_MESA_platform_surfaceless not offered"
                 return
             handle = get_platform_display(EGL_PLATFORM_SURFACELESS_MESA, None, None) or 0
-            err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
+            err = EGL_ERRORS.get(egl.eglGetError(), "unknown error")
             yield "", handle, f"eglGetPlatformDisplay failed ({err})"
             return
         yield from EglDisplay._devices(egl, client_ext, get_platform_display)
@@ -510,14 +419,14 @@ class EglDisplay:
         if get_platform_display is None or missing or not query_devices:
             yield "", 0, f"{(missing or ['EGL_EXT_platform_base'])[0]} not offered"
             return
-        count = _INT()
-        devices = (_VP * 0)()
-        ok = _QueryDevicesEXT(query_devices)(0, None, ctypes.byref(count))
+        count = INT()
+        devices = (VP * 0)()
+        ok = QueryDevicesEXT(query_devices)(0, None, ctypes.byref(count))
         if ok and count.value > 0:
-            devices = (_VP * count.value)()
-            ok = _QueryDevicesEXT(query_devices)(count.value, devices, ctypes.byref(count))
+            devices = (VP * count.value)()
+            ok = QueryDevicesEXT(query_devices)(count.value, devices, ctypes.byref(count))
         if not ok:
-            err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
+            err = EGL_ERRORS.get(egl.eglGetError(), "unknown error")
             yield "", 0, f"eglQueryDevicesEXT failed ({err})"
             return
         if count.value == 0:
@@ -533,7 +442,7 @@ class EglDisplay:
         labelled.sort(key=lambda item: item[0])
         for _software, label, device in labelled:
             handle = get_platform_display(EGL_PLATFORM_DEVICE_EXT, device, None) or 0
-            err = _EGL_ERRORS.get(egl.eglGetError(), "unknown error")
+            err = EGL_ERRORS.get(egl.eglGetError(), "unknown error")
             yield label, handle, f"eglGetPlatformDisplay({label}) failed ({err})"
 
     def terminate(self) -> None:
@@ -547,7 +456,7 @@ class EglDisplay:
         egl = self._egl
         if self._current is not None:
             # Only when ours is current: another EglDisplay may share this EGL display.
-            egl.eglBindAPI(_api_enum(self._current[0].api))
+            egl.eglBindAPI(api_enum(self._current[0].api))
             egl.eglMakeCurrent(self.handle, None, None, None)
             self._current = None
         for image in list(self._images):
@@ -563,7 +472,7 @@ class EglDisplay:
 
     @staticmethod
     def _unref(egl: ctypes.CDLL, handle: int) -> None:
-        with _lock:
+        with _refs_lock:
             refs = _display_refs.get(handle, 1) - 1
             if refs > 0:
                 _display_refs[handle] = refs
@@ -638,14 +547,14 @@ class EglDisplay:
 
     def _choose(self, attribs: list[int]) -> list[int]:
         egl = self._egl
-        attrib_list = _attrib_list(attribs)
-        count = _INT()
-        if not egl.eglChooseConfig(self.handle, attrib_list, None, 0, ctypes.byref(count)):
+        attribs_array = attrib_list(attribs)
+        count = INT()
+        if not egl.eglChooseConfig(self.handle, attribs_array, None, 0, ctypes.byref(count)):
             raise EglError(f"eglChooseConfig failed: {self._error()}")
         if count.value == 0:
             return []
-        configs = (_VP * count.value)()
-        egl.eglChooseConfig(self.handle, attrib_list, configs, count.value, ctypes.byref(count))
+        configs = (VP * count.value)()
+        egl.eglChooseConfig(self.handle, attribs_array, configs, count.value, ctypes.byref(count))
         return [c for c in configs[: count.value] if c]
 
     def _distance(self, config: int, wanted: dict[int, int]) -> tuple[int, int, int, int]:
@@ -655,7 +564,7 @@ class EglDisplay:
         return caveat, off, sum(excess), self._attrib(config, EGL_CONFIG_ID)
 
     def _attrib(self, config: int, attribute: int) -> int:
-        value = _INT()
+        value = INT()
         if not self._egl.eglGetConfigAttrib(self.handle, config, attribute, ctypes.byref(value)):
             raise EglError(f"eglGetConfigAttrib({attribute:#x}) failed: {self._error()}")
         return value.value
@@ -710,7 +619,7 @@ class EglDisplay:
         for attribs in self._context_attempts(request):
             self._bind(request.api)
             handle = self._egl.eglCreateContext(
-                self.handle, config, share_handle, _attrib_list(attribs)
+                self.handle, config, share_handle, attrib_list(attribs)
             )
             if not handle:
                 first_error = first_error or self._error()
@@ -835,7 +744,7 @@ class EglDisplay:
         egl = self._egl
         for attribs in probes:
             self._bind(request.api)
-            handle = egl.eglCreateContext(self.handle, config, None, _attrib_list(attribs)) or 0
+            handle = egl.eglCreateContext(self.handle, config, None, attrib_list(attribs)) or 0
             if not handle:
                 egl.eglGetError()
                 continue
@@ -855,17 +764,18 @@ class EglDisplay:
     def _identify(self, context: Context) -> None:
         """Fill in the context's real version, renderer and profile.
 
-        The context is made current for the query (without a surface where
-        possible, else on a 1x1 pbuffer) and the previous binding restored.
+        The context is made current for the query on a 1x1 pbuffer, and the previous
+        binding restored. Not without a surface: its first binding sets its default
+        draw and read buffers for good, and a surfaceless one leaves them GL_NONE
+        (see the module's docstring). Only a config that cannot back pbuffers, whose
+        contexts are never bound to one, is asked surfacelessly.
         """
-        scratch = None
-        if "EGL_KHR_surfaceless_context" not in self.extensions:
-            scratch = self.create_surface(context.config, 1, 1)
-            if scratch is None:
-                return
+        scratch = self.create_surface(context.config, 1, 1)
+        if scratch is None and "EGL_KHR_surfaceless_context" not in self.extensions:
+            return
         previous = self._current
         try:
-            self.make_current(context, scratch)
+            self._make_current(context, scratch)
             api = context.proc_api
             get_string = self._gl_function(api, "glGetString", _GetString)
             if get_string is None:
@@ -876,7 +786,7 @@ class EglDisplay:
             if context.api == "gles":
                 context.profile = "es"
             elif (context.major, context.minor) >= (3, 2):
-                mask = _INT()
+                mask = INT()
                 get_integer = self._gl_function(api, "glGetIntegerv", _GetIntegerv)
                 if get_integer is not None:
                     get_integer(GL_CONTEXT_PROFILE_MASK, ctypes.byref(mask))
@@ -920,7 +830,7 @@ class EglDisplay:
         if not self._attrib(config, EGL_SURFACE_TYPE) & EGL_PBUFFER_BIT:
             return None
         width, height = max(1, width), max(1, height)
-        attribs = _attrib_list([EGL_WIDTH, width, EGL_HEIGHT, height])
+        attribs = attrib_list([EGL_WIDTH, width, EGL_HEIGHT, height])
         handle = self._egl.eglCreatePbufferSurface(self.handle, config, attribs) or 0
         if not handle:
             raise EglError(f"cannot create a {width}x{height} pbuffer: {self._error()}")
@@ -947,8 +857,8 @@ class EglDisplay:
         address = self._egl.eglGetProcAddress(b"eglCreateImageKHR")
         if not address or "EGL_KHR_image_base" not in self.extensions:
             return 0
-        create = _CreateImageKHR(address)
-        image = create(self.handle, context.handle, target, buffer, _attrib_list(attribs)) or 0
+        create = CreateImageKHR(address)
+        image = create(self.handle, context.handle, target, buffer, attrib_list(attribs)) or 0
         if image:
             self._images.add(image)
         return image
@@ -960,7 +870,7 @@ class EglDisplay:
         self._images.discard(image)
         address = self._egl.eglGetProcAddress(b"eglDestroyImageKHR")
         if address:
-            _DestroyImageKHR(address)(self.handle, image)
+            DestroyImageKHR(address)(self.handle, image)
 
     @property
     def current(self) -> tuple[Context, Surface | None] | None:
@@ -973,8 +883,52 @@ class EglDisplay:
         """Bind `context` and `surface` to this thread; (None, None) releases.
 
         A context with no surface is bound surfacelessly
-        (EGL_KHR_surfaceless_context): rendering then needs an FBO.
+        (EGL_KHR_surfaceless_context): rendering then needs an FBO. At a context's first
+        binding to a surface, its viewport and scissor box are set to the surface's size,
+        as the GL does at a context's first binding (4.6, 14.6.1 and 14.9.2): its real
+        first one was to the 1x1 pbuffer that identified it.
         """
+        self._make_current(context, surface)
+        if context is None:
+            return
+        if surface is None:
+            context.surfaceless = True
+        elif not context.on_surface:
+            context.on_surface = True
+            for name in ("glViewport", "glScissor"):
+                set_box = self._gl_function(context.proc_api, name, _SetBox)
+                if set_box is not None:
+                    set_box(0, 0, surface.width, surface.height)
+            if context.surfaceless and context.api == "gl":
+                self._back_buffers(context)
+
+    def _back_buffers(self, context: Context) -> None:
+        """A desktop context the caller bound without a surface before is now bound to one
+        for the first time: give its default framebuffer the back buffer to draw and read
+        where it has GL_NONE, as Mesa, where traces are mostly recorded, does at every
+        binding, and NVIDIA's driver not after a surfaceless first one (GL 4.6, 17.4.1)."""
+        api = context.proc_api
+        get = self._gl_function(api, "glGetIntegerv", _GetIntegerv)
+        bind = self._gl_function(api, "glBindFramebuffer", _BindFramebuffer)
+        draw = self._gl_function(api, "glDrawBuffer", _SetBuffer)
+        read = self._gl_function(api, "glReadBuffer", _SetBuffer)
+        if get is None or bind is None or draw is None or read is None:
+            return
+        bound = {GL_DRAW_FRAMEBUFFER: INT(), GL_READ_FRAMEBUFFER: INT()}
+        if context.major >= 3:  # (framebuffer objects: the default one must be bound)
+            for target, name in bound.items():
+                get(_BINDING[target], ctypes.byref(name))
+                bind(target, 0)
+        for query, set_buffer in ((GL_DRAW_BUFFER, draw), (GL_READ_BUFFER, read)):
+            value = INT()
+            get(query, ctypes.byref(value))
+            if value.value == GL_NONE:
+                set_buffer(GL_BACK)
+        for target, name in bound.items():
+            if name.value:
+                bind(target, name.value)
+
+    def _make_current(self, context: Context | None, surface: Surface | None) -> None:
         self._check_open()
         egl = self._egl
         if context is None:
@@ -1032,12 +986,12 @@ class EglDisplay:
         address = self._procs.get(key)
         if address is None:
             address = 0
-            for library in _GL_LIBRARIES.get(api, ()):
-                lib = _gl_library(library)
+            for library in GL_LIBRARIES.get(api, ()):
+                lib = gl_library(library)
                 if lib is None:
                     continue
                 try:
-                    address = ctypes.cast(lib[name], _VP).value or 0
+                    address = ctypes.cast(lib[name], VP).value or 0
                 except AttributeError:
                     continue
                 break
@@ -1055,13 +1009,13 @@ class EglDisplay:
     def _bind(self, api: str) -> None:
         # The bound API is per thread, not per display, so it is set every time rather
         # than cached: another display on this thread may have changed it.
-        if not self._egl.eglBindAPI(_api_enum(api)):
+        if not self._egl.eglBindAPI(api_enum(api)):
             name = "OpenGL" if api == "gl" else "OpenGL ES"
             raise EglError(f"this EGL ({self.vendor}) cannot bind the {name} API: {self._error()}")
 
     def _error(self) -> str:
         code = self._egl.eglGetError()
-        return _EGL_ERRORS.get(code, f"EGL error {code:#x}")
+        return EGL_ERRORS.get(code, f"EGL error {code:#x}")
 
     def _check_open(self) -> None:
         if self._terminated:
@@ -1072,7 +1026,7 @@ def _describe_device(query_string: int, device: int | None, index: int) -> tuple
     """(is software, label) for an EGL device: 'software', its DRM node, or 'device N'."""
     if not query_string:
         return False, f"device {index}"
-    query = _QueryDeviceStringEXT(query_string)
+    query = QueryDeviceStringEXT(query_string)
     extensions = (query(device, EGL_EXTENSIONS) or b"").decode("ascii", "replace").split()
     if "EGL_MESA_device_software" in extensions:
         return True, "software"
@@ -1089,93 +1043,3 @@ def _describe_format(fmt: PixelFormat) -> str:
         f"stencil {fmt.stencil}"
     )
     return text + (f", {fmt.samples}x MSAA" if fmt.samples else "")
-
-
-class _OpeningDisplay(threading.Thread):
-    """`EglDisplay.open()` in a thread of its own (see `open_ahead`)."""
-
-    def __init__(self) -> None:
-        super().__init__(name="retrace-egl-open", daemon=True)
-        self._display: EglDisplay | None = None
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self._display = EglDisplay.open(_PLATFORMS)  # (not the default: that waits here)
-        except BaseException as e:  # raised again in the thread that waits for it
-            self._error = e
-
-    def result(self) -> EglDisplay:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        assert self._display is not None
-        return self._display
-
-
-class _Opened:
-    """A display opened before the process forked (`open_before_fork`), as `_OpeningDisplay`."""
-
-    def __init__(self, display: EglDisplay) -> None:
-        self._display = display
-
-    def result(self) -> EglDisplay:
-        return self._display
-
-
-# the display opening ahead, until `EglDisplay.open` takes it
-_ahead: list[_OpeningDisplay | _Opened] = []
-
-
-def open_ahead() -> None:
-    """Start opening the display that the next `EglDisplay.open()` (with the default
-    platforms) returns, in a thread, so that the caller's imports overlap it."""
-    if not _ahead:
-        _ahead.append(_OpeningDisplay())
-
-
-def thread_count() -> int:
-    """This process's threads (the driver's included), for `open_before_fork`."""
-    return len(os.listdir("/proc/self/task"))
-
-
-def open_early(crash: tuple[str, str]) -> None:
-    """In the process that will fork the replay, while it still parses its command line
-    (`retrace.launch`): `open_before_fork` on a thread of its own, so that the driver loads
-    on another core meanwhile instead of in the replaying child after the fork. Every
-    fork waits for that thread first (a forked child has only the forking thread, and a
-    lock another thread held stays locked). No child exists yet to be blamed for a crash
-    of the driver while it loads: the process says it in one line, `crash` being what
-    goes before and after the signal's name (`_guard.fatal`), and exits 1."""
-    thread = threading.Thread(target=_open_early, args=crash, name="retrace-egl-early", daemon=True)
-    thread.start()
-    os.register_at_fork(before=thread.join)
-
-
-def _open_early(before: str, after: str) -> None:
-    from retrace.replay import _guard
-
-    _guard.fatal(before, after)
-    try:
-        open_before_fork(thread_count)
-    finally:
-        _guard.fatal()
-
-
-def open_before_fork(threads: Callable[[], int]) -> bool:
-    """In a process that forks replays (a warm worker): open the display now, so that each
-    replay forked later takes it over as if `open_ahead` had opened it, unless the driver
-    started a thread doing so (`threads`: this process's count), which a forked child
-    would lack; then the display is closed again, the driver's libraries stay loaded.
-    Whether the display is kept; an error opening it is left to the replays to report."""
-    before = threads()
-    try:
-        display = EglDisplay.open(_PLATFORMS)
-    except EglError:
-        return False
-    if threads() != before:  # (llvmpipe makes none until a context exists)
-        display.terminate()
-        return False
-    _ahead.append(_Opened(display))
-    return True

@@ -44,7 +44,7 @@ from typing import NamedTuple
 from retrace.errors import RetraceError
 from retrace.replay.dispatch import CFunction
 from retrace.replay.snapshot import Image
-from retrace.replay.ws.headless import EGL_DRAW, EGL_OPENGL_API, EGL_READ, EglError, load_egl
+from retrace.replay.ws.egl_api import EGL_DRAW, EGL_OPENGL_API, EGL_READ, EglError, load_egl
 
 __all__ = ["FrameWindow"]
 
