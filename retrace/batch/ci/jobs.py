@@ -10,8 +10,10 @@ downloadable) is a job whose outcome is decided here and recorded, never run.
 A performance run (`loop` > 0) profiles the last frame `loop` more times after
 `warmup` unmeasured loops, as piglit's profile jobs do (with ``no-perf``
 traces left out), and takes no snapshot: its frames' GPU Duration are the
-figures piglit keeps (the last `loop` frame times), and their GPU Busy the
-GPU's work without its waits for the replayer.
+figures piglit keeps, and their GPU Busy the GPU's work without its waits for
+the replayer. (piglit keeps the last `loop` rows of glretrace's frames table,
+which end with the partial frame after the last swap and so leave out the
+first loop; here they are the `loop` looped frames themselves.)
 """
 
 from __future__ import annotations
