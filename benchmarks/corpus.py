@@ -27,7 +27,9 @@ the machine's drift hits all three alike, after a round that is not counted:
 
 Per command it prints, per trace and as medians over the traces, the medians of the
 runs: the whole process's wall time, the loop (each side's "Rendered N frames in S
-secs"), the time outside the loop (start-up, the driver's loading, exit) and peak RSS
+secs"), the time outside the loop (start-up, the driver's loading, exit), split at the
+loop (before: from the start to the loop's, the moment the "Rendered" line came less the
+loop's seconds; after: from that line until the process was reaped) and peak RSS
 (the largest of the process and its reaped children, as wait4 reports it), with
 retrace's ratios to the peer (×, lower is better) and its extra time outside the loop;
 then a summary of the medians. A command that fails is shown as "fail" and left out of
@@ -124,17 +126,14 @@ def median(values: Sequence[float]) -> float:
 
 
 def side_medians(runs: list[Run | None]) -> dict[str, float]:
-    """Medians of one side's runs: wall, loop and outside seconds; its peak RSS in MiB (the
-    largest); all NaN when any run failed."""
+    """Medians of one side's runs: wall, loop, outside, before and after seconds (`Run`);
+    its peak RSS in MiB (the largest); all NaN when any run failed."""
+    times = ("wall", "loop", "outside", "before", "after")
     if not runs or any(run is None for run in runs):
-        return dict.fromkeys(("wall", "loop", "outside", "rss"), math.nan)
+        return dict.fromkeys((*times, "rss"), math.nan)
     done = [run for run in runs if run is not None]
-    return {
-        "wall": median([run.wall for run in done]),
-        "loop": median([run.loop for run in done]),
-        "outside": median([run.outside for run in done]),
-        "rss": max(run.rss for run in done) / 1024,
-    }
+    medians = {key: median([getattr(run, key) for run in done]) for key in times}
+    return {**medians, "rss": max(run.rss for run in done) / 1024}
 
 
 def figures(runs: Runs) -> dict[str, float]:
@@ -182,10 +181,17 @@ SPLIT = (
     ("first out", "first_outside", ms), ("+", "first_extra", signed_ms),
     ("cached out", "cached_outside", ms), ("+", "cached_extra", signed_ms),
 )  # fmt: skip
+ENDS = (
+    ("peer before", "peer_before", ms), ("after", "peer_after", ms),
+    ("first before", "first_before", ms), ("after", "first_after", ms),
+    ("cached before", "cached_before", ms), ("after", "cached_after", ms),
+)  # fmt: skip
 SUMMARY = (
     ("first ×", "first_wall_x", ratio), ("cached ×", "cached_wall_x", ratio),
     ("loop × (cached)", "cached_loop_x", ratio), ("outside + (cached)", "cached_extra", signed_ms),
-    ("peer outside ms", "peer_outside", ms), ("RSS ×", "rss_x", ratio),
+    ("peer outside ms", "peer_outside", ms), ("before", "cached_before", ms),
+    ("after", "cached_after", ms), ("peer before", "peer_before", ms),
+    ("peer after", "peer_after", ms), ("RSS ×", "rss_x", ratio),
 )  # fmt: skip
 Column = tuple[str, str, Callable[[float], str]]
 
@@ -212,6 +218,8 @@ def report(results: dict[str, dict[str, Runs]], commands: Sequence[str]) -> None
         print(table(per_trace, WHOLE))
         print(f"\n{name}: the loop and outside it (ms; + = retrace's extra time outside)")
         print(table(per_trace, SPLIT))
+        print(f"\n{name}: outside the loop, from the start to the loop's and from its end (ms)")
+        print(table(per_trace, ENDS))
         summary.append(
             [name, *(fmt(median([f[key] for f in per_trace.values()])) for _, key, fmt in SUMMARY)]
         )

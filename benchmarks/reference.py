@@ -50,30 +50,44 @@ def need_peer(script: str) -> None:
 class Run:
     """One command, measured: wall seconds from its start until it was reaped, peak RSS in
     KiB (the largest of the process and the descendants it reaped, as wait4 reports it),
-    and the seconds of its last "Rendered" line (NaN without one)."""
+    the seconds of its last "Rendered" line (NaN without one), and when that line came
+    (seconds since the start; NaN without one)."""
 
     wall: float
     rss: int
     loop: float
+    said: float
 
     @property
     def outside(self) -> float:
         """Seconds outside the replay loop: start-up, the driver's loading, exit."""
         return self.wall - self.loop
 
+    @property
+    def before(self) -> float:
+        """Seconds from the start to the loop's: the "Rendered" line came `loop` after it."""
+        return self.said - self.loop
+
+    @property
+    def after(self) -> float:
+        """Seconds from the loop's end (its "Rendered" line) until the command was reaped."""
+        return self.wall - self.said
+
 
 def measure(argv: list[str], env: dict[str, str]) -> Run | None:
-    """Run `argv` to its end, its output read and dropped but for the "Rendered" line; None
-    when it fails."""
+    """Run `argv` to its end, its output read as it comes and dropped but for the "Rendered"
+    line; None when it fails."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert child.stdout is not None
+    loop = said = math.nan
     with child.stdout:
-        rendered = RENDERED.findall(child.stdout.read())
+        for line in child.stdout:
+            if match := RENDERED.match(line):
+                loop, said = float(match.group(2)), time.perf_counter() - start
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    loop = float(rendered[-1][1]) if rendered else math.nan
-    return Run(wall, usage.ru_maxrss, loop) if status == 0 else None
+    return Run(wall, usage.ru_maxrss, loop, said) if status == 0 else None
 
 
 @contextmanager
