@@ -30,7 +30,8 @@ runs: the whole process's wall time, the loop (each side's "Rendered N frames in
 secs"), the time outside the loop (start-up, the driver's loading, exit), split at the
 loop (before: from the start to the loop's, the moment the "Rendered" line came less the
 loop's seconds; after: from that line until the process was reaped) and peak RSS
-(the largest of the process and its reaped children, as wait4 reports it), with
+and CPU time (the largest, and the sum, of the process and its reaped children, as
+wait4 reports them: CPU time is what the machine's load disturbs least), with
 retrace's ratios to the peer (×, lower is better) and its extra time outside the loop;
 then a summary of the medians. A command that fails is shown as "fail" and left out of
 the medians. The load of the machine is printed at the start and the end. Run by hand;
@@ -128,7 +129,7 @@ def median(values: Sequence[float]) -> float:
 def side_medians(runs: list[Run | None]) -> dict[str, float]:
     """Medians of one side's runs: wall, loop, outside, before and after seconds (`Run`);
     its peak RSS in MiB (the largest); all NaN when any run failed."""
-    times = ("wall", "loop", "outside", "before", "after")
+    times = ("wall", "cpu", "loop", "outside", "before", "after")
     if not runs or any(run is None for run in runs):
         return dict.fromkeys((*times, "rss"), math.nan)
     done = [run for run in runs if run is not None]
@@ -143,7 +144,7 @@ def figures(runs: Runs) -> dict[str, float]:
     out = {f"{side}_{key}": value for side, m in sides.items() for key, value in m.items()}
     peer = sides["peer"]
     for side in ("first", "cached"):
-        for key in ("wall", "loop"):
+        for key in ("wall", "cpu", "loop"):
             out[f"{side}_{key}_x"] = sides[side][key] / peer[key]
         out[f"{side}_extra"] = sides[side]["outside"] - peer["outside"]
     peaks = (sides["first"]["rss"], sides["cached"]["rss"])
@@ -172,6 +173,7 @@ def signed_ms(x: float) -> str:
 WHOLE = (
     ("peer ms", "peer_wall", ms), ("first ms", "first_wall", ms), ("×", "first_wall_x", ratio),
     ("cached ms", "cached_wall", ms), ("×", "cached_wall_x", ratio),
+    ("peer CPU ms", "peer_cpu", ms), ("cached CPU", "cached_cpu", ms), ("×", "cached_cpu_x", ratio),
     ("peer MiB", "peer_rss", mib), ("MiB", "rss", mib), ("×", "rss_x", ratio),
 )  # fmt: skip
 SPLIT = (
@@ -188,6 +190,7 @@ ENDS = (
 )  # fmt: skip
 SUMMARY = (
     ("first ×", "first_wall_x", ratio), ("cached ×", "cached_wall_x", ratio),
+    ("CPU × (cached)", "cached_cpu_x", ratio),
     ("loop × (cached)", "cached_loop_x", ratio), ("outside + (cached)", "cached_extra", signed_ms),
     ("peer outside ms", "peer_outside", ms), ("before", "cached_before", ms),
     ("after", "cached_after", ms), ("peer before", "peer_before", ms),
@@ -214,7 +217,7 @@ def report(results: dict[str, dict[str, Runs]], commands: Sequence[str]) -> None
     summary = []
     for name in commands:
         per_trace = {trace: figures(runs[name]) for trace, runs in results.items()}
-        print(f"\n{name}: whole process and peak RSS (× = retrace / peer)")
+        print(f"\n{name}: whole process, CPU time and peak RSS (× = retrace / peer)")
         print(table(per_trace, WHOLE))
         print(f"\n{name}: the loop and outside it (ms; + = retrace's extra time outside)")
         print(table(per_trace, SPLIT))

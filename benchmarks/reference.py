@@ -49,12 +49,14 @@ def need_peer(script: str) -> None:
 @dataclass(frozen=True)
 class Run:
     """One command, measured: wall seconds from its start until it was reaped, peak RSS in
-    KiB (the largest of the process and the descendants it reaped, as wait4 reports it),
-    the seconds of its last "Rendered" line (NaN without one), and when that line came
-    (seconds since the start; NaN without one)."""
+    KiB and CPU seconds (user and system; both of the process and the descendants it
+    reaped, as wait4 reports them), the seconds of its last "Rendered" line (NaN without
+    one), and when that line came (seconds since the start; NaN without one). CPU time is
+    what a loaded machine's drift disturbs least, but counts none of the overlap."""
 
     wall: float
     rss: int
+    cpu: float
     loop: float
     said: float
 
@@ -87,7 +89,8 @@ def measure(argv: list[str], env: dict[str, str]) -> Run | None:
                 loop, said = float(match.group(2)), time.perf_counter() - start
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    return Run(wall, usage.ru_maxrss, loop, said) if status == 0 else None
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(wall, usage.ru_maxrss, cpu, loop, said) if status == 0 else None
 
 
 @contextmanager
