@@ -37,10 +37,11 @@ then a summary of the medians. A command that fails is shown as "fail" and left 
 the medians. The load of the machine is printed at the start and the end. Run by hand;
 timing is not a test.
 
-retrace runs as the `retrace` program beside the Python that runs this script (or
---retrace): run it with a regular install's Python (`pip install .` into a venv of its
-own) to measure what users run; an editable install (`pip install -e .`) adds its import
-finder's 10-13 ms to every command.
+retrace runs as the `retrace` program beside the Python that runs this script, or as
+--retrace names it; several --retrace builds (LABEL=PATH) are timed interleaved in the
+same run, each against the same peer runs, to compare builds. Time a regular install
+(`pip install .` into a venv of its own) to measure what users run; an editable install
+(`pip install -e .`) adds its import finder's 10-13 ms to every command.
 """
 
 from __future__ import annotations
@@ -69,9 +70,25 @@ COMMANDS = {
     "2 passes": (["--pframes=opengl: Pixels Drawn", "--pcalls=opengl: Pixels Drawn"],) * 2,
     "--pcalls": (["--pcalls=opengl: CPU Duration, GPU Duration"],) * 2,
 }
-SIDES = ("peer", "first", "cached")
-# per side, the runs of one command on one trace (None: the run failed)
+# per side (PEER_SIDE, or a build's label and "first" or "cached": `side`), the runs of one
+# command on one trace (None: the run failed)
 Runs = dict[str, list[Run | None]]
+PEER_SIDE = "peer"
+KINDS = ("first", "cached")
+
+
+def side(label: str, kind: str) -> str:
+    """The side of a build of retrace, run first or cached."""
+    return f"{label} {kind}".strip()
+
+
+def builds(given: list[str]) -> dict[str, Path]:
+    """The retrace programs to time, by label: `[LABEL=]PATH` each (the label defaults to
+    PATH; a single program goes unlabelled), else the one beside this Python."""
+    if not given:
+        return {"": Path(sys.executable).with_name("retrace")}
+    pairs = [g.partition("=")[::2] if "=" in g else (g, g) for g in given]
+    return {label if len(pairs) > 1 else "": Path(path) for label, path in pairs}
 
 
 def corpus(given: list[Path]) -> list[Path]:
@@ -90,33 +107,44 @@ def corpus(given: list[Path]) -> list[Path]:
 
 
 def run_trace(
-    trace: Path, commands: Sequence[str], repeat: int, retrace: Path, noop: bool, caches: Path
+    trace: Path,
+    commands: Sequence[str],
+    repeat: int,
+    programs: dict[str, Path],
+    noop: bool,
+    caches: Path,
 ) -> dict[str, Runs]:
     """Every command's runs on `trace`, per side, interleaved."""
     env = peer_environment(noop)
-    warm = {**env, "RETRACE_CACHE_DIR": str(caches / "warm")}
 
-    def cold() -> dict[str, str]:
+    def cached(folder: Path) -> Callable[[], dict[str, str]]:
+        return lambda: {**env, "RETRACE_CACHE_DIR": str(folder)}
+
+    def cold(folder: Path) -> Callable[[], dict[str, str]]:
         """A first run's environment: an empty trace cache."""
-        shutil.rmtree(caches / "cold", ignore_errors=True)
-        return {**env, "RETRACE_CACHE_DIR": str(caches / "cold")}
 
-    runs: dict[str, Runs] = {name: {side: [] for side in SIDES} for name in commands}
+        def emptied() -> dict[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            return {**env, "RETRACE_CACHE_DIR": str(folder)}
+
+        return emptied
+
+    sides = [PEER_SIDE, *(side(label, kind) for label in programs for kind in KINDS)]
+    runs: dict[str, Runs] = {name: {s: [] for s in sides} for name in commands}
     for r in range(repeat + 1):  # the first round warms caches and is not counted
         for name in commands:
             retrace_args, peer_args = COMMANDS[name]
-            ours = [str(retrace), *retrace_args, str(trace)]
-            sides = {
-                "peer": ([*PEER, *peer_args, str(trace)], lambda: env),
-                "first": (ours, cold),
-                "cached": (ours, lambda: warm),
-            }
-            for k in range(len(SIDES)):
-                side = SIDES[(r + k) % len(SIDES)]
-                argv, environment = sides[side]
+            argvs = {PEER_SIDE: ([*PEER, *peer_args, str(trace)], lambda: env)}
+            for number, (label, program) in enumerate(programs.items()):
+                ours = [str(program), *retrace_args, str(trace)]
+                folder = caches / str(number)
+                argvs[side(label, "first")] = (ours, cold(folder / "cold"))
+                argvs[side(label, "cached")] = (ours, cached(folder / "warm"))
+            for k in range(len(sides)):
+                argv, environment = argvs[sides[(r + k) % len(sides)]]
                 run = measure(argv, environment())
                 if r:
-                    runs[name][side].append(run)
+                    runs[name][sides[(r + k) % len(sides)]].append(run)
     return runs
 
 
@@ -137,16 +165,18 @@ def side_medians(runs: list[Run | None]) -> dict[str, float]:
     return {**medians, "rss": max(run.rss for run in done) / 1024}
 
 
-def figures(runs: Runs) -> dict[str, float]:
-    """A command's figures on one trace: each side's medians (`side_medians`, keyed
-    SIDE_FIGURE) and retrace's ratios to the peer (×) and extra time outside the loop."""
-    sides = {side: side_medians(runs[side]) for side in SIDES}
-    out = {f"{side}_{key}": value for side, m in sides.items() for key, value in m.items()}
-    peer = sides["peer"]
-    for side in ("first", "cached"):
+def figures(runs: Runs, label: str) -> dict[str, float]:
+    """A command's figures on one trace for one build: the peer's medians and the build's
+    first and cached runs' (`side_medians`, keyed peer_FIGURE, first_FIGURE and
+    cached_FIGURE), with the build's ratios to the peer (×) and extra time outside the
+    loop."""
+    sides = {kind: side_medians(runs[side(label, kind)]) for kind in KINDS}
+    peer = sides[PEER_SIDE] = side_medians(runs[PEER_SIDE])
+    out = {f"{kind}_{key}": value for kind, m in sides.items() for key, value in m.items()}
+    for kind in KINDS:
         for key in ("wall", "cpu", "loop"):
-            out[f"{side}_{key}_x"] = sides[side][key] / peer[key]
-        out[f"{side}_extra"] = sides[side]["outside"] - peer["outside"]
+            out[f"{kind}_{key}_x"] = sides[kind][key] / peer[key]
+        out[f"{kind}_extra"] = sides[kind]["outside"] - peer["outside"]
     peaks = (sides["first"]["rss"], sides["cached"]["rss"])
     out["rss"] = max(peaks) if all(p == p for p in peaks) else math.nan
     out["rss_x"] = out["rss"] / peer["rss"]
@@ -212,20 +242,25 @@ def load() -> str:
     return f"load {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
-def report(results: dict[str, dict[str, Runs]], commands: Sequence[str]) -> None:
-    """The tables of every command, then the summary of medians."""
+def report(results: dict[str, dict[str, Runs]], commands: Sequence[str], labels: list[str]) -> None:
+    """The tables of every command and build, then the summary of medians."""
     summary = []
     for name in commands:
-        per_trace = {trace: figures(runs[name]) for trace, runs in results.items()}
-        print(f"\n{name}: whole process, CPU time and peak RSS (× = retrace / peer)")
-        print(table(per_trace, WHOLE))
-        print(f"\n{name}: the loop and outside it (ms; + = retrace's extra time outside)")
-        print(table(per_trace, SPLIT))
-        print(f"\n{name}: outside the loop, from the start to the loop's and from its end (ms)")
-        print(table(per_trace, ENDS))
-        summary.append(
-            [name, *(fmt(median([f[key] for f in per_trace.values()])) for _, key, fmt in SUMMARY)]
-        )
+        for label in labels:
+            per_trace = {trace: figures(runs[name], label) for trace, runs in results.items()}
+            title = f"{name} ({label})" if label else name
+            print(f"\n{title}: whole process, CPU time and peak RSS (× = retrace / peer)")
+            print(table(per_trace, WHOLE))
+            print(f"\n{title}: the loop and outside it (ms; + = retrace's extra time outside)")
+            print(table(per_trace, SPLIT))
+            print(
+                f"\n{title}: outside the loop, from the start to the loop's and from its end (ms)"
+            )
+            print(table(per_trace, ENDS))
+            medians = [median([f[key] for f in per_trace.values()]) for _, key, _ in SUMMARY]
+            summary.append(
+                [title, *(fmt(m) for (_, _, fmt), m in zip(SUMMARY, medians, strict=True))]
+            )
     print("\nmedians over the traces")
     print(
         tabulate(summary, headers=["command", *(h for h, _, _ in SUMMARY)], disable_numparse=True)
@@ -243,8 +278,9 @@ def main() -> None:
         help=f"which of {', '.join(COMMANDS)} to run (comma-separated; default all)",
     )
     parser.add_argument(
-        "--retrace", type=Path, default=Path(sys.executable).with_name("retrace"),
-        help="the retrace program to time (default: the one beside this Python)",
+        "--retrace", action="append", default=[], metavar="[LABEL=]PATH",
+        help="a retrace program to time (default: the one beside this Python); given more "
+        "than once, the builds are interleaved in the same run",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
     args = parser.parse_args()
@@ -253,29 +289,25 @@ def main() -> None:
         sys.exit(f"benchmarks/corpus.py: no command {', '.join(sorted(unknown))}")
     need_peer("benchmarks/corpus.py")
     traces = corpus(args.traces)
+    programs = builds(args.retrace)
     began = load()
     mode = "GALLIUM_NOOP=1" if args.noop else "llvmpipe"
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {mode}, {began}", flush=True)
-    print(f"peer: {' '.join(PEER)} (WAFFLE_PLATFORM=surfaceless_egl); retrace: {args.retrace}")
+    print(f"peer: {' '.join(PEER)} (WAFFLE_PLATFORM=surfaceless_egl)")
+    for label, program in programs.items():
+        print(f"retrace{f' {label}' if label else ''}: {program}")
     results: dict[str, dict[str, Runs]] = {}
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as caches:
         for trace in traces:
-            results[trace.stem] = run_trace(
-                trace, commands, args.repeat, args.retrace, args.noop, Path(caches)
-            )
+            runs = run_trace(trace, commands, args.repeat, programs, args.noop, Path(caches))
+            results[trace.stem] = runs
             walls = {
-                side: median(
-                    [r.wall if r else math.nan for r in results[trace.stem][commands[0]][side]]
-                )
-                for side in SIDES
+                s: median([r.wall if r else math.nan for r in v])
+                for s, v in runs[commands[0]].items()
             }
-            print(
-                f"  {trace.stem}: {commands[0]} "
-                + ", ".join(f"{s} {ms(w)} ms" for s, w in walls.items()),
-                file=sys.stderr,
-                flush=True,
-            )
-    report(results, commands)
+            done = ", ".join(f"{s} {ms(w)} ms" for s, w in walls.items())
+            print(f"  {trace.stem}: {commands[0]} {done}", file=sys.stderr, flush=True)
+    report(results, commands, list(programs))
     print(f"\n{args.repeat} interleaved runs per side; began at {began}; ended at {load()}")
     if args.json:
         raw = {

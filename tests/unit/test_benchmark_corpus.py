@@ -98,3 +98,33 @@ def test_corpus_runs_each_side_as_it_says_and_reads_the_loops(tmp_path):
     loop_rows = [line.split() for line in done.stdout.splitlines() if line.startswith("es2tri ")]
     assert [row[3] for row in loop_rows[1::3]] == ["0.25", "0.25"]
     assert [row[5] for row in loop_rows[1::3]] == ["0.25", "0.25"]
+
+
+def test_corpus_interleaves_builds_each_with_its_own_trace_cache(tmp_path):
+    log = tmp_path / "runs.jsonl"
+    stand_in(tmp_path, "eglretrace", log, rendered(1, 0.2))
+    main = stand_in(tmp_path, "main", log, rendered(1, 0.1))
+    branch = stand_in(tmp_path, "branch", log, rendered(1, 0.05))
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    trace = ROOT / "traces" / "es2tri.trace"
+    argv = [sys.executable, str(ROOT / "benchmarks" / "corpus.py"), "--repeat", "1",
+            "--commands", "replay -b", "--retrace", f"main={main}", "--retrace", f"branch={branch}",
+            "--json", str(tmp_path / "out.json"), str(trace)]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    # per round the peer and each build's first and cached run; a build's first run of the
+    # counted round found its cache empty, though the other build had filled its own
+    assert sorted(run["name"] for run in runs[5:]) == ["branch"] * 2 + ["eglretrace"] + ["main"] * 2
+    assert sorted((r["name"], r["cached"]) for r in runs[5:] if r["name"] != "eglretrace") == [
+        ("branch", False),
+        ("branch", True),
+        ("main", False),
+        ("main", True),
+    ]
+    counted = json.loads((tmp_path / "out.json").read_text())["runs"]["es2tri"]["replay -b"]
+    loops = {side: [run["loop"] for run in counted[side]] for side in counted}
+    assert loops == {"peer": [0.2], "main first": [0.1], "main cached": [0.1],
+                     "branch first": [0.05], "branch cached": [0.05]}  # fmt: skip
+    assert "replay -b (main)" in done.stdout and "replay -b (branch)" in done.stdout
