@@ -29,7 +29,9 @@ Per command it prints, per trace and as medians over the traces, the medians of 
 runs: the whole process's wall time, the loop (each side's "Rendered N frames in S
 secs"), the time outside the loop (start-up, the driver's loading, exit), split at the
 loop (before: from the start to the loop's, the moment the "Rendered" line came less the
-loop's seconds; after: from that line until the process was reaped) and peak RSS
+loop's seconds; after: from that line until the process was reaped; a profile prints the
+line once its tables are written, in both replayers, so there "before" includes writing
+them) and peak RSS
 and CPU time (the largest, and the sum, of the process and its reaped children, as
 wait4 reports them: CPU time is what the machine's load disturbs least), with
 retrace's ratios to the peer (×, lower is better) and its extra time outside the loop;
