@@ -115,6 +115,7 @@ def run_trace(
     programs: dict[str, Path],
     noop: bool,
     caches: Path,
+    timeout: float,
 ) -> dict[str, Runs]:
     """Every command's runs on `trace`, per side, interleaved."""
     env = peer_environment(noop)
@@ -144,7 +145,7 @@ def run_trace(
                 argvs[side(label, "cached")] = (ours, cached(folder / "warm"))
             for k in range(len(sides)):
                 argv, environment = argvs[sides[(r + k) % len(sides)]]
-                run = measure(argv, environment())
+                run = measure(argv, environment(), timeout)
                 if r:
                     runs[name][sides[(r + k) % len(sides)]].append(run)
     return runs
@@ -285,6 +286,9 @@ def main() -> None:
         "than once, the builds are interleaved in the same run",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
+    parser.add_argument(
+        "--timeout", type=float, default=600, help="seconds after which a run is killed: a fail"
+    )
     args = parser.parse_args()
     commands = [c.strip() for c in args.commands.split(",")]
     if unknown := set(commands) - set(COMMANDS):
@@ -301,7 +305,9 @@ def main() -> None:
     results: dict[str, dict[str, Runs]] = {}
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as caches:
         for trace in traces:
-            runs = run_trace(trace, commands, args.repeat, programs, args.noop, Path(caches))
+            runs = run_trace(
+                trace, commands, args.repeat, programs, args.noop, Path(caches), args.timeout
+            )
             results[trace.stem] = runs
             walls = {
                 s: median([r.wall if r else math.nan for r in v])

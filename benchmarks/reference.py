@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,18 +77,22 @@ class Run:
         return self.wall - self.said
 
 
-def measure(argv: list[str], env: dict[str, str]) -> Run | None:
+def measure(argv: list[str], env: dict[str, str], timeout: float = 600) -> Run | None:
     """Run `argv` to its end, its output read as it comes and dropped but for the "Rendered"
-    line; None when it fails."""
+    line; None when it fails, or runs past `timeout` seconds and is killed (eglretrace's
+    profiles poll for query results that GALLIUM_NOOP never makes available: forever)."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert child.stdout is not None
+    watchdog = threading.Timer(timeout, child.kill)
+    watchdog.start()
     loop = said = math.nan
     with child.stdout:
         for line in child.stdout:
             if match := RENDERED.match(line):
                 loop, said = float(match.group(2)), time.perf_counter() - start
     _, status, usage = os.wait4(child.pid, 0)
+    watchdog.cancel()
     wall = time.perf_counter() - start
     cpu = usage.ru_utime + usage.ru_stime
     return Run(wall, usage.ru_maxrss, cpu, loop, said) if status == 0 else None

@@ -128,3 +128,22 @@ def test_corpus_interleaves_builds_each_with_its_own_trace_cache(tmp_path):
     assert loops == {"peer": [0.2], "main first": [0.1], "main cached": [0.1],
                      "branch first": [0.05], "branch cached": [0.05]}  # fmt: skip
     assert "replay -b (main)" in done.stdout and "replay -b (branch)" in done.stdout
+
+
+def test_corpus_kills_a_run_past_its_timeout_and_counts_it_failed(tmp_path):
+    """(eglretrace's profiles wait forever for query results under GALLIUM_NOOP)"""
+    log = tmp_path / "runs.jsonl"
+    peer = stand_in(tmp_path, "eglretrace", log, rendered(1, 0.2))
+    peer.write_text(peer.read_text().replace("print(", "import time; time.sleep(600); print("))
+    retrace = stand_in(tmp_path, "retrace", log, rendered(1, 0.1))
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    trace = ROOT / "traces" / "es2tri.trace"
+    argv = [sys.executable, str(ROOT / "benchmarks" / "corpus.py"), "--repeat", "1",
+            "--commands", "1 pass", "--retrace", str(retrace), "--timeout", "1",
+            "--json", str(tmp_path / "out.json"), str(trace)]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    counted = json.loads((tmp_path / "out.json").read_text())["runs"]["es2tri"]["1 pass"]
+    assert counted["peer"] == [None] and counted["first"][0]["loop"] == 0.1
+    whole = next(line.split() for line in done.stdout.splitlines() if line.startswith("es2tri "))
+    assert whole[1] == "fail" and whole[2] != "fail"  # the peer's wall time, retrace's
