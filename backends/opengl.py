@@ -8,6 +8,17 @@ glretrace. CPU Start/Duration read CLOCK_MONOTONIC; VSIZE/RSS read
 /proc/self/statm and are reported in bytes (glretrace prints zeros without
 procps, and RSS in pages); GPU Disjoint reads GL_GPU_DISJOINT_EXT.
 
+GPU Busy and GPU Idle are retrace's own. A frame's GPU Duration, glretrace's span from
+the timestamp before its first command to the one after its last, counts the time the
+GPU waited for the replayer to send it work: the slower the CPU side, the larger the
+"GPU" time. GPU Busy is the sum of the GPU times of the event's GPU work (draws,
+dispatches, clears, blits, copies...: `retrace.gl.work` decides which calls), each call
+between two timestamp queries of its own, issued in the same pass; GPU Idle is the span
+less that. A call's busy time is its own GPU time (0 for a call that makes no GPU work).
+Where the work cannot be timed (a context without timer queries, a disjoint GPU timer
+on OpenGL ES, read at the event's end) the value is missing, never a guess; the
+metric's description, in --list-metrics and in the metadata beside the tables, says so.
+
 This file describes the metrics, says where they are available, plans the
 passes and turns what was measured into column values. The replay loop
 measures every one of them at every boundary, in C (`retrace/replay/_vm.c`,
@@ -40,8 +51,9 @@ def _m(group: int, mid: int, name: str, desc: str, num: NumType, kind: Kind, uni
 
 # The ids of glretrace 11.1's metrics are its ids ([1, 2] is Pixels Drawn; apitrace 13
 # numbers a GPU Disjoint it added [1, 2] and moves Pixels Drawn to [1, 3]); GPU Disjoint,
-# retrace's own, comes after them. METRICS is the backend's own order, which is the
-# column order of every table, as in glretrace (not the ids' order, which listings use).
+# retrace's own, comes after them, then GPU Busy and GPU Idle. METRICS is the backend's own
+# order, which is the column order of every table, as in glretrace (not the ids' order,
+# which listings use).
 CPU_START = _m(
     0,
     0,
@@ -86,6 +98,25 @@ GPU_DISJOINT = _m(
     NumType.BOOL,
     Kind.GENERIC,
     "",
+)
+GPU_BUSY = _m(
+    1,
+    4,
+    "GPU Busy",
+    "GPU time of the event's draws, dispatches, clears, blits and copies, each timed on its"
+    " own (- where they cannot be: no timer queries, a disjoint timer)",
+    NumType.INT64,
+    Kind.DURATION,
+    "ns",
+)
+GPU_IDLE = _m(
+    1,
+    5,
+    "GPU Idle",
+    "GPU Duration less GPU Busy: the GPU waiting, mostly for the replayer",
+    NumType.INT64,
+    Kind.DURATION,
+    "ns",
 )
 PIXELS = _m(
     1,
@@ -138,13 +169,16 @@ METRICS = (
     GPU_START,
     GPU_DURATION,
     GPU_DISJOINT,
+    GPU_BUSY,
+    GPU_IDLE,
     PIXELS,
     VSIZE_START,
     VSIZE_DURATION,
     RSS_START,
     RSS_DURATION,
 )
-GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT)
+GPU_TIMES = (GPU_START, GPU_DURATION, GPU_DISJOINT, GPU_BUSY, GPU_IDLE)
+BUSY = (GPU_BUSY, GPU_IDLE)  # what brackets the GPU work
 MEMORY = (VSIZE_START, VSIZE_DURATION, RSS_START, RSS_DURATION)
 # where a metric's value is in the loop's event record (`EventRecords`): a field, or for a
 # change during the event, the field at its end and the field at its start
@@ -154,6 +188,8 @@ FIELDS: dict[Metric, tuple[str, str | None]] = {
     GPU_START: ("gpu_start", None),
     GPU_DURATION: ("gpu_end", "gpu_start"),
     GPU_DISJOINT: ("disjoint", None),
+    GPU_BUSY: ("busy", None),
+    GPU_IDLE: ("idle", None),
     PIXELS: ("pixels", None),
     VSIZE_START: ("vsize_start", None),
     VSIZE_DURATION: ("vsize_end", "vsize_start"),
@@ -256,11 +292,14 @@ class OpenGLBackend(MetricBackend):
 
     def native_events(self, boundary: Boundary) -> NativeEvents:
         metrics = self._pass.get(boundary, set())
+        busy = any(m in metrics for m in BUSY)
         return NativeEvents(
-            gpu_times=GPU_START in metrics or GPU_DURATION in metrics,
+            gpu_times=GPU_START in metrics or GPU_DURATION in metrics or GPU_IDLE in metrics,
             pixels=PIXELS in metrics,
             memory=any(m in metrics for m in MEMORY),
-            disjoint=GPU_DISJOINT in metrics,
+            # a disjoint timer makes busy times missing, where the context can tell
+            disjoint=GPU_DISJOINT in metrics or (busy and self.available(GPU_DISJOINT)[0]),
+            busy=busy,
         )
 
     def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:

@@ -1,13 +1,14 @@
-"""Wall time of a corpus batch, locally and on a local Ray cluster, against a glretrace loop;
-then a corpus diff of two drivers.
+"""Wall time of a corpus batch, locally and on a local Ray cluster, against a loop of the
+peer; then a corpus diff of two drivers.
 
     python benchmarks/batch.py [--rounds 1] [--diff-runs 4] [TRACE ...]
 
-Default traces: ten real-program traces of /work/corpus/rerecord (not in the
+Default traces: ten real-program traces of /work/corpus/traces (not in the
 repository). Each round runs, one after another so that drift hits each alike:
 
-- a shell-style loop of glretrace/eglretrace ``--pframes`` over the traces,
-  one after another (what a batch replaces);
+- a shell-style loop of the peer's ``--pframes`` over the traces, one after
+  another (what a batch replaces), the peer at its best: ``eglretrace --headless``
+  on waffle's surfaceless EGL, no X server (``reference.PEER``);
 - ``retrace batch`` locally (one job at a time);
 - ``retrace batch --ray`` on a Ray cluster this script starts here: two nodes
   of one CPU and one unit of a custom resource each, so two jobs run at once
@@ -15,8 +16,8 @@ repository). Each round runs, one after another so that drift hits each alike:
 
 Then, with ``--diff-runs N`` (0 to skip), N profile runs per trace under
 llvmpipe and under softpipe (``GALLIUM_DRIVER``) into one database, and
-`retrace diff DB:llvmpipe DB:softpipe`. Needs Xvfb, apitrace and the farm
-extra. Run by hand; nothing here is a test.
+`retrace diff DB:llvmpipe DB:softpipe`. Needs apitrace and the farm extra. Run by
+hand; nothing here is a test.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reference import private_display, reference_replayer
+from reference import PEER, need_peer, peer_environment
 from tabulate import tabulate
 
-CORPUS = Path("/work/corpus/rerecord")
+CORPUS = Path("/work/corpus/traces")
 TRACES = [CORPUS / f"{name}.trace" for name in (
     "love", "qt6-qml", "gtk4-widget-factory", "neverball", "wz2100", "mpv-gpu",
     "xss-hypertorus", "kitty", "glmark2-terrain", "glmark2-ideas")]  # fmt: skip
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--diff-runs", type=int, default=4)
     args = parser.parse_args()
+    need_peer("benchmarks/batch.py")
     # Ray on loopback only, and no usage report sent out
     os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")
     from ray.cluster_utils import Cluster
@@ -84,28 +86,27 @@ def main() -> None:
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     cluster.add_node(**node)
     cluster.wait_for_nodes()
-    walls: dict[str, list[float]] = {"glretrace loop": [], "local batch": [], "Ray batch": []}
+    walls: dict[str, list[float]] = {"peer loop": [], "local batch": [], "Ray batch": []}
+    env = peer_environment()
     try:
-        with private_display() as env:
-            for i in range(args.rounds):
-                loop = 0.0
-                for trace in args.traces:
-                    command = [reference_replayer(trace), "--pframes", SELECTION, str(trace)]
-                    loop += timed(command, env)
-                walls["glretrace loop"].append(loop)
-                db = folder / f"local-{i}.duckdb"
-                walls["local batch"].append(timed(batch(one, "--db", db)))
-                db = folder / f"ray-{i}.duckdb"
-                walls["Ray batch"].append(timed(batch(one, "--db", db, "--ray", cluster.address)))
+        for i in range(args.rounds):
+            loop = 0.0
+            for trace in args.traces:
+                loop += timed([*PEER, "--pframes", SELECTION, str(trace)], env)
+            walls["peer loop"].append(loop)
+            db = folder / f"local-{i}.duckdb"
+            walls["local batch"].append(timed(batch(one, "--db", db), env))
+            db = folder / f"ray-{i}.duckdb"
+            walls["Ray batch"].append(timed(batch(one, "--db", db, "--ray", cluster.address), env))
     finally:
         cluster.shutdown()
-    reference = statistics.median(walls["glretrace loop"])
+    reference = statistics.median(walls["peer loop"])
     rows = [
         [mode, f"{statistics.median(w):.1f}", f"{statistics.median(w) / reference:.2f}"]
         for mode, w in walls.items()
     ]
     print(f"{len(args.traces)} traces, 1 run each, {args.rounds} round(s), medians:")
-    print(tabulate(rows, ["mode", "wall s", "ratio to glretrace loop"], disable_numparse=True))
+    print(tabulate(rows, ["mode", "wall s", "ratio to the peer's loop"], disable_numparse=True))
     if args.diff_runs:
         many = manifest(folder, args.traces, args.diff_runs)
         db = folder / "drivers.duckdb"

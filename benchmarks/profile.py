@@ -1,25 +1,26 @@
-"""Profiling cost of retrace against glretrace on the same trace and selection, same run.
+"""Profiling cost of retrace against eglretrace --headless on the same trace and selection,
+same run.
 
-    python benchmarks/profile.py [TRACE ...]     (default: the glmark2 and glxgears traces)
+    python benchmarks/profile.py [TRACE ...] [--noop]
+        (default: the glmark2 and glxgears traces)
 
 For each trace, whole-command wall time of
   - one pass:  --pframes "opengl: CPU Duration"
   - two passes: --pframes "opengl: Pixels Drawn" --pcalls "opengl: Pixels Drawn"
-and peak RSS with --pcalls "opengl: CPU Duration", as retrace/glretrace ratios
-(lower is better for retrace). glretrace runs under a private Xvfb; EGL traces
-use eglretrace. Best of --repeat runs. Run by hand; timing is not a test.
+and peak RSS with --pcalls "opengl: CPU Duration", as retrace/peer ratios (lower is
+better for retrace). The peer is eglretrace at its best (`--headless` on waffle's
+surfaceless EGL, no X server: `reference.PEER`); --noop runs both on Mesa's
+GALLIUM_NOOP=1 (a driver that renders nothing). Best of --repeat runs. Run by hand;
+timing is not a test.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from reference import private_display, reference_replayer
+from reference import PEER, measure, need_peer, peer_environment
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,54 +31,50 @@ SELECTIONS = {
 MEMORY = ["--pcalls=opengl: CPU Duration"]
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one command."""
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
+def measured(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one command; a failure ends the benchmark."""
+    run = measure(argv, env)
+    if run is None:
         sys.exit(f"benchmarks/profile.py: {' '.join(argv)} failed")
-    return seconds, usage.ru_maxrss
+    return run.wall, run.rss
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--noop", action="store_true", help="GALLIUM_NOOP=1 on both sides")
     args = parser.parse_args()
+    need_peer("benchmarks/profile.py")
     traces = args.traces or sorted((ROOT / "traces").glob("glmark2-[bdt]*.trace")) + [
         ROOT / "traces" / "glxgears.trace"
     ]
     ours = [sys.executable, "-m", "retrace", "--quiet"]
     rows = []
-    with private_display() as env:
-        for trace in traces:
-            ref = [reference_replayer(trace)]
-            row = [trace.name]
-            for selection in SELECTIONS.values():
-                a = min(
-                    measure([*ours, *selection, str(trace)], env)[0] for _ in range(args.repeat)
-                )
-                b = min(measure([*ref, *selection, str(trace)], env)[0] for _ in range(args.repeat))
-                row += [f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}"]
-            a = measure([*ours, *MEMORY, str(trace)], env)[1]
-            b = measure([*ref, *MEMORY, str(trace)], env)[1]
-            row += [a // 1024, b // 1024, f"{a / b:.2f}"]
-            rows.append(row)
+    env = peer_environment(args.noop)
+    for trace in traces:
+        row = [trace.name]
+        for selection in SELECTIONS.values():
+            a = min(measured([*ours, *selection, str(trace)], env)[0] for _ in range(args.repeat))
+            b = min(measured([*PEER, *selection, str(trace)], env)[0] for _ in range(args.repeat))
+            row += [f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}"]
+        a = measured([*ours, *MEMORY, str(trace)], env)[1]
+        b = measured([*PEER, *MEMORY, str(trace)], env)[1]
+        row += [a // 1024, b // 1024, f"{a / b:.2f}"]
+        rows.append(row)
     print(
         tabulate(
             rows,
             headers=[
                 "trace",
                 "1 pass s",
-                "glretrace s",
+                "peer s",
                 "ratio",
                 "2 passes s",
-                "glretrace s",
+                "peer s",
                 "ratio",
                 "--pcalls MiB",
-                "glretrace MiB",
+                "peer MiB",
                 "RSS ratio",
             ],
         )

@@ -1,19 +1,101 @@
-"""What the benchmark scripts share: a private X server for glretrace, and which
-reference replayer a trace needs."""
+"""What the benchmark scripts share: the peer to time retrace against, at its best, and one
+measured run of a command; a private X server and the reference replayer of a trace for
+the scripts that check frames against glretrace."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from retrace.trace import cache
 from retrace.trace.reader import TraceReader
+
+# The peer at its best: apitrace's eglretrace with no window and no X server (waffle's
+# surfaceless EGL platform, `peer_environment`), which replays GLX and EGL traces alike and
+# is faster than glretrace under Xvfb.
+PEER = ("eglretrace", "--headless")
+# glretrace's closing line, which retrace prints too: the replay loop's frames and seconds
+RENDERED = re.compile(rb"Rendered (\d+) frames in ([0-9.e+-]+) secs")
+
+
+def peer_environment(noop: bool = False) -> dict[str, str]:
+    """The environment both replayers are timed in: no display server (retrace is headless,
+    the peer surfaceless); with `noop`, Mesa's GALLIUM_NOOP=1, a driver that accepts every
+    call and renders nothing (an infinitely fast GPU), so that the replayer's own cost is
+    what the timing shows."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["WAFFLE_PLATFORM"] = "surfaceless_egl"
+    env.pop("GALLIUM_NOOP", None)
+    if noop:
+        env["GALLIUM_NOOP"] = "1"
+    return env
+
+
+def need_peer(script: str) -> None:
+    """Exit with a clear line where the peer is not installed."""
+    if shutil.which(PEER[0]) is None:
+        sys.exit(f"{script}: needs {PEER[0]} (apt-get install apitrace)")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One command, measured: wall seconds from its start until it was reaped, peak RSS in
+    KiB and CPU seconds (user and system; both of the process and the descendants it
+    reaped, as wait4 reports them), the seconds of its last "Rendered" line (NaN without
+    one), and when that line came (seconds since the start; NaN without one). CPU time is
+    what a loaded machine's drift disturbs least, but counts none of the overlap."""
+
+    wall: float
+    rss: int
+    cpu: float
+    loop: float
+    said: float
+
+    @property
+    def outside(self) -> float:
+        """Seconds outside the replay loop: start-up, the driver's loading, exit."""
+        return self.wall - self.loop
+
+    @property
+    def before(self) -> float:
+        """Seconds from the start to the loop's: the "Rendered" line came `loop` after it."""
+        return self.said - self.loop
+
+    @property
+    def after(self) -> float:
+        """Seconds from the loop's end (its "Rendered" line) until the command was reaped."""
+        return self.wall - self.said
+
+
+def measure(argv: list[str], env: dict[str, str], timeout: float = 600) -> Run | None:
+    """Run `argv` to its end, its output read as it comes and dropped but for the "Rendered"
+    line; None when it fails, or runs past `timeout` seconds and is killed (eglretrace's
+    profiles poll for query results that GALLIUM_NOOP never makes available: forever)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert child.stdout is not None
+    watchdog = threading.Timer(timeout, child.kill)
+    watchdog.start()
+    loop = said = math.nan
+    with child.stdout:
+        for line in child.stdout:
+            if match := RENDERED.match(line):
+                loop, said = float(match.group(2)), time.perf_counter() - start
+    _, status, usage = os.wait4(child.pid, 0)
+    watchdog.cancel()
+    wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(wall, usage.ru_maxrss, cpu, loop, said) if status == 0 else None
 
 
 @contextmanager

@@ -1,13 +1,15 @@
-"""Replay speed of retrace against glretrace -b, measured in the same run.
+"""Replay speed of retrace against `eglretrace --headless -b`, measured in the same run.
 
-    python benchmarks/replay.py [TRACE ...]     (default: every frame-based trace in traces/)
+    python benchmarks/replay.py [TRACE ...] [--noop]
+        (default: every frame-based trace in traces/)
 
-For each trace: glretrace's own `Rendered N frames in S secs` (its replay loop,
-parsing included) and the wall time of the whole glretrace command; retrace's
-first pass (parse + compile + replay) and a later pass (compiled entries
-only), with calls/s and the ratios to glretrace. glretrace needs an X display:
-the script starts Xvfb (EGL traces use eglretrace, headless). Best of --repeat
-runs. Run by hand; timing is not a test.
+For each trace: the peer's own `Rendered N frames in S secs` (its replay loop, parsing
+included) and the wall time of the whole command, the peer at its best (`eglretrace
+--headless` on waffle's surfaceless EGL, no X server: `reference.PEER`); retrace's first
+pass (parse + compile + replay) and a later pass (compiled entries only), in this
+process, with calls/s and the ratios to the peer. --noop runs both on Mesa's
+GALLIUM_NOOP=1 (a driver that renders nothing): the replayers' own speed. Best of
+--repeat runs. Run by hand; timing is not a test.
 
     python benchmarks/replay.py --read-ahead [TRACE ...]
 
@@ -22,33 +24,29 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from reference import private_display, reference_replayer
+from reference import PEER, RENDERED, need_peer, peer_environment
 from tabulate import tabulate
 
 from retrace.replay.replayer import Replayer
 from retrace.trace import cache
 
 ROOT = Path(__file__).resolve().parent.parent
-RENDERED = re.compile(rb"Rendered (\d+) frames in ([0-9.e+-]+) secs")
 
 
 def reference(trace: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(glretrace's reported replay seconds, wall seconds of the command)."""
-    exe = reference_replayer(trace)
+    """(the peer's reported replay seconds, wall seconds of the command)."""
     start = time.perf_counter()
-    out = subprocess.run([exe, "-b", str(trace)], capture_output=True, env=env).stdout
+    out = subprocess.run([*PEER, "-b", str(trace)], capture_output=True, env=env).stdout
     wall = time.perf_counter() - start
     match = RENDERED.search(out)
     if match is None:
-        sys.exit(f"benchmarks/replay.py: {exe} failed on {trace}")
+        sys.exit(f"benchmarks/replay.py: {' '.join(PEER)} failed on {trace}")
     return float(match.group(2)), wall
 
 
@@ -103,49 +101,50 @@ def main() -> None:
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--read-ahead", action="store_true", help="the table above instead")
+    parser.add_argument("--noop", action="store_true", help="GALLIUM_NOOP=1 on both sides")
     args = parser.parse_args()
     traces = args.traces or sorted(
         p for p in (ROOT / "traces").glob("*.trace") if "piglit" not in p.name
     )
+    env = peer_environment(args.noop)
+    os.environ.clear()  # (retrace replays in this process: in the same environment)
+    os.environ.update(env)
     if args.read_ahead:
         read_ahead_table(traces, args.repeat)
         return
-    if shutil.which("glretrace") is None:
-        sys.exit("benchmarks/replay.py: needs glretrace (apt-get install apitrace)")
+    need_peer("benchmarks/replay.py")
     rows = []
-    with private_display() as env:
-        for trace in traces:
-            ref_loop, ref_wall = (
-                min(x)
-                for x in zip(*(reference(trace, env) for _ in range(args.repeat)), strict=True)
-            )
-            first, later, calls = (
-                min(x) for x in zip(*(ours(trace) for _ in range(args.repeat)), strict=True)
-            )
-            rows.append(
-                [
-                    trace.name,
-                    calls,
-                    f"{calls / ref_loop / 1e3:.0f}",
-                    f"{calls / first / 1e3:.0f}",
-                    f"{calls / later / 1e3:.0f}",
-                    f"{ref_loop / first:.2f}",
-                    f"{ref_loop / later:.2f}",
-                    f"{first / ref_wall:.2f}",
-                ]
-            )
+    for trace in traces:
+        ref_loop, ref_wall = (
+            min(x) for x in zip(*(reference(trace, env) for _ in range(args.repeat)), strict=True)
+        )
+        first, later, calls = (
+            min(x) for x in zip(*(ours(trace) for _ in range(args.repeat)), strict=True)
+        )
+        rows.append(
+            [
+                trace.name,
+                calls,
+                f"{calls / ref_loop / 1e3:.0f}",
+                f"{calls / first / 1e3:.0f}",
+                f"{calls / later / 1e3:.0f}",
+                f"{ref_loop / first:.2f}",
+                f"{ref_loop / later:.2f}",
+                f"{first / ref_wall:.2f}",
+            ]
+        )
     print(
         tabulate(
             rows,
             headers=[
                 "trace",
                 "calls",
-                "glretrace kcalls/s",
+                "peer kcalls/s",
                 "first pass kcalls/s",
                 "later pass kcalls/s",
-                "first/glretrace speed",
-                "later/glretrace speed",
-                "first pass time / glretrace wall",
+                "first/peer speed",
+                "later/peer speed",
+                "first pass time / peer wall",
             ],
         )
     )

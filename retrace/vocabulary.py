@@ -103,6 +103,7 @@ class NativeEvents(NamedTuple):
     pixels: bool = False  # a GL_SAMPLES_PASSED query
     memory: bool = False  # virtual and resident memory at the start and the end
     disjoint: bool = False  # GL_GPU_DISJOINT_EXT at the end
+    busy: bool = False  # the GPU time of its GPU work (each work op between two timestamps)
 
 
 class MetricError(Exception):

@@ -161,3 +161,32 @@ def threads_and_leftovers(w: TraceWriter) -> None:
     ) if w.version >= 5 else None
     w.enter("glCrashes", ("x",), {0: w.int(5)})
     w.enter("glAlsoPending", (), {})
+
+
+def same_work_more_waiting(
+    w: TraceWriter, steps: tuple[int, ...], draws: int = 4, size: int = 512
+) -> None:
+    """One frame per step, each the same GPU work (a clear and `draws` blended `size`
+    squared rectangles, each sent off with glFlush) with `step` cheap CPU-side calls
+    (glColor4f, state the next rectangle overrides) after each rectangle: the GPU waits
+    for them, so a frame's GPU span grows with the step while its GPU work does not."""
+    glx_context(w)
+    w.call(
+        "glViewport", ("x", "y", "width", "height"), {2: w.int(size), 3: w.int(size), 0: w.int(0)}
+    )
+    w.call("glEnable", ("cap",), {0: w.int(0x0BE2)})  # GL_BLEND
+    w.call("glBlendFunc", ("sfactor", "dfactor"), {0: w.int(0x0302), 1: w.int(0x0303)})
+    rect = {k: w.float(v) for k, v in enumerate((-1, -1, 1, 1))}
+    for step in steps:
+        w.call("glClear", ("mask",), {0: w.int(0x4000)})
+        for i in range(draws):
+            for k in range(step + 1):  # the last one sets the rectangle's colour
+                rgba = (i / draws, k / (step + 1), 0.5, 0.3)
+                w.call(
+                    "glColor4f",
+                    ("red", "green", "blue", "alpha"),
+                    {c: w.float(v) for c, v in enumerate(rgba)},
+                )
+            w.call("glRectf", ("x1", "y1", "x2", "y2"), rect)
+            w.call("glFlush")
+        w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})

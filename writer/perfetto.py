@@ -14,9 +14,13 @@ trace_processor. Its tracks, under one process named after the trace:
   nested): the GPU timeline, as render-stage tracks show it. GPU times are
   relative to the first GPU timestamp the replay read, CPU times to the start
   of the pass, so the two tracks share their origin, not their clock.
+* ``GPU busy``, where a calls or draw-calls table has GPU Start and GPU Busy: a
+  slice per call that made the GPU work, from its GPU Start and as long as its
+  busy time; the gaps between them are the GPU waiting (for the replayer, mostly),
+  each slice's ``idle before`` arg the gap before it.
 * a counter track per frame metric but the CPU and GPU Start timestamps (CPU/GPU
-  Duration, Pixels Drawn, VSIZE/RSS, pipeline and vendor counters), one value
-  per frame at its start, named ``<metric> (<unit>)``.
+  Duration, GPU Busy/Idle, Pixels Drawn, VSIZE/RSS, pipeline and vendor counters),
+  one value per frame at its start, named ``<metric> (<unit>)``.
 
 The replay runs every context of the trace on one thread; the metadata says which
 context each row of the call tables ran in (`contexts`; the TSV has no column
@@ -50,7 +54,7 @@ from retrace.writer.atomic import replaced
 from retrace.writer.events import Events, row_contexts
 
 SEQUENCE = 1  # every packet comes from one writer
-PROCESS, CPU_TRACK, GPU_TRACK = 1, 2, 3
+PROCESS, CPU_TRACK, GPU_TRACK, BUSY_TRACK = 1, 2, 3, 4
 COUNTER_TRACKS = 100  # the first counter track's uuid
 CONTEXT_TRACKS = 1_000_000  # context n's CPU track is this + 2n, its GPU track the next
 PID, TID = 1, 1
@@ -222,6 +226,9 @@ class Timeline:
             yield self._descriptor(pb, CPU_TRACK, thread="replay (CPU)")
         if self.gpu is not None:
             yield self._descriptor(pb, GPU_TRACK, name=f"GPU {renderer}".strip())
+        busy = self._busy()
+        if busy is not None:
+            yield self._descriptor(pb, BUSY_TRACK, name="GPU busy")
         tracks = [(CPU_TRACK, self.cpu), (GPU_TRACK, self.gpu)]
         for i, (name, cpu, gpu) in enumerate(self.contexts):
             for uuid, layout, clock in ((2 * i, cpu, "CPU"), (2 * i + 1, gpu, "GPU")):
@@ -234,11 +241,48 @@ class Timeline:
         for uuid, layout in tracks:
             if layout is not None:
                 yield from self._slices(pb, uuid, layout)
+        if busy is not None:
+            yield from self._busy_slices(pb, *busy)
         if self.cpu is None:
             return  # (no frames table: no counters)
         starts = self.cpu.frames[:, 0]
         for i, (_name, values) in enumerate(counters):
             yield from self._counter_values(pb, COUNTER_TRACKS + i, starts, values)
+
+    def _busy(self) -> tuple[Events, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The GPU work of the calls table (else the draw calls'): the rows that made the GPU
+        work, each placed from its GPU Start for its GPU Busy time and made to follow the
+        one before (medians and passes need not nest); None without those columns."""
+        for boundary in (Boundary.CALL, Boundary.DRAWCALL):
+            table = self.events.get(boundary)
+            start = table.get("GPU Start") if table is not None else None
+            busy = table.get("GPU Busy") if table is not None else None
+            if table is None or start is None or busy is None:
+                continue
+            rows = np.flatnonzero((np.nan_to_num(busy) > 0) & ~np.isnan(start))
+            begin, end = start[rows], start[rows] + busy[rows]
+            if rows.size:
+                begin = np.maximum(begin, np.r_[-np.inf, np.maximum.accumulate(end)[:-1]])
+                end = np.maximum.accumulate(np.maximum(end, begin))
+            return table, rows, begin, end
+        return None
+
+    def _busy_slices(
+        self, pb: Any, table: Events, rows: np.ndarray, begin: np.ndarray, end: np.ndarray
+    ) -> Iterator[Any]:
+        busy = table.column("GPU Busy")
+        gaps = begin - np.r_[begin[:1], end[:-1]]
+        for i, row in enumerate(rows.tolist()):
+            packet = self._event(pb, BUSY_TRACK, begin[i], SLICE_BEGIN, table.names[row])
+            for key, value in (
+                ("call_no", int(table.call_nos[row])),
+                ("GPU Busy", int(busy[row])),
+                ("idle before", int(gaps[i])),
+            ):
+                annotation = packet.track_event.debug_annotations.add()
+                annotation.name, annotation.int_value = key, value
+            yield packet
+            yield self._event(pb, BUSY_TRACK, end[i], SLICE_END)
 
     def _descriptor(
         self, pb: Any, uuid: int, name: str = "", thread: str = "", counter: bool = False

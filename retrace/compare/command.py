@@ -213,7 +213,12 @@ def _side_options(function: Callable[..., int]) -> Callable[..., int]:
 @click.command(context_settings=_CONTEXT)
 @click.argument("trace")
 @_side_options
-@click.option("--pframes", metavar="SPEC", help="Per-frame metrics, as for profiling.")
+@click.option(
+    "--pframes",
+    metavar="SPEC",
+    help="Per-frame metrics, as for profiling (default: CPU and GPU Duration); "
+    '"opengl: GPU Busy" compares the GPU\'s work without its waits for the replayer.',
+)
 @click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
 @click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
 @count_option("--warmup", low=0, default=1, help="Runs of each side first, thrown away.")

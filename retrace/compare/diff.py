@@ -9,7 +9,9 @@ name decides:
 * ``<metric> min``, ``<metric> p95`` and ``<metric> stddev`` beside ``<metric>``
   are what ``--stats`` derives from the repeats of a run: a spread, not a cost,
   so they are left out too (summing standard deviations means nothing);
-* a name containing "Duration" is a cost: larger is worse (a regression);
+* a name containing "Duration", and GPU Busy and GPU Idle (the GPU time of an
+  event's GPU work and of its waits), is a time cost: larger is worse (a
+  regression);
 * anything else (Pixels Drawn, perf counters, GPU Disjoint) has no direction:
   a significant change is reported as "changed" and never fails the diff.
   ``--lower-is-better NAME`` and ``--higher-is-better NAME`` set a direction.
@@ -167,9 +169,15 @@ def direction_of(metric: str, options: DiffOptions) -> Direction | None:
         return Direction.HIGHER_IS_BETTER
     if folded.split()[-1:] == ["start"] and folded not in {m.casefold() for m in options.metrics}:
         return None
-    if "duration" in folded:
+    if is_time_cost(metric):
         return Direction.LOWER_IS_BETTER
     return Direction.NONE
+
+
+def is_time_cost(metric: str) -> bool:
+    """A time the event cost (ns): the Durations, GPU Busy and GPU Idle."""
+    folded = metric.casefold()
+    return "duration" in folded or folded in ("gpu busy", "gpu idle")
 
 
 def check_options(comparison: Comparison, options: DiffOptions) -> None:
@@ -308,7 +316,7 @@ def _diff_metric(
     base = table.base[metric]
     new = table.new[metric]
     valid = ~(np.isnan(base).any(axis=0) | np.isnan(new).any(axis=0))
-    floor = options.min_abs if "duration" in metric.casefold() else 0.0
+    floor = options.min_abs if is_time_cost(metric) else 0.0
 
     judged = valid & ~startup
     base_totals = base[:, judged].sum(axis=1)

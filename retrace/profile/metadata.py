@@ -169,7 +169,8 @@ def host_facts() -> dict[str, str]:
 
 
 def column_facts(metric: Metric, boundary: Boundary, derived_from: str = "") -> dict[str, Any]:
-    """One column: its backend, metric, boundary, kind, unit and numeric type."""
+    """One column: its backend, metric, boundary, kind, unit, numeric type and description
+    (which says what a missing value, `-`, means where the metric can have one)."""
     facts = {
         "name": metric.name,
         "backend": metric.backend,
@@ -179,6 +180,7 @@ def column_facts(metric: Metric, boundary: Boundary, derived_from: str = "") -> 
         "kind": metric.kind.value,
         "unit": metric.unit,
         "num_type": metric.num_type.value,
+        "description": metric.description,
     }
     if derived_from:
         facts["derived_from"] = derived_from  # a --stats spread of this column's repeats

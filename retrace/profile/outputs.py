@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from retrace.writer.store import Store
 
 # What --perfetto measures when no --pframes/--pcalls/--pdrawcalls is given: the
-# timeline's slices on both tracks, one pass.
-PERFETTO_SELECTION = {
-    Boundary.FRAME: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
-    Boundary.DRAWCALL: "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration",
-}
+# timeline's slices on both tracks and on the GPU busy one, one pass.
+PERFETTO_SELECTION = dict.fromkeys(
+    (Boundary.FRAME, Boundary.DRAWCALL),
+    "opengl: CPU Start, CPU Duration, GPU Start, GPU Duration, GPU Busy",
+)
 TIMELINE_METRICS = ("CPU Start", "CPU Duration")  # opengl's, which place the slices
 
 

@@ -126,6 +126,7 @@ typedef struct {
     int32_t proto; /* a proto id or one of SIG_* */
     uint32_t name_id;
     uint8_t row;
+    uint8_t work; /* its calls make the GPU work (retrace.gl.work) */
 } Sig;
 
 typedef struct {
@@ -167,7 +168,7 @@ static int vec_grow(Vec *v, size_t item, size_t extra) {
    measure of each (bits, exported as MEASURE_*): MEASURE_CLOCK marks a kind as measured at
    all, and the clock is always read. */
 enum { EV_CALL, EV_DRAW, EV_FRAME, EV_KINDS };
-enum { M_CLOCK = 1, M_GPU_TIMES = 2, M_PIXELS = 4, M_MEMORY = 8, M_DISJOINT = 16 };
+enum { M_CLOCK = 1, M_GPU_TIMES = 2, M_PIXELS = 4, M_MEMORY = 8, M_DISJOINT = 16, M_BUSY = 32 };
 #define GL_TIMESTAMP 0x8E28
 #define GL_SAMPLES_PASSED 0x8914
 #define GL_QUERY_RESULT 0x8866
@@ -209,10 +210,12 @@ typedef struct {
 /* One event as take_events() reports it (exported as EVENT_FIELDS and EVENT_SIZE, from
    which Python builds its record type): ns since the pass began on the CPU clock
    (CLOCK_MONOTONIC) and on the GPU's (GL timestamps), samples passed, the GPU-disjoint
-   flag, virtual and resident memory in bytes; MISSING where nothing was measured. */
+   flag, virtual and resident memory in bytes, the GPU time of the GPU work in the event
+   (busy: "brackets" below) and the rest of its GPU span (idle); MISSING where nothing was
+   measured. */
 #define EVENT_FIELDS(X)                                                                       \
     X(cpu_start) X(cpu_end) X(gpu_start) X(gpu_end) X(pixels) X(disjoint) X(vsize_start)      \
-        X(vsize_end) X(rss_start) X(rss_end)
+        X(vsize_end) X(rss_start) X(rss_end) X(busy) X(idle)
 
 typedef struct {
 #define FIELD(name) int64_t name;
@@ -223,7 +226,24 @@ typedef struct {
 typedef struct {
     EventRecord r;                     /* gpu_start and pixels: what is read already */
     uint32_t start_q, end_q, pixels_q; /* query objects not read yet, 0 for none */
+    int64_t work_first, work_last;     /* the brackets in it: numbers [first, last) */
 } Event;
+
+/* Brackets: with GPU Busy measured (M_BUSY at any kind), every op that makes the GPU work
+   (the `work` flag, from retrace.gl.work; a glBegin..glEnd block is one) runs between two
+   GL_TIMESTAMP queries of its own, issued right before and after it, so that its GPU time
+   leaves out the time the GPU waited for the replayer to send it.  Brackets are numbered
+   in the pass; an event's busy time is the sum over the brackets that began and ended in
+   it, which is a difference of running totals (`Total`): each bracket is read once, late
+   as events are, whatever number of events hold it. */
+typedef struct {
+    uint32_t start_q, end_q; /* 0 for none: the bracket has no value */
+} Bracket;
+
+typedef struct {
+    int64_t ns;      /* GPU time of the brackets before this one */
+    int64_t missing; /* of those, the brackets with no value */
+} Total;
 
 typedef struct {
     uint8_t what[EV_KINDS];      /* M_* per kind of event; 0: not measured */
@@ -240,6 +260,14 @@ typedef struct {
     size_t unread;               /* calls and draws ended since the last take */
     Vec timestamps, samples, every; /* uint32: free query objects, and all made */
     PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
+    uint8_t busy;                /* some kind measures M_BUSY: work ops are bracketed */
+    Bracket bracket;             /* the bracket of the op running now */
+    uint8_t bracket_open;        /* begun and not ended */
+    Vec brackets;                /* Bracket: ended, not read, in order */
+    size_t brackets_ready;       /* of those, ended before the last take */
+    int64_t brackets_begun;      /* in the pass: the next bracket's number */
+    Vec totals;                  /* Total before brackets totals_from.., up to those read */
+    int64_t totals_from;
 } Events;
 
 /* --- the data pool: what input pointers point to ------------------------------------------
@@ -315,7 +343,7 @@ typedef struct {
 #define COL_FIRST ((size_t)1 << 16)
 #define COL_HEAP ((size_t)16 << 20)  /* larger arrays move to the file (Code's in_heap) */
 #define COL_STEP ((size_t)64 << 20)  /* growth past this is linear: at most this much unused */
-enum { COL_OPS, COL_ARGS, COL_CALL_NOS, COL_NAME_IDS, COL_ROWS, COL_CHECKABLE, COLS };
+enum { COL_OPS, COL_ARGS, COL_CALL_NOS, COL_NAME_IDS, COL_ROWS, COL_CHECKABLE, COL_WORK, COLS };
 
 typedef struct {
     void *data;
@@ -330,6 +358,7 @@ typedef struct {
     Col ops, args;
     Data data;                                /* what input pointers point to */
     Col call_nos, name_ids, rows, checkable; /* per op */
+    Col work;                                 /* per op: 1 where it makes the GPU work */
     Py_ssize_t position;                      /* the op running now, for callbacks */
     int marks;                                /* 0: no callbacks; 1: rows; 2: checkable */
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
@@ -433,14 +462,17 @@ static void ops_drop(Code *c, size_t from, size_t to, size_t *args_from) {
     col_drop(&c->name_ids, 4, from, to);
     col_drop(&c->rows, 1, from, to);
     col_drop(&c->checkable, 1, from, to);
+    col_drop(&c->work, 1, from, to);
 }
 
-static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check) {
+static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check,
+                     uint8_t work) {
     Data *d = &c->data;
     if (col_grow(d, &c->ops, sizeof(Op), 1) || col_grow(d, &c->call_nos, 8, 1) ||
         col_grow(d, &c->name_ids, 4, 1) || col_grow(d, &c->rows, 1, 1) ||
-        col_grow(d, &c->checkable, 1, 1))
+        col_grow(d, &c->checkable, 1, 1) || col_grow(d, &c->work, 1, 1))
         return -1;
+    AT(c->work, uint8_t)[c->work.len++] = work;
     AT(c->call_nos, int64_t)[c->call_nos.len++] = (int64_t)call_no;
     AT(c->name_ids, uint32_t)[c->name_ids.len++] = name_id;
     AT(c->rows, uint8_t)[c->rows.len++] = row;
@@ -481,10 +513,11 @@ static void Code_dealloc(Code *c) {
     Vec *vecs[] = {&c->protos,           &c->sigs,             &c->data.chunks,
                    &c->data.scratch,     &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW],
                    &c->ev.done[EV_FRAME], &c->ev.timestamps,   &c->ev.samples,
-                   &c->ev.every};
+                   &c->ev.every,          &c->ev.brackets,     &c->ev.totals};
     for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
         free(vecs[i]->data);
-    Col *cols[] = {&c->ops, &c->args, &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    Col *cols[] = {&c->ops,  &c->args,      &c->call_nos, &c->name_ids,
+                   &c->rows, &c->checkable, &c->work};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
         col_free(cols[i]);
     if (c->ev.statm >= 0)
@@ -512,7 +545,8 @@ static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return NULL;
     c->ev.statm = -1;
     c->data.in_heap = in_heap < 0 ? 0 : (size_t)in_heap;
-    Col *cols[COLS] = {&c->ops, &c->args, &c->call_nos, &c->name_ids, &c->rows, &c->checkable};
+    Col *cols[COLS] = {&c->ops,  &c->args,      &c->call_nos, &c->name_ids,
+                       &c->rows, &c->checkable, &c->work};
     for (int k = 0; k < COLS; k++)
         cols[k]->at = (k + 1) * COL_REGION;
     c->data.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -572,8 +606,8 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
 
 static PyObject *Code_set_sig(Code *c, PyObject *args) {
     unsigned int sig, name_id, row;
-    int proto;
-    if (!PyArg_ParseTuple(args, "IiII", &sig, &proto, &name_id, &row))
+    int proto, work = 0;
+    if (!PyArg_ParseTuple(args, "IiII|p", &sig, &proto, &name_id, &row, &work))
         return NULL;
     if (proto >= (int)c->protos.len || proto < SIG_SKIP) {
         PyErr_SetString(PyExc_ValueError, "no such proto");
@@ -583,10 +617,10 @@ static PyObject *Code_set_sig(Code *c, PyObject *args) {
         if (vec_grow(&c->sigs, sizeof(Sig), sig + 1 - c->sigs.len))
             return NULL;
         for (size_t i = c->sigs.len; i <= sig; i++)
-            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0};
+            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0, 0};
         c->sigs.len = sig + 1;
     }
-    AT(c->sigs, Sig)[sig] = (Sig){proto, name_id, (uint8_t)row};
+    AT(c->sigs, Sig)[sig] = (Sig){proto, name_id, (uint8_t)row, (uint8_t)work};
     Py_RETURN_NONE;
 }
 
@@ -903,7 +937,8 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             break;
         }
         uint8_t row = (in_list || in_begin) ? ROW_NONE : s.row;
-        if (push_meta(c, r->no, s.name_id, row, s.row != ROW_NONE && !in_begin)) {
+        if (push_meta(c, r->no, s.name_id, row, s.row != ROW_NONE && !in_begin,
+                      row != ROW_NONE && s.work)) {
             failed = 1;
             break;
         }
@@ -940,10 +975,10 @@ static PyObject *Code_keep(Code *c, PyObject *arg) {
 static PyObject *Code_add_py(Code *c, PyObject *args) {
     unsigned int index, name_id, row;
     unsigned long long call_no;
-    int check;
-    if (!PyArg_ParseTuple(args, "IKIIp", &index, &call_no, &name_id, &row, &check))
+    int check, work = 0;
+    if (!PyArg_ParseTuple(args, "IKIIp|p", &index, &call_no, &name_id, &row, &check, &work))
         return NULL;
-    if (push_meta(c, call_no, name_id, (uint8_t)row, (uint8_t)check))
+    if (push_meta(c, call_no, name_id, (uint8_t)row, (uint8_t)check, (uint8_t)work))
         return NULL;
     AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, index};
     Py_RETURN_NONE;
@@ -1124,6 +1159,7 @@ static int begin_event(Events *ev, int k, int queries) {
     Event *e = &ev->current[k];
     e->r = NOTHING_MEASURED;
     e->start_q = e->end_q = e->pixels_q = 0;
+    e->work_first = ev->brackets_begun;
     ev->open[k] = 1;
     if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
         if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
@@ -1166,6 +1202,9 @@ static void stamp_start(Events *ev, unsigned kinds) {
 static int end_event(Events *ev, int k, int64_t now, int64_t vsize, int64_t rss) {
     Event *e = &ev->current[k];
     e->r.cpu_end = now;
+    /* a bracket still open (a glBegin whose glEnd is in a display list) is work in it that
+       nothing times: last < first says so */
+    e->work_last = ev->bracket_open ? e->work_first - 1 : ev->brackets_begun;
     if (ev->what[k] & M_MEMORY)
         e->r.vsize_end = vsize, e->r.rss_end = rss;
     if (!ev->context) { /* (leave_context read its queries) */
@@ -1211,6 +1250,19 @@ static int events_begin(Events *ev, uint8_t row) {
     return 0;
 }
 
+/* `n` more calls, draws or brackets ended: on_full() when READ_EVERY wait to be read. */
+static int count_unread(Events *ev, size_t n) {
+    ev->unread += n;
+    if (!ev->on_full || ev->unread < READ_EVERY)
+        return 0;
+    PyObject *on_full = ev->on_full;
+    Py_INCREF(on_full);
+    PyObject *res = PyObject_CallNoArgs(on_full);
+    Py_DECREF(on_full);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
 /* Events ending at an op of this row: the draw first (the inner one), then the call. */
 static int events_end(Events *ev, uint8_t row) {
     int draw = row == ROW_DRAW || row == ROW_END;
@@ -1226,16 +1278,101 @@ static int events_end(Events *ev, uint8_t row) {
     for (int k = last; k >= EV_CALL; k--)
         if (ev->open[k] && end_event(ev, k, now, vsize, rss))
             return -1;
-    ev->unread += (size_t)ending;
-    if (ev->on_full && ev->unread >= READ_EVERY) {
-        PyObject *on_full = ev->on_full;
-        Py_INCREF(on_full);
-        PyObject *res = PyObject_CallNoArgs(on_full);
-        Py_DECREF(on_full);
-        Py_XDECREF(res);
-        return res ? 0 : -1;
-    }
+    return count_unread(ev, (size_t)ending);
+}
+
+/* The bracket of a work op, begun right before it (after the events beginning there). */
+static int bracket_begin(Events *ev) {
+    Bracket *b = &ev->bracket;
+    b->start_q = b->end_q = 0;
+    ev->bracket_open = 1;
+    if (can_time(ev) && !(b->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
+        return -1;
+    if (b->start_q)
+        ev->gl.counter(b->start_q, GL_TIMESTAMP);
     return 0;
+}
+
+/* ...and ended right after it, before the events ending there: it waits to be read.  One
+   with no start (no context could time it; leave_context() ran inside the op) or no end
+   has no value. */
+static int bracket_end(Events *ev) {
+    Bracket *b = &ev->bracket;
+    ev->bracket_open = 0;
+    if (b->start_q && can_time(ev) && !(b->end_q = take_query(ev, &ev->timestamps)) &&
+        PyErr_Occurred())
+        return -1;
+    if (b->end_q)
+        ev->gl.counter(b->end_q, GL_TIMESTAMP);
+    else /* a start query stays unread (deleted with the rest) */
+        b->start_q = 0;
+    if (vec_grow(&ev->brackets, sizeof(Bracket), 1))
+        return -1;
+    AT(ev->brackets, Bracket)[ev->brackets.len++] = *b;
+    ev->brackets_begun++;
+    return count_unread(ev, 1);
+}
+
+/* Read the first `n` brackets waiting into the running totals; their queries go back to
+   the free list (room was made), or with `keep` 0 nowhere (they are about to be deleted). */
+static int read_brackets(Events *ev, size_t n, int keep) {
+    if (vec_grow(&ev->totals, sizeof(Total), n))
+        return -1;
+    Vec *timestamps = keep ? &ev->timestamps : NULL;
+    Bracket *b = ev->brackets.data;
+    Total *t = AT(ev->totals, Total) + ev->totals.len - 1;
+    for (size_t i = 0; i < n; i++, t++) {
+        t[1] = t[0];
+        if (b[i].end_q) {
+            int64_t start = query_result(ev, b[i].start_q, timestamps);
+            t[1].ns += query_result(ev, b[i].end_q, timestamps) - start;
+        } else {
+            t[1].missing++;
+        }
+    }
+    ev->totals.len += n;
+    memmove(b, b + n, (ev->brackets.len - n) * sizeof(Bracket));
+    ev->brackets.len -= n;
+    ev->brackets_ready = ev->brackets_ready > n ? ev->brackets_ready - n : 0;
+    return 0;
+}
+
+/* An event's busy and idle times, once its brackets are read (and its queries): MISSING
+   where a bracket in it has no value, or the GPU timer was disjoint (GL_GPU_DISJOINT_EXT,
+   read at its end when the pass asks). */
+static void settle_busy(const Events *ev, Event *e) {
+    const Total *t = ev->totals.data;
+    int64_t first = e->work_first - ev->totals_from, last = e->work_last - ev->totals_from;
+    EventRecord *r = &e->r;
+    r->busy = r->idle = MISSING;
+    if (first < 0 || last < first || last >= (int64_t)ev->totals.len ||
+        t[first].missing != t[last].missing ||
+        r->disjoint > 0)
+        return;
+    r->busy = t[last].ns - t[first].ns;
+    if (r->gpu_start != MISSING && r->gpu_end != MISSING)
+        r->idle = r->gpu_end - r->gpu_start - r->busy;
+}
+
+/* Drop the totals no event needs any more: those before the first bracket of every event
+   open or not taken. */
+static void trim_totals(Events *ev) {
+    int64_t keep = ev->brackets_begun;
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        if (ev->open[k] && ev->current[k].work_first < keep)
+            keep = ev->current[k].work_first;
+        if (ev->done[k].len && AT(ev->done[k], Event)[0].work_first < keep)
+            keep = AT(ev->done[k], Event)[0].work_first;
+    }
+    int64_t drop = keep - ev->totals_from;
+    if (drop > (int64_t)ev->totals.len - 1)
+        drop = (int64_t)ev->totals.len - 1;
+    if (drop <= 0)
+        return;
+    Total *t = ev->totals.data;
+    memmove(t, t + drop, (ev->totals.len - (size_t)drop) * sizeof(Total));
+    ev->totals.len -= (size_t)drop;
+    ev->totals_from += drop;
 }
 
 /* Read an ended event's queries into its record; they go back to the free lists, or with
@@ -1265,6 +1402,9 @@ static void events_reset(Events *ev) {
         ev->done[k].len = ev->ready[k] = 0;
     ev->unread = 0;
     ev->every.len = ev->timestamps.len = ev->samples.len = 0;
+    ev->busy = ev->bracket_open = 0;
+    ev->brackets.len = ev->brackets_ready = ev->totals.len = 0;
+    ev->brackets_begun = ev->totals_from = 0;
     if (ev->statm >= 0)
         close(ev->statm);
     ev->statm = -1;
@@ -1303,6 +1443,10 @@ static PyObject *Code_events(Code *c, PyObject *args) {
     }
     memcpy(ev->what, what, sizeof what);
     ev->per_op = what[EV_CALL] || what[EV_DRAW];
+    ev->busy = ((what[EV_CALL] | what[EV_DRAW] | what[EV_FRAME]) & M_BUSY) != 0;
+    if (vec_grow(&ev->totals, sizeof(Total), 1))
+        return NULL;
+    AT(ev->totals, Total)[ev->totals.len++] = (Total){0, 0};
     ev->on_full = on_full == Py_None ? NULL : Py_NewRef(on_full);
     ev->cpu_base = now_ns();
     ev->gpu_base = MISSING;
@@ -1366,9 +1510,15 @@ static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
         }
         e->start_q = e->pixels_q = 0;
     }
+    ev->bracket.start_q = 0; /* a bracket open now (inside an op) has no value */
+    if (read_brackets(ev, ev->brackets.len, 0))
+        return NULL;
     for (int k = EV_CALL; k < EV_KINDS; k++) {
-        for (size_t i = 0; i < ev->done[k].len; i++)
-            read_event(ev, &AT(ev->done[k], Event)[i], 0);
+        for (size_t i = 0; i < ev->done[k].len; i++) {
+            Event *e = &AT(ev->done[k], Event)[i];
+            read_event(ev, e, 0);
+            settle_busy(ev, e);
+        }
         ev->ready[k] = ev->done[k].len; /* read already: nothing to wait for */
     }
     if (ev->every.len && ev->gl.del)
@@ -1412,6 +1562,11 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
     int all = PyObject_IsTrue(arg);
     if (all < 0)
         return NULL;
+    size_t brackets = all ? ev->brackets.len : ev->brackets_ready;
+    /* (their ends came before the events' that hold them) */
+    if (vec_grow(&ev->timestamps, 4, 2 * brackets) || read_brackets(ev, brackets, 1))
+        return NULL;
+    ev->brackets_ready = ev->brackets.len;
     PyObject *out = PyTuple_New(EV_KINDS);
     if (!out)
         return NULL;
@@ -1432,12 +1587,14 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
         Event *done = ev->done[k].data;
         for (size_t i = 0; i < n; i++) {
             read_event(ev, &done[i], 1);
+            settle_busy(ev, &done[i]);
             r[i] = done[i].r;
         }
         memmove(done, done + n, (ev->done[k].len - n) * sizeof(Event));
         ev->done[k].len -= n;
         ev->ready[k] = ev->done[k].len;
     }
+    trim_totals(ev);
     ev->unread = 0;
     return out;
 }
@@ -1485,9 +1642,10 @@ static PyObject *Code_run(Code *c, PyObject *args) {
                                        : 0;
         c->position = i;
         progress[PROGRESS_CALL] = AT(c->call_nos, int64_t)[i];
-        uint8_t row = c->ev.per_op ? AT(c->rows, uint8_t)[i] : ROW_NONE;
+        uint8_t work = c->ev.busy ? AT(c->work, uint8_t)[i] : 0;
+        uint8_t row = c->ev.per_op || work ? AT(c->rows, uint8_t)[i] : ROW_NONE;
         if (c->share_gil) {
-            int pure = op.proto != PY_OP && !mark && row == ROW_NONE &&
+            int pure = op.proto != PY_OP && !mark && row == ROW_NONE && !work &&
                        !AT(c->protos, Proto)[op.proto].lookups;
             if (pure && !released) {
                 released = PyEval_SaveThread();
@@ -1498,6 +1656,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         }
         if (row != ROW_NONE && row != ROW_END && events_begin(&c->ev, row))
             goto done;
+        if (work && row != ROW_END && bracket_begin(&c->ev)) /* glEnd ends glBegin's */
+            goto done;
         if (mark && call_mark(c->before, i, mark))
             goto done;
         if (op.proto == PY_OP) {
@@ -1506,6 +1666,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         } else if (call_direct(&AT(c->protos, Proto)[op.proto], AT(c->args, uint64_t) + op.arg)) {
             goto done;
         }
+        if (work && row != ROW_BEGIN && bracket_end(&c->ev))
+            goto done;
         if (row != ROW_NONE && row != ROW_BEGIN && events_end(&c->ev, row))
             goto done;
         if (mark && call_mark(c->after, i, mark))
@@ -1543,7 +1705,7 @@ done:
 }
 
 /* column(name, start, stop) -> memoryview: a copy of ops [start, stop) of one per-op array,
-   typed (call_nos int64, name_ids uint32, rows and checkable uint8) so that Python needs
+   typed (call_nos int64, name_ids uint32, rows, checkable and work uint8) so that Python needs
    no dtype of its own */
 static PyObject *Code_column(Code *c, PyObject *args) {
     const char *name;
@@ -1561,6 +1723,8 @@ static PyObject *Code_column(Code *c, PyObject *args) {
         v = &c->rows, item = sizeof(uint8_t), format = "B";
     else if (!strcmp(name, "checkable"))
         v = &c->checkable, item = sizeof(uint8_t), format = "B";
+    else if (!strcmp(name, "work"))
+        v = &c->work, item = sizeof(uint8_t), format = "B";
     if (!v) {
         PyErr_Format(PyExc_KeyError, "no column %s", name);
         return NULL;
@@ -1797,14 +1961,15 @@ static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
      "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
-     "set_sig(sig, proto, name_id, row): how calls of a trace signature compile"},
+     "set_sig(sig, proto, name_id, row[, work]): how calls of a trace signature compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
      "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> "
      "stop index"},
     {"keep", (PyCFunction)Code_keep, METH_O,
      "keep(data) -> address of a NUL-terminated copy in the data pool, for the next op"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
-     "add_py(entry_index, call_no, name_id, row, checkable): an op calling a Python entry"},
+     "add_py(entry_index, call_no, name_id, row, checkable[, work]): an op calling a Python "
+     "entry"},
     {"run", (PyCFunction)Code_run, METH_VARARGS, "run(start, end, entries) -> end"},
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
@@ -1932,6 +2097,7 @@ static int add_shared(PyObject *m) {
         {"MEASURE_PIXELS", M_PIXELS},
         {"MEASURE_MEMORY", M_MEMORY},
         {"MEASURE_DISJOINT", M_DISJOINT},
+        {"MEASURE_BUSY", M_BUSY},
         {"GL_SAMPLES_PASSED", GL_SAMPLES_PASSED},
         {"ROW_NONE", ROW_NONE},
         {"ROW_CALL", ROW_CALL},

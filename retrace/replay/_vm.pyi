@@ -53,6 +53,7 @@ MEASURE_GPU_TIMES: int
 MEASURE_PIXELS: int
 MEASURE_MEMORY: int
 MEASURE_DISJOINT: int
+MEASURE_BUSY: int
 EVENT_FIELDS: tuple[str, ...]
 """The int64 fields of an event record, in order (`Code.take_events`)."""
 EVENT_SIZE: int
@@ -103,8 +104,9 @@ class Code:
     def __len__(self) -> int: ...
     def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
         """A direct-call prototype's id, or -1 when it cannot be called directly here."""
-    def set_sig(self, sig: int, proto: int, name_id: int, row: int, /) -> None:
-        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW)."""
+    def set_sig(self, sig: int, proto: int, name_id: int, row: int, work: bool = ..., /) -> None:
+        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW), and
+        whether they make the GPU work."""
     def compile(
         self,
         calls: _Bytes,
@@ -122,7 +124,14 @@ class Code:
     def keep(self, data: Buffer, /) -> int:
         """The address of a NUL-terminated copy of `data` in the data pool, for the next op."""
     def add_py(
-        self, entry_index: int, call_no: int, name_id: int, row: int, checkable: bool, /
+        self,
+        entry_index: int,
+        call_no: int,
+        name_id: int,
+        row: int,
+        checkable: bool,
+        work: bool = ...,
+        /,
     ) -> None:
         """Add an op that calls the Python entry `entry_index`."""
     def run(self, start: int, end: int, entries: list[_Entry], /) -> int:

@@ -30,6 +30,7 @@ from typing import Any
 
 from retrace.errors import TraceError
 from retrace.gl.registry import Command, CType, Param, ctypes_type
+from retrace.gl.work import makes_gpu_work
 from retrace.replay import _guard, _vm
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.effects import QUERY_RESULTS, has_side_effects
@@ -155,6 +156,7 @@ class _Plan:
     flags: int
     ends_frame: bool
     row: int = OpKind.NONE
+    work: bool = False  # its calls make the GPU work (`retrace.gl.work`): GPU Busy times them
     # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
     # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
     route: int = _vm.SIG_SLOW
@@ -326,7 +328,7 @@ class Compiler:
             plan = self._plans.get(sig_id)
             if plan is None:
                 plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
-                code.set_sig(sig_id, plan.route, plan.name_id, plan.row)
+                code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work)
             if plan.route == _vm.SIG_SKIP:
                 continue
             visited += 1
@@ -521,7 +523,7 @@ class Compiler:
             program.frame_ends.append(len(program))
         row = self._row(plan)
         checkable = plan.row != _NONE and row != _BEGIN and not self._in_begin
-        program.add(entry, no, plan.name_id, row, checkable)
+        program.add(entry, no, plan.name_id, row, checkable, plan.work and row != _NONE)
         drawing = not (self._in_list or self._in_begin)  # after this call
         if hooked and drawing and not swap:
             program.add((self._hook, (no,)), no, plan.name_id)
@@ -590,6 +592,7 @@ class Compiler:
             plan.compile = lambda args, ret, thread: self._memcpy(args)
         elif name.startswith("gl"):
             plan.row = _gl_row(name)
+            plan.work = makes_gpu_work(name)
             self._gl_plan(plan, len(sig.arg_names))
             if _DRAW_BUFFERS.match(name):
                 self.ws.ws.trace_chooses_draw_buffers = True

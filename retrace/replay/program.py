@@ -59,7 +59,8 @@ class Marks(enum.IntEnum):
 class EventRecords:
     """Events the loop measured (`Program.take_events`), as `_vm.c` lays them out: int64
     fields `FIELDS` (ns since the pass began on the CPU clock and the GPU's, samples
-    passed, the GPU-disjoint flag, bytes; `NOT_MEASURED` where nothing was), one record
+    passed, the GPU-disjoint flag, bytes, GPU busy and idle ns; `NOT_MEASURED` where
+    nothing was), one record
     per event in order. Read in C, so that measuring imports no numpy."""
 
     __slots__ = ("records",)
@@ -98,6 +99,7 @@ def _measure(native: NativeEvents | None) -> int:
         | (_vm.MEASURE_PIXELS if native.pixels else 0)
         | (_vm.MEASURE_MEMORY if native.memory else 0)
         | (_vm.MEASURE_DISJOINT if native.disjoint else 0)
+        | (_vm.MEASURE_BUSY if native.busy else 0)
     )
 
 
@@ -139,10 +141,16 @@ class Program:
         return self.code.keep(data)
 
     def add(
-        self, entry: Entry, call_no: int, name_id: int, row: int = 0, checkable: bool = False
+        self,
+        entry: Entry,
+        call_no: int,
+        name_id: int,
+        row: int = 0,
+        checkable: bool = False,
+        work: bool = False,
     ) -> None:
-        """Append an op that calls a Python entry."""
-        self.code.add_py(len(self.entries), call_no, name_id, row, checkable)
+        """Append an op that calls a Python entry (`work`: it makes the GPU work)."""
+        self.code.add_py(len(self.entries), call_no, name_id, row, checkable, work)
         self.entries.append(entry)
 
     def run(self, start: int, end: int | None = None) -> int:
@@ -211,8 +219,8 @@ class Program:
         return f"{call_no}: {self.names[name_id]}"
 
     def column(self, name: str, start: int = 0, stop: int | None = None) -> memoryview:
-        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows or
-        checkable), typed as `_vm.c` keeps it (int64, uint32, uint8)."""
+        """A copy of ops [start, stop) of one per-op array (call_nos, name_ids, rows,
+        checkable or work), typed as `_vm.c` keeps it (int64, uint32, uint8)."""
         stop = len(self.code) if stop is None else stop
         return self.code.column(name, start, stop)
 

@@ -3,10 +3,12 @@
 What a developer asks of a profile, in the order the page answers: what ran
 (trace, driver, host, from the metadata beside the tables); how the frame
 times went (over the trace, with p50/p95/p99 and spikes marked, and as a
-histogram); for two sides, the before/after overlays and `retrace diff`'s
-verdict; where the time goes (the top draw calls, functions and shader
-programs by GPU and CPU time, each program's shader sources a click away);
-and the frames x calls heat map. Nothing is loaded from elsewhere: the images
+histogram); how much of the GPU's time was work and how much waiting (GPU
+Busy and Idle), flagging the frames where the replayer kept the GPU waiting;
+for two sides, the before/after overlays and `retrace diff`'s verdict; where
+the time goes (the top draw calls, functions and shader programs by GPU and
+CPU time, each program's shader sources a click away); and the frames x calls
+heat map. Nothing is loaded from elsewhere: the images
 are data URIs and the style sheet is inline, so the page opens offline and
 can be mailed or attached to a CI run.
 """
@@ -26,7 +28,8 @@ from retrace.compare.summary import Group, summarize
 from retrace.report import plots
 from retrace.vocabulary import TABLE_TITLES, Boundary
 
-TIME_METRICS = ("GPU Duration", "CPU Duration")  # in order of preference
+TIME_METRICS = ("GPU Busy", "GPU Duration", "CPU Duration")  # in order of preference
+CPU_BOUND = 0.5  # a frame whose GPU idled more than this share of its span
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
@@ -75,6 +78,7 @@ def render(sides: list[Side], verdict: tuple[str, str] | None, sources: dict) ->
         parts.append(f'<div class="verdict {_e(word)}">{_e(word)}</div>')
         parts.append(f"<pre>{_e(text)}</pre>")
     parts.append(_frame_section(sides))
+    parts.append(_busy_section(sides))
     parts.append(_costs_section(last, sources))
     parts.append(_heat_section(last))
     title = f"retrace report: {_trace_name(last)}"
@@ -203,6 +207,54 @@ def _frame_section(sides: list[Side]) -> str:
     return "\n".join(out)
 
 
+def _busy_section(sides: list[Side]) -> str:
+    """GPU Busy and Idle per frame (idle: the span less busy where the table has no Idle
+    column), and the frames CPU-bound in the replayer: with GPU work, and idle more than
+    half the span."""
+    out = ["<h2>GPU busy and idle</h2>"]
+    rows, flagged = [], []
+    for side in sides:
+        busy = side.frame_series("GPU Busy")
+        idle = side.frame_series("GPU Idle")
+        if (
+            idle is None
+            and busy is not None
+            and (span := side.frame_series("GPU Duration")) is not None
+        ):
+            idle = span - busy
+        if busy is None or idle is None or np.isnan(busy).all():
+            continue
+        share = idle / (busy + idle)
+        ok = ~np.isnan(share)
+        # (a frame with no GPU work, the trailing partial one, has nothing to wait for)
+        bound = np.flatnonzero((np.nan_to_num(share) > CPU_BOUND) & (np.nan_to_num(busy) > 0))
+        rows.append(
+            [_e(side.label), f"{int(ok.sum()):,}", _duration(float(np.nanmedian(busy))),
+             _duration(float(np.nanmedian(idle))), f"{np.nanmedian(share) * 100:.1f}",
+             f"{bound.size:,}"]
+        )  # fmt: skip
+        flagged.append((side.label, bound, int(ok.sum())))
+        if side is sides[-1]:
+            alt = "GPU busy and idle per frame"
+            out.append(f'<img alt="{alt}" src="{plots.busy_idle(busy, idle, bound)}">')
+    if not rows:
+        return ""
+    headers = ["side", "frames", "busy p50", "idle p50", "idle share p50 %", "CPU-bound frames"]
+    out.append(_table(headers, rows))
+    for label, bound, count in flagged:
+        if not bound.size:
+            continue
+        listed = ", ".join(map(str, bound[:20].tolist())) + (" …" if bound.size > 20 else "")
+        out.append(
+            f'<p class="note">{_e(label)}: {bound.size:,} of {count:,} frames CPU-bound in the '
+            f"replayer (frames {_e(listed)}): the GPU idled more than half of their GPU span, "
+            "waiting for the replay to send it work, so their GPU Duration measures the "
+            "replayer more than the GPU. Compare their GPU Busy, or profile them with "
+            "<code>--loop</code> (the frames replayed again, their data already loaded).</p>"
+        )
+    return "\n".join(out)
+
+
 def _costs_section(side: Side, sources: dict) -> str:
     """Top draw calls, functions and programs by GPU and CPU time, of the first run."""
     run = side.runs[0]
@@ -244,7 +296,7 @@ def _costs_section(side: Side, sources: dict) -> str:
                 out.append(f"<h3>Shader programs by {_e(metric)} (profileshader.py's table)</h3>")
                 out.append(_groups(stats.by_program[:30], "program", sources))
     if len(out) == 1:
-        out.append("<p>No calls or draw-calls table with CPU or GPU Duration.</p>")
+        out.append("<p>No calls or draw-calls table with CPU or GPU times.</p>")
     return "\n".join(out)
 
 

@@ -77,6 +77,25 @@ def frame_times(series: list[tuple[str, np.ndarray]], metric: str) -> str:
     return _uri(figure, "svg")
 
 
+def busy_idle(busy: np.ndarray, idle: np.ndarray, cpu_bound: np.ndarray) -> str:
+    """Per frame, the GPU span (ms) as its busy time with the idle time stacked on it, the
+    frames that idled more than half of it (`cpu_bound`, indexes) marked."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(10, 3.6))
+    frames = np.arange(len(busy))
+    busy_ms, idle_ms = np.nan_to_num(busy) / 1e6, np.nan_to_num(idle) / 1e6
+    axes.bar(frames, busy_ms, width=1.0, color=COLORS[0], label="GPU Busy")
+    axes.bar(frames, idle_ms, width=1.0, bottom=busy_ms, color="#cccccc", label="GPU Idle")
+    if cpu_bound.size:
+        axes.scatter(cpu_bound, (busy_ms + idle_ms)[cpu_bound], color="black", marker="v",
+                     zorder=3, label=f"idle > half: CPU-bound ({cpu_bound.size})")  # fmt: skip
+    axes.set_xlabel("frame")
+    axes.set_ylabel("GPU span (ms)")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper right")
+    return _uri(figure, "svg")
+
+
 def histogram(series: list[tuple[str, np.ndarray]], metric: str) -> str:
     """The distribution of frame times (ms), one outline per side."""
     plt = _pyplot()

@@ -193,8 +193,12 @@ def test_a_performance_run_loops_the_last_frame(tmp_path, db):
     done = batch(path, "--device", DEVICE, "--db-path", db, "--warmup", 1, "-o", out,
                  "--db", tmp_path / "r.duckdb", env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    times = results(out)[f"trace@{DEVICE}@demo@es2gears.trace"]["images"][0]["frame_times"]
+    image = results(out)[f"trace@{DEVICE}@demo@es2gears.trace"]["images"][0]
+    times, busy = image["frame_times"], image["frame_busy_times"]
     assert len(times) == 4 and all(isinstance(t, int) and t > 0 for t in times)
+    assert len(busy) == 4 and all(
+        isinstance(b, int) and 0 < b <= t for b, t in zip(busy, times, strict=True)
+    )
     with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM last_frame").fetchone()[0] == 0
         settings = con.execute(

@@ -87,7 +87,8 @@ def test_profile_writes_metadata_beside_its_tables(profiled):
     column = meta["tables"]["calls"][0]
     assert column == {"name": "CPU Duration", "backend": "opengl", "group": 0, "id": 1,
                       "boundary": "call", "kind": "duration", "unit": "ns",
-                      "num_type": "int64"}  # fmt: skip
+                      "num_type": "int64",
+                      "description": "CPU (wall-clock) time the event took on the CPU"}  # fmt: skip
     assert (meta["repeat"], meta["warmup"]) == (1, 0) and meta["duration_s"] > 0
     assert meta["fidelity"]["faithful"] is True
     assert meta["outputs"]["tables"] == str(profiled)

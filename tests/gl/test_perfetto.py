@@ -153,6 +153,8 @@ def test_default_selection_and_a_selection_without_the_timeline(tmp_path):
             per_track[p.track_event.track_uuid] += 1
     frames = len(tables[Boundary.FRAME])
     assert per_track[2] == per_track[3] == frames + len(tables[Boundary.DRAWCALL])
+    worked = sum(b > 0 for b in tables[Boundary.DRAWCALL].column("GPU Busy"))
+    assert per_track[4] == worked > 0  # the GPU busy track
     # a selection without CPU Start: measured, with what the timeline needs (it was refused)
     for pframes, added in (("opengl: GPU Duration", "CPU Start, CPU Duration"),
                            ("opengl: CPU Duration", "CPU Start")):  # fmt: skip
@@ -259,3 +261,28 @@ def test_a_cpu_and_a_gpu_track_per_context(tmp_path):
     again = tmp_path / "again.pftrace"  # export from the TSV and its metadata: the same file
     assert run_retrace("export", str(out), "--perfetto", str(again)).returncode == 0
     assert again.read_bytes() == timeline.read_bytes()
+
+
+def test_gpu_busy_track_shows_the_work_and_the_gaps(tmp_path):
+    out, timeline = tmp_path / "busy.tsv", tmp_path / "busy.pftrace"
+    done = run_retrace(
+        "--pframes", "opengl: CPU Start, CPU Duration, GPU Busy, GPU Idle",
+        "--pcalls", "opengl: GPU Start, GPU Busy",
+        "--quiet", "-o", str(out), "--perfetto", str(timeline), str(TRACE),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with out.open() as stream:
+        calls = read_tables(stream)[Boundary.CALL]
+    packets = list(pb.Trace.FromString(timeline.read_bytes()).packet)
+    tracks = {p.track_descriptor.name: p.track_descriptor.uuid for p in packets
+              if p.HasField("track_descriptor")}  # fmt: skip
+    assert {"GPU Busy (ns)", "GPU Idle (ns)"} <= set(tracks)
+    work = slices(packets, tracks["GPU busy"])
+    busy = dict(zip(calls.call_nos, calls.column("GPU Busy"), strict=True))
+    worked = [n for n, b in zip(calls.names, calls.column("GPU Busy"), strict=True) if b > 0]
+    assert worked and [s["name"] for s in work] == worked  # glClear, glDrawArrays...
+    assert all(s["depth"] == 0 for s in work)  # one after the other, the gaps between
+    assert all(s["args"]["GPU Busy"] == busy[s["args"]["call_no"]] for s in work)
+    pairs = zip(work, work[1:], strict=False)
+    assert all(b["begin"] - a["end"] == b["args"]["idle before"] for a, b in pairs)
+    assert sum(s["end"] - s["begin"] for s in work) == sum(busy.values())

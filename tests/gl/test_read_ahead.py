@@ -106,7 +106,7 @@ def test_compiles_the_same_program_and_stops_reading_when_the_replay_stops(
     assert read is not None and alone.reader.read_ahead is None
     assert read.busy > 0 and not read._thread.is_alive()
     assert ahead.frame == alone.frame == 6
-    for column in ("call_nos", "name_ids", "rows", "checkable"):
+    for column in ("call_nos", "name_ids", "rows", "checkable", "work"):
         assert ahead.program.column(column).tolist() == alone.program.column(column).tolist()
     assert ahead.program.names == alone.program.names
 

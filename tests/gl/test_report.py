@@ -111,3 +111,39 @@ def test_report_errors_are_one_line(tmp_path):
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith(b"retrace: error: ") and b"no such file" in done.stderr
     assert shutil.which("chromium") is None or not (tmp_path / "r.html").exists()
+
+
+def test_busy_and_idle_flag_the_frames_cpu_bound_in_the_replayer(browser, tmp_path):
+    """A frame whose GPU idled more than half of its span is named CPU-bound, with what to
+    do about it; a GPU-bound profile gets no such note."""
+    from tracegen import TraceWriter, same_work_more_waiting
+
+    w = TraceWriter()
+    same_work_more_waiting(w, (0, 0, 4000, 4000))
+    waiting = tmp_path / "waiting.trace"
+    waiting.write_bytes(w.snappy())
+    selection = ["--pframes", "opengl: GPU Duration, GPU Busy, GPU Idle", "--quiet"]
+    pages = {}
+    for name, trace in (("waiting", waiting), ("fbo", TRACE)):
+        out, page = tmp_path / f"{name}.tsv", tmp_path / f"{name}.html"
+        run_retrace(*selection, "-o", str(out), str(trace), check=True)
+        done = run_retrace("report", str(out), "-o", str(page))
+        assert done.returncode == 0, done.stderr
+        pages[name] = page
+    text = pages["waiting"].read_text()
+    self_contained(text)
+    assert "<h2>GPU busy and idle</h2>" in text and "Top" not in text
+    note = re.search(
+        r'<p class="note">profile: \d+ of 5 frames CPU-bound[^(]*\(frames ([^)]*)', text
+    )
+    assert note, text
+    assert {"2", "3"} <= set(note[1].split(", "))  # 16,000 calls a frame: the GPU mostly waits
+    assert "Compare their GPU Busy, or profile them with <code>--loop</code>" in text
+    loaded = open_page(browser, pages["waiting"])
+    keep("report-busy.png", loaded.screenshot)
+    assert loaded.errors == []
+    alts = [i["alt"] for i in loaded.images]
+    assert "GPU busy and idle per frame" in alts and "GPU Busy per frame" in alts
+    assert all(i["complete"] and i["width"] > 300 for i in loaded.images)
+    fbo = pages["fbo"].read_text()
+    assert "<h2>GPU busy and idle</h2>" in fbo and "CPU-bound in the replayer" not in fbo

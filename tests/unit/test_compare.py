@@ -31,3 +31,29 @@ def test_false_discovery_matches_scipy():
     for p in (rng.uniform(size=500) ** 4, np.array([0.004] * 7 + [0.5] * 3), np.array([0.2])):
         expected = scipy_stats.false_discovery_control(p)
         np.testing.assert_allclose(false_discovery(p), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["GPU Busy", "GPU Idle"])
+def test_gpu_busy_and_idle_are_time_costs(tmp_path, metric):
+    """`retrace diff` and `compare` judge them as they judge the Durations: more is worse,
+    changes under the nanosecond floor are noise."""
+    import json
+    import subprocess
+    import sys
+
+    def profile(name: str, ns: int) -> str:
+        path = tmp_path / f"{name}.tsv"
+        path.write_text(f"#\t{metric}\n" + f"frame\t{ns}\n" * 6)
+        return str(path)
+
+    base, slower, tiny = (
+        profile("base", 400_000),
+        profile("slower", 800_000),
+        profile("tiny", 400_900),
+    )
+    verdicts = []
+    for new in (slower, tiny):
+        args = [sys.executable, "-m", "retrace", "diff", base, new, "--format", "json"]
+        done = subprocess.run(args, capture_output=True, text=True)
+        verdicts.append((done.returncode, json.loads(done.stdout)["verdict"]))
+    assert verdicts == [(1, "regression"), (0, "same")]

@@ -9,7 +9,11 @@ downloadable) is a job whose outcome is decided here and recorded, never run.
 
 A performance run (`loop` > 0) profiles the last frame `loop` more times after
 `warmup` unmeasured loops, as piglit's profile jobs do (with ``no-perf``
-traces left out), and takes no snapshot.
+traces left out), and takes no snapshot: its frames' GPU Duration are the
+figures piglit keeps, and their GPU Busy the GPU's work without its waits for
+the replayer. (piglit keeps the last `loop` rows of glretrace's frames table,
+which end with the partial frame after the last swap and so leave out the
+first loop; here they are the `loop` looped frames themselves.)
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from retrace.batch.job import FAILED, SKIP, Expect, Job
 from retrace.profile.metadata import TraceFile, trace_file
 
 FRAME_TIMES = ("--pframes", "opengl: GPU Duration, CPU Duration")
-LOOP_TIMES = ("--pframes", "opengl: GPU Duration")  # what piglit's profile jobs record
+# what piglit's profile jobs record, and the GPU's own work in those frames (one pass)
+LOOP_TIMES = ("--pframes", "opengl: GPU Duration, GPU Busy")
 DEFAULT_TIMEOUT = 300.0  # seconds per trace: Mesa's trace jobs run piglit with --timeout 300
 DEFAULT_DB_PATH = "./replayer-db/"  # piglit replayer's default traces folder
 

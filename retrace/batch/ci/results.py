@@ -5,7 +5,8 @@ device, named as `piglit run replay` names it (``trace@DEVICE@dir@file.trace``)
 with piglit's fields: ``result`` (pass, fail, crash, timeout, skip),
 ``images`` (``image_desc`` the trace, ``image_ref`` and ``image_render`` as
 piglit fills them, ``checksum_render`` as newer piglit adds it, which Mesa's
-update_traces_checksum.py reads; a performance run's ``frame_times``), the
+update_traces_checksum.py reads; a performance run's ``frame_times``, and
+retrace's own ``frame_busy_times``: the same frames' GPU Busy), the
 command, return code, time and output. `piglit summary console|html|
 aggregate` read it. Traces of other devices and those a label skips are not
 tests there, as in piglit (so Mesa's `summary console | grep -v ": pass"`
@@ -68,7 +69,8 @@ def write_results(
         status, reason, exit_code, begun, wall, warnings = row
         image: dict[str, Any] = {"image_desc": path}
         if performance:
-            image["frame_times"] = _frame_times(con, build, path)
+            image["frame_times"] = _frame_times(con, build, path, "GPU Duration")
+            image["frame_busy_times"] = _frame_times(con, build, path, "GPU Busy")
         else:
             expected = item.expectation.checksum or ""
             frame = con.execute(
@@ -115,11 +117,11 @@ def write_results(
     return out
 
 
-def _frame_times(con: duckdb.DuckDBPyConnection, build: str, path: str) -> list[int]:
-    """The measured frames' GPU Duration in ns, as piglit's profile jobs list them."""
+def _frame_times(con: duckdb.DuckDBPyConnection, build: str, path: str, metric: str) -> list[int]:
+    """The measured frames' `metric` in ns, as piglit's profile jobs list GPU Duration."""
     rows = con.execute(
         "SELECT value FROM measurements WHERE build = ? AND trace = ? AND run = 0 "
-        "AND tbl = 'frames' AND metric = 'GPU Duration' AND value IS NOT NULL ORDER BY row",
-        [build, path],
+        "AND tbl = 'frames' AND metric = ? AND value IS NOT NULL ORDER BY row",
+        [build, path, metric],
     ).fetchall()
     return [round(v) for (v,) in rows]
