@@ -25,7 +25,7 @@ upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
 itself is kept. Objects named inside display lists are taken as used (a
 list's calls are not followed). All contexts are taken to share one
 namespace: where they do not, more is kept, or the self-check finds the
-mistake and the trim keeps every upload (`keep.LEVELS`). Settings set again
+mistake and the uploads missing are added back (`widen.py`). Settings set again
 before anything reads them are `state.py`'s.
 """
 
@@ -42,7 +42,7 @@ from retrace.gl.registry import Registry, load_registry
 from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import FunctionSig
-from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN, Call
+from retrace.trim.keep import MAKE_CURRENT_CALL, Call
 from retrace.trim.outline import Part
 
 RESOURCES = ("texture", "buffer")
@@ -255,6 +255,7 @@ class Unseen(NamedTuple):
     # the part reads what a draw before it drew (offscreen), before it draws there itself:
     # a trim without the draws before the part cannot be right
     reads_earlier_draws: bool
+    uploads: dict[tuple[str, int], array[int]]  # per texture and buffer: its uploads
 
 
 _SHADERS = re.compile(
@@ -282,12 +283,12 @@ def byte_kind(sig: FunctionSig) -> str:
 
 class Uploads:
     """Follows the calls up to `part`'s end (`step`), then names the uploads before it that
-    no frame of it can see (`finish`), in the trim of `level` (`keep.LEVELS`): the
-    offscreen draws that level keeps read what is bound."""
+    no frame of it can see (`finish`); `offscreen`: the trim keeps the offscreen draws
+    before the part (`keep.SetupFilter`), which read what is bound."""
 
-    def __init__(self, part: Part, level: int) -> None:
+    def __init__(self, part: Part, offscreen: bool) -> None:
         self.part = part
-        self.offscreen = level >= OFFSCREEN  # the offscreen draws before the part are kept
+        self.offscreen = offscreen
         self.gl = load_registry()
         self.plans: dict[int, _Plan] = {}
         self.objects: dict[tuple[str, int], _Object] = {}
@@ -386,7 +387,7 @@ class Uploads:
         for key in used:
             for p in self.uploads.get(key, ()):
                 self.cuts.use(p)
-        return Unseen(self.cuts, self.reads_earlier_draws)
+        return Unseen(self.cuts, self.reads_earlier_draws, self.uploads)
 
     def _in_part(
         self,
