@@ -80,7 +80,7 @@ def run_trim(
     facts["trim"] = tried
     counted = f"{tried['equal']}/{len(part.checks)} equal to the original"
     added = len(tried["added"])
-    if tried["equal"] == len(part.checks) and facts["tries"][0] is not tried:
+    if tried["equal"] == len(part.checks) and added:
         counted += f", {added} group{'s' * (added != 1)} added back to the first guess"
     _finish(facts, output, start, counted)
     if tried["equal"] != len(part.checks):

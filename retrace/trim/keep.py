@@ -4,7 +4,9 @@ The frames of the part need the state and objects the calls before them made,
 not the images those calls drew. So every call before the
 part is kept (but for uploads the part cannot see: `data.py`) except what can
 only draw or read pixels: draws, clears and blits
-(apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
+(apitrace's RENDER calls, glBegin/glEnd blocks but for the current color,
+normal, texture coordinates, ... their calls set, which stay after glEnd and
+are set alike outside one), compute dispatches,
 glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
 rule, `replay/effects.py`, and the window system's: glXGetProcAddress,
 eglGetConfigAttrib, ...) and the frame ends but the last one (so the part
@@ -30,12 +32,14 @@ from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
 
-KEEP, DROP, DRAW, BEGIN, END, FRAME_END = range(6)
-NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(6, 13)
+KEEP, DROP, DRAW, BEGIN, END, FRAME_END, EMIT = range(7)
+NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(7, 14)
 
 MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSetCurrentContext$")
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
+# what makes a vertex of a glBegin/glEnd block (outside one, nothing)
+_EMITS = re.compile(r"gl(Vertex[234]|EvalCoord|EvalPoint|ArrayElement)")
 _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
 # window-system queries: they change nothing, and no replayer acts on them
 _QUERIES = re.compile(
@@ -59,6 +63,8 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
         return BEGIN
     if name == "glEnd":
         return END
+    if _EMITS.match(name):
+        return EMIT
     if name == "glNewList":
         return NEW_LIST
     if name == "glEndList":
@@ -127,6 +133,9 @@ class SetupFilter:
         kind = self._kinds.get(sid)
         if kind is None:
             kind = self._kinds[sid] = kind_of(call.sigs.functions[sid], self._gl)
+        block = self._block.get(thread)
+        if block is False and kind != END:  # in a glBegin/glEnd block left out
+            return kind == KEEP  # the current color, normal, texture coordinates it sets
         if kind == KEEP:
             return True
         context = self._context.get(thread)
@@ -147,7 +156,6 @@ class SetupFilter:
             return True
         if thread in self._listing:
             return True  # a display list's content
-        block = self._block.get(thread)
         if kind == BEGIN:
             block = self._block[thread] = self._offscreen(context)
             return block

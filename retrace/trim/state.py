@@ -51,6 +51,7 @@ class Effect(NamedTuple):
     stack: Key | None = None
     push: bool = False
     draw: object = None  # a draw (kept offscreen): it reads everything of this program alone
+    scope: object = None  # a glPush/PopClientAttrib's: the context whose client arrays it saves
 
 
 # Settings keyed by the function's family (its name less type suffixes) and the arguments
@@ -66,7 +67,8 @@ _SETTINGS = {
         ("", "glDepthRange glColorMask glViewport glScissor glClearColor glClearDepth"),
         ("", "glClearStencil glCullFace glFrontFace glStencilMask glStencilFunc glStencilOp"),
         ("", "glStencilFuncSeparate glStencilOpSeparate glStencilMaskSeparate glLogicOp"),
-        ("", "glSampleCoverage glColorMaterial glVertexAttrib"),
+        ("", "glSampleCoverage glColorMaterial glVertexAttrib glTexCoord glMultiTexCoord"),
+        ("", "glEdgeFlag glIndex"),
         ("unit", "glTexEnv glEnable glDisable"),
         ("modelview", "glLight glClipPlane"),
         ("unit modelview", "glTexGen"),
@@ -95,6 +97,21 @@ _OBJECTS = {"program": "program object", "shader": "shader"}
 GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
 GL_TEXTURE_CUBE_MAP = 0x8513
 _CUBE_FACES = range(0x8515, 0x851B)
+GL_CLIENT_VERTEX_ARRAY_BIT = 0x2
+# what glPopClientAttrib(GL_CLIENT_VERTEX_ARRAY_BIT) restores (with the array buffer bound)
+_CLIENT_ARRAYS = frozenset(
+    ("client pointer", "client state", "client unit", "attribute", "attribute on", "elements")
+    + ("vertex array", "glVertexAttribDivisor")
+)
+# glInterleavedArrays: the arrays it points (and enables or disables), by their pointer call
+_INTERLEAVED = {
+    "glVertexPointer": 0x8074,
+    "glNormalPointer": 0x8075,
+    "glColorPointer": 0x8076,
+    "glIndexPointer": 0x8077,
+    "glTexCoordPointer": GL_TEXTURE_COORD_ARRAY,
+    "glEdgeFlagPointer": 0x8079,
+}
 
 
 def family(name: str) -> str:
@@ -130,6 +147,7 @@ class Liveness:
         self._depth: dict[Key, int] = {}
         self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
         self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
+        self._client_masks: dict[object, list[int]] = {}  # per context: the masks pushed
         self._gl = load_registry()
         self._refs: dict[int, tuple[tuple[int, str], ...]] = {}  # programs, shaders named
         self._used: set[Key] = set()  # the programs and shaders the part names
@@ -150,6 +168,9 @@ class Liveness:
             "glVertexAttribLPointer": self._attrib_pointer,
             "glEnableVertexAttribArray": self._attrib_array,
             "glDisableVertexAttribArray": self._attrib_array,
+            "glPushClientAttrib": self._client_attrib,
+            "glPopClientAttrib": self._client_attrib,
+            "glInterleavedArrays": self._interleaved,
             "glEnableClientState": self._client_state,
             "glDisableClientState": self._client_state,
             "glVertexAttribDivisor": self._vertex_array_setting,
@@ -229,13 +250,26 @@ class Liveness:
         revived: set[Key] = set()  # unused objects' keys read by calls kept
         drawn_with: set[object] = set()  # the programs of draws kept
         everything = False  # a call reading everything is kept
+        # glPopClientAttrib..glPushClientAttrib, from the pop back: (its context, the client
+        # array keys overwritten after the pop, those read since, whether a draw was kept)
+        scopes: list[tuple[object, set[Key], set[Key], list[bool]]] = []
 
         def gone(key: Key) -> bool:
             if key in overwritten:
                 return True
+            if scopes and _client_array(key, scopes[-1][0]):  # undone by the pop
+                _, _, read, drew = scopes[-1]
+                return not drew[0] and key not in read
             if everything or key in revived or not self._unused(key):
                 return False
             return key[0] == "shader" or key[1] not in drawn_with
+
+        def keep(effect: Effect) -> None:
+            overwritten.update(effect.sets)
+            overwritten.difference_update(effect.reads)
+            revived.update(effect.reads)
+            if scopes:
+                scopes[-1][2].update(effect.reads)
 
         kept = 0  # calls kept so far, from the part backwards
         pops: dict[Key, list[tuple[int, int]]] = {}  # per stack: (position, kept then)
@@ -250,16 +284,25 @@ class Liveness:
                 everything = everything or effect is None
                 if effect is not None:
                     drawn_with.add(effect.draw)
+                for scope in scopes:
+                    scope[3][0] = True
                 kept += 1
                 continue
             if effect.stack is not None:
                 pending = pops.setdefault(effect.stack, [])
                 if not effect.push:  # kept unless its push is left out (see above)
                     pending.append((position, kept))
-                    overwritten.update(effect.sets)
-                    overwritten.difference_update(effect.reads)
-                    revived.update(effect.reads)
+                    if effect.scope is not None:
+                        after = {k for k in overwritten if _client_array(k, effect.scope)}
+                        scopes.append((effect.scope, after, set(), [False]))
+                    keep(effect)
                     continue
+                if effect.scope is not None and scopes:  # what was set before it lives on
+                    ctx, after, _, _ = scopes.pop()
+                    overwritten.difference_update(
+                        {k for k in overwritten if _client_array(k, ctx)} - after
+                    )
+                    overwritten.update(after)
                 if pending:
                     pop, then = pending.pop()
                     if then == kept:  # nothing kept between the two
@@ -271,9 +314,7 @@ class Liveness:
                 yield position
                 continue
             kept += 1
-            overwritten.update(effect.sets)
-            overwritten.difference_update(effect.reads)
-            revived.update(effect.reads)
+            keep(effect)
 
     def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
         """How to find a function's effect; None: it reads everything."""
@@ -362,6 +403,33 @@ class Liveness:
         vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
         reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
         return Effect((("client pointer", ctx, vao, _SUFFIX.sub("", name), unit),), reads)
+
+    def _client_attrib(
+        self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
+    ) -> Effect | None:
+        """glPushClientAttrib, glPopClientAttrib: of the client arrays alone, a pair (see
+        above); of more, a call that reads everything."""
+        masks = self._client_masks.setdefault(ctx, [])
+        push = name.startswith("glPush")
+        if push:
+            masks.append(_int(arg(0)))
+        mask = masks[-1] if masks else 0
+        if not push and masks:
+            masks.pop()
+        if mask != GL_CLIENT_VERTEX_ARRAY_BIT:
+            return None
+        return Effect((), (), ("client attrib", ctx), push, scope=ctx)
+
+    def _interleaved(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """glInterleavedArrays: points and enables or disables the six client arrays."""
+        vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
+        sets: tuple[Key, ...] = ()
+        for pointer, cap in _INTERLEAVED.items():
+            on = unit if cap == GL_TEXTURE_COORD_ARRAY else -1
+            sets += (("client pointer", ctx, vao, pointer, unit),)
+            sets += (("client state", ctx, vao, cap, on),)
+        reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
+        return Effect(sets, reads)
 
     def _client_state(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
         vao = self._vao.get(ctx, 0)
@@ -461,6 +529,13 @@ class Liveness:
         owner = (texture, arg(0)) if texture else (ctx, unit, arg(0))  # (a default texture's)
         reads = (("texture", ctx, unit, arg(0)), ("unit", ctx))
         return Effect((("parameter", *owner, arg(1)),), reads)
+
+
+def _client_array(key: Key, ctx: object) -> bool:
+    """Whether glPopClientAttrib(GL_CLIENT_VERTEX_ARRAY_BIT) in `ctx` restores `key`."""
+    return key[1] == ctx and (
+        key[0] in _CLIENT_ARRAYS or (key[0] == "buffer" and key[2] == GL_ARRAY_BUFFER)
+    )
 
 
 def _int(value: object) -> int:
