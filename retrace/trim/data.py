@@ -20,7 +20,9 @@ is kept with null data. Objects are followed by name, bindings per context
 (texture units, buffer targets, vertex arrays, framebuffers) as the calls make
 them, before and through the part; which parameters name textures, buffers and
 containers comes from the GL registry. What can read data without a draw
-(copies, mipmap generation, reads into memory) keeps what it may read; an
+(copies, mipmap generation, reads into memory, maps for reading) keeps what it
+may read, and a map for writing keeps the store it maps (the buffer's last full
+specification, which a map of no store would fail on in glretrace); an
 upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
 itself is kept. Objects named inside display lists are taken as used (a
 list's calls are not followed). All contexts are taken to share one
@@ -134,7 +136,7 @@ _READS = re.compile(
     r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|GetTex|GetTexture|"
     r"GetCompressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
 )
-_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$")
+_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$|glInterleavedArrays$")
 _NEW_NAMES = re.compile(r"gl(Gen|Create)")  # names given out, not used
 # an upload's box: per dimension, the arguments of its offset and its extent
 _DIMENSIONS = (
@@ -180,6 +182,17 @@ def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
     reads, pointer = bool(_READS.search(sig.name)), bool(_POINTERS.match(sig.name))
     kind, level = kind_of(sig), where.get("level")
     return _Plan(sig.name, arg_names, kind, refs, data, box, level, reads, pointer)
+
+
+GL_READ_ONLY, GL_READ_WRITE, GL_MAP_READ_BIT = 0x88B8, 0x88BA, 0x1
+
+
+def _reads_mapped(plan: _Plan, arg: Callable[[int], object]) -> bool:
+    """Whether a glMapBuffer* call maps for reading (its access, or glMapBufferRange's bits)."""
+    access = _int(arg(plan.args.index("access"))) if "access" in plan.args else GL_READ_WRITE
+    if "Range" in plan.name:
+        return bool(access & GL_MAP_READ_BIT)
+    return access in (GL_READ_ONLY, GL_READ_WRITE)
 
 
 def _int(value: object) -> int:
@@ -353,7 +366,13 @@ class Uploads:
                 bound["framebuffer", 0, -1] = _int(arg(1))
         elif kind == MAP:
             address = call.values.value(node_start + ret, call.sigs) if ret >= 0 else None
-            self._map(plan, arg, _int(address), ctx)
+            buffer = ("buffer", self._map(plan, arg, _int(address), ctx))
+            if inside:
+                self.used.add(buffer)
+            elif _reads_mapped(plan, arg):
+                self._seen(buffer)
+            else:
+                self._pin(buffer)
         elif inside:
             self._in_part(kind, plan, arg, bound, ctx, names)
         elif kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
@@ -435,8 +454,9 @@ class Uploads:
                 return buffer, offset + address - base
         return None
 
-    def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> None:
-        """A buffer mapped at `address`: the writes into it that memcpy records make."""
+    def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> int:
+        """A buffer mapped at `address`: the writes into it that memcpy records make; its
+        name."""
         named = "Named" in plan.name
         buffer = _int(arg(0)) if named else self.bound[ctx].get(("buffer", _int(arg(0)), -1), 0)
         if "Range" in plan.name:
@@ -444,10 +464,19 @@ class Uploads:
         else:
             offset, length = 0, self.sizes.get(buffer, 0)
         if not address or not buffer or not length:
-            return
+            return buffer
         end = address + length
         self.mappings = [m for m in self.mappings if m[1] <= address or end <= m[0]]
         self.mappings.insert(0, (address, end, buffer, offset))
+        return buffer
+
+    def _pin(self, key: tuple[str, int]) -> None:
+        """A buffer mapped for writing alone: the store it maps, its last full specification,
+        is needed (with its data), the uploads before it are not."""
+        obj = self.objects.get(key)
+        last = obj.last_full.get(0) if obj is not None else None
+        if obj is not None and last is not None:
+            obj.pending[0].pop(last.position, None)
 
     def _destination(
         self,

@@ -148,6 +148,7 @@ class Liveness:
         self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
         self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
         self._client_masks: dict[object, list[int]] = {}  # per context: the masks pushed
+        self._extent: dict[object, tuple[int, int]] = {}  # per context: the viewports' reach
         self._gl = load_registry()
         self._refs: dict[int, tuple[tuple[int, str], ...]] = {}  # programs, shaders named
         self._used: set[Key] = set()  # the programs and shaders the part names
@@ -168,6 +169,7 @@ class Liveness:
             "glVertexAttribLPointer": self._attrib_pointer,
             "glEnableVertexAttribArray": self._attrib_array,
             "glDisableVertexAttribArray": self._attrib_array,
+            "glViewport": self._viewport,
             "glPushClientAttrib": self._client_attrib,
             "glPopClientAttrib": self._client_attrib,
             "glInterleavedArrays": self._interleaved,
@@ -403,6 +405,16 @@ class Liveness:
         vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
         reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
         return Effect((("client pointer", ctx, vao, _SUFFIX.sub("", name), unit),), reads)
+
+    def _viewport(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A setting, but one that reaches past every viewport before it is kept (see
+        above)."""
+        x, y, width, height = (_int(arg(i)) for i in range(4))
+        reach = self._extent.get(ctx, (0, 0))
+        if x + width <= reach[0] and y + height <= reach[1]:
+            return Effect((("glViewport", ctx),), ())
+        self._extent[ctx] = (max(x + width, reach[0]), max(y + height, reach[1]))
+        return Effect((), ())
 
     def _client_attrib(
         self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
