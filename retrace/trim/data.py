@@ -20,9 +20,9 @@ is kept with null data. Objects are followed by name, bindings per context
 (texture units, buffer targets, vertex arrays, framebuffers) as the calls make
 them, before and through the part; which parameters name textures, buffers and
 containers comes from the GL registry. What can read data without a draw
-(copies, mipmap generation, reads into memory, maps for reading) keeps what it
-may read, and a map for writing keeps the store it maps (the buffer's last full
-specification, which a map of no store would fail on in glretrace); an
+(copies, mipmap generation, reads into memory) keeps what it may read, and a
+map keeps the store it maps (the buffer's last full specification, with null
+data if nothing reads them: a map of no store fails in glretrace); an
 upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
 itself is kept. Objects named inside display lists are taken as used (a
 list's calls are not followed). All contexts are taken to share one
@@ -133,8 +133,8 @@ _KINDS = tuple(
 )
 # what reads objects without a draw, or writes part of them from what they hold
 _READS = re.compile(
-    r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|GetTex|GetTexture|"
-    r"GetCompressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
+    r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|Getn?Tex(ture)?(Sub)?Image|"
+    r"Getn?Compressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
 )
 _POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$|glInterleavedArrays$")
 _NEW_NAMES = re.compile(r"gl(Gen|Create)")  # names given out, not used
@@ -182,17 +182,6 @@ def _plan(sig: FunctionSig, gl: Registry) -> _Plan:
     reads, pointer = bool(_READS.search(sig.name)), bool(_POINTERS.match(sig.name))
     kind, level = kind_of(sig), where.get("level")
     return _Plan(sig.name, arg_names, kind, refs, data, box, level, reads, pointer)
-
-
-GL_READ_ONLY, GL_READ_WRITE, GL_MAP_READ_BIT = 0x88B8, 0x88BA, 0x1
-
-
-def _reads_mapped(plan: _Plan, arg: Callable[[int], object]) -> bool:
-    """Whether a glMapBuffer* call maps for reading (its access, or glMapBufferRange's bits)."""
-    access = _int(arg(plan.args.index("access"))) if "access" in plan.args else GL_READ_WRITE
-    if "Range" in plan.name:
-        return bool(access & GL_MAP_READ_BIT)
-    return access in (GL_READ_ONLY, GL_READ_WRITE)
 
 
 def _int(value: object) -> int:
@@ -318,6 +307,7 @@ class Uploads:
         # mapped memory: (start, end, buffer, offset in it), the latest first
         self.mappings: list[tuple[int, int, int, int]] = []
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
+        self.pins: dict[int, int | None] = {}  # stores maps need: position -> data argument
         self.uploads: dict[tuple[str, int], array[int]] = {}  # object -> its uploads
         # what draws wrote into before the part (less, in the part, what it drew into since)
         self.drawn: set[tuple[str, int]] = set()
@@ -369,8 +359,6 @@ class Uploads:
             buffer = ("buffer", self._map(plan, arg, _int(address), ctx))
             if inside:
                 self.used.add(buffer)
-            elif _reads_mapped(plan, arg):
-                self._seen(buffer)
             else:
                 self._pin(buffer)
         elif inside:
@@ -471,12 +459,21 @@ class Uploads:
         return buffer
 
     def _pin(self, key: tuple[str, int]) -> None:
-        """A buffer mapped for writing alone: the store it maps, its last full specification,
-        is needed (with its data), the uploads before it are not."""
+        """A buffer mapped: the store it maps, its last full specification, is needed (its
+        data only as any upload's are: what the map reads is the program's)."""
         obj = self.objects.get(key)
         last = obj.last_full.get(0) if obj is not None else None
-        if obj is not None and last is not None:
-            obj.pending[0].pop(last.position, None)
+        if last is not None:
+            self.pins[last.position] = last.data
+
+    def _drop(self, position: int, blank: int | None = None) -> None:
+        """Leave an upload out (`Cuts.drop`), but a store a map needs: kept, with null data
+        where it has data to leave out."""
+        if blank is None and position in self.pins:
+            blank = self.pins[position]
+            if blank is None:
+                return
+        self.cuts.drop(position, blank)
 
     def _destination(
         self,
@@ -544,9 +541,9 @@ class Uploads:
             self.drawn.discard(key)
             before = obj.last_full.get(image)
             if before is not None and self.cuts.cut(before.position):  # blanked: not needed
-                self.cuts.drop(before.position)
+                self._drop(before.position)
             for p in pending:
-                self.cuts.drop(p)
+                self._drop(p)
             pending.clear()
             obj.last_full[image] = _Full(position, box, data)
         elif box is not None:
@@ -560,7 +557,7 @@ class Uploads:
             if last is not None and last.position in covered and last.data is None:
                 covered.discard(last.position)  # its storage is needed, and no data to leave out
             for p in covered:
-                self.cuts.drop(p, obj.blank(image, p))
+                self._drop(p, obj.blank(image, p))
                 del pending[p]
         pending[position] = box
 
@@ -577,7 +574,7 @@ class Uploads:
         if obj is not None:
             for uploads in obj.pending.values():
                 for p in uploads:
-                    self.cuts.drop(p)
+                    self._drop(p)
 
     def _hold(
         self, bound: dict[tuple[str, int, int], int], c: str, held: list[tuple[str, int]]
@@ -620,7 +617,7 @@ class Uploads:
                 continue
             for image, uploads in obj.pending.items():
                 for p in uploads:
-                    self.cuts.drop(p, obj.blank(image, p))
+                    self._drop(p, obj.blank(image, p))
         for reader, sources in self.readers.items():
             if not self.cuts.cut(reader):
                 for p in sources:
