@@ -11,8 +11,11 @@ reads is keyed by context, and by texture unit, vertex array or matrix stack
 depth where those decide; a glPushMatrix and its glPopMatrix go together,
 when nothing kept lies between them; a call on a bound target (an upload, a
 mapping, an attachment) reads that binding and the pixel store; a call not
-described here reads everything: nothing set before it is left out. Display
-lists' contents are never touched.
+described here reads everything: nothing set before it is left out. What a
+display list holds is not followed, but a list compiled (GL_COMPILE) sets that
+list: its glNewList..glEndList is left out whole when the list is compiled
+again before anything kept may call it (Chromium B.S.U. compiles its ship
+twice).
 
 Program and shader objects are followed the same way, but what the part does
 not use is not read at its start: the calls that make programs and shaders
@@ -98,6 +101,7 @@ GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
 GL_TEXTURE_CUBE_MAP = 0x8513
 _CUBE_FACES = range(0x8515, 0x851B)
 GL_CLIENT_VERTEX_ARRAY_BIT = 0x2
+GL_COMPILE = 0x1300
 # what glPopClientAttrib(GL_CLIENT_VERTEX_ARRAY_BIT) restores (with the array buffer bound)
 _CLIENT_ARRAYS = frozenset(
     ("client pointer", "client state", "client unit", "attribute", "attribute on", "elements")
@@ -139,6 +143,8 @@ class Liveness:
         self._rules: dict[int, Rule | None] = {}
         self._context: dict[int, object] = {}  # per thread
         self._listing: set[int] = set()
+        self._compiling: dict[int, int] = {}  # per thread: the glNewList(GL_COMPILE) open
+        self._list_ends: dict[int, int] = {}  # a glNewList(GL_COMPILE): its glEndList
         self._unit: dict[object, int] = {}
         self._client_unit: dict[object, int] = {}
         self._vao: dict[object, int] = {}
@@ -195,6 +201,15 @@ class Liveness:
             return
         if rule is _list:  # what a list holds is not followed, and it may read anything
             self._listing.symmetric_difference_update({thread})
+            started = self._compiling.pop(thread, None)
+            if thread in self._listing and call.arguments()(1) == GL_COMPILE:  # glNewList
+                self._compiling[thread] = call.position
+                name = call.arguments()(0)
+                self._append(Effect((("list", self._context.get(thread), name),), ()), call)
+                return
+            if started is not None:  # its glEndList: goes with its glNewList
+                self._list_ends[started] = call.position
+                return
         elif thread in self._listing:
             return  # a list's content: kept as it is
         effect = None
@@ -206,6 +221,10 @@ class Liveness:
             effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
         elif rule is None and (sig.flags & CallFlag.RENDER or sig.name.startswith("glDispatch")):
             effect = Effect((), (), draw=self._program.get(self._context.get(thread), 0))
+        self._append(effect, call)
+
+    def _append(self, effect: Effect | None, call: Call) -> None:
+        """A call's effect, at its position."""
         index = self._index.get(effect)
         if index is None:
             index = self._index[effect] = len(self._distinct)
@@ -314,6 +333,7 @@ class Liveness:
                     kept += 1  # (the pop)
             elif effect.sets and all(gone(key) for key in effect.sets):
                 yield position
+                yield from range(position + 1, self._list_ends.get(position, position) + 1)
                 continue
             kept += 1
             keep(effect)
