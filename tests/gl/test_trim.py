@@ -262,3 +262,82 @@ def test_legacy_blocks_leave_their_current_color_and_nothing_else(tmp_path):
     setup = names[: facts["trim"]["setup_calls"]]
     assert setup.count("glColor3f") == 1
     assert not {"glVertex2f", "glBegin", "glPushClientAttrib", "glEnableClientState"} & set(setup)
+
+
+def font_frames(path: Path) -> None:
+    """Frames as armagetronad and Chromium B.S.U. make them: a viewport past the window
+    for a moment, a display list compiled twice before it is first called, a buffer
+    mapped for reading before each new glBufferData."""
+    w = TraceWriter()
+    glx_context(w)
+    w.call("glGenBuffers", ("n", "buffers"), {0: w.int(1), 1: w.array(w.int(1))})
+    w.call("glBindBuffer", ("target", "buffer"), {0: w.int(GL_ARRAY_BUFFER), 1: w.int(1)})
+    for frame in range(4):
+        for width, height in ((64, 48), (63, 63), (64, 48)):
+            w.call(
+                "glViewport",
+                ("x", "y", "width", "height"),
+                {0: w.int(0), 1: w.int(0), 2: w.int(width), 3: w.int(height)},
+            )
+        w.call(
+            "glBufferData",
+            ("target", "size", "data", "usage"),
+            {
+                0: w.int(GL_ARRAY_BUFFER),
+                1: w.int(64),
+                2: w.blob(bytes([frame]) * 64),
+                3: w.int(0x88E4),
+            },
+        )
+        w.call(
+            "glMapBuffer",
+            ("target", "access"),
+            {0: w.int(GL_ARRAY_BUFFER), 1: w.int(0x88B8)},
+            ret=w.opaque(0x1000),
+        )
+        w.call("glUnmapBuffer", ("target",), {0: w.int(GL_ARRAY_BUFFER)}, ret=w.true)
+        if frame < 2:
+            w.call("glNewList", ("list", "mode"), {0: w.int(1), 1: w.int(0x1300)})  # GL_COMPILE
+            w.call("glBegin", ("mode",), {0: w.int(4)})
+            for x, y in ((-1, -1), (1, -1), (0, 1)):
+                w.call(
+                    "glColor3f",
+                    ("red", "green", "blue"),
+                    {0: w.float(0.5 * frame), 1: w.float(1.0), 2: w.float(0)},
+                )
+                w.call("glVertex2f", ("x", "y"), {0: w.float(x), 1: w.float(y)})
+            w.call("glEnd")
+            w.call("glEndList")
+        w.call("glClear", ("mask",), {0: w.int(0x4000)})
+        if frame >= 2:
+            w.call("glCallList", ("list",), {0: w.int(1)})
+        w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path.write_bytes(w.snappy())
+
+
+GL_ARRAY_BUFFER = 0x8892
+
+
+def test_what_glretrace_needs_and_lists_compiled_again(tmp_path):
+    """The trim keeps the viewport that grew the window (glretrace sizes its window by them
+    as they come) and, before each map, the store it maps (with null data, as nothing
+    reads it but the last, whose buffer the part uses); of the list compiled twice, the
+    second definition alone."""
+    trace, out = tmp_path / "font.trace", tmp_path / "t.trace"
+    font_frames(trace)
+    _, facts = trim(str(trace), out, "--frames", "3")
+    assert len(facts["tries"]) == 1 and facts["trim"]["equal"] == 1
+    dumped = run_retrace("dump", str(out)).stdout.decode().splitlines()
+    setup = [
+        line.split(" ", 1)[1] for line in dumped[: facts["trim"]["setup_calls"]] if " gl" in line
+    ]
+    viewports = [s for s in setup if s.startswith("glViewport")]
+    assert [v.split("width = ")[1].split(")")[0] for v in viewports[:2]] == [
+        "64, height = 48",
+        "63, height = 63",
+    ]
+    buffers = [s.split("(")[0] for s in setup if s.startswith(("glBufferData", "glMapBuffer"))]
+    assert buffers == ["glBufferData", "glMapBuffer"] * 3
+    assert ["data = NULL" in s for s in setup if s.startswith("glBufferData")] == [1, 1, 0]
+    assert sum(s.startswith("glNewList") for s in setup) == 1
+    assert any("red = 0.5" in s for s in setup)  # (frame 1's definition)
