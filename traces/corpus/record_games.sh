@@ -23,18 +23,9 @@ install_debs apitrace xvfb extremetuxracer armagetronad chromium-bsu
 WORK=/tmp/retrace-record-games
 program_environment "$WORK"
 
-# rec NAME SECONDS CMD...: trace CMD, stopped with SIGINT after SECONDS (each trace some
-# 10-30 MB)
-rec() {
-    local name=$1 secs=$2
-    shift 2
-    log "tracing $name: $*"
-    rm -f "$GAMES/$name.trace"
-    timeout -s INT "$secs" apitrace trace --api gl -o "$GAMES/$name.trace" "$@" \
-        >"$WORK/$name.log" 2>&1 || true
-    [[ -s $GAMES/$name.trace ]] || die "$name: no trace written: $(tail -n 5 "$WORK/$name.log")"
-    log "$name.trace: $(stat -c %s "$GAMES/$name.trace") bytes"
-}
+# rec NAME SECONDS CMD...: trace CMD into $GAMES, stopped with SIGINT after SECONDS (each
+# trace some 10-30 MB)
+rec() { rec_into "$GAMES" "$@"; }
 
 rec extremetuxracer 8 etr
 rec armagetronad 15 armagetronad
