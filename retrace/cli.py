@@ -683,7 +683,7 @@ def export(tables: str, perfetto: str) -> None:
     "--verify/--no-verify",
     default=True,
     show_default=True,
-    help="Replay the trim and the original, compare their frames, keep more setup until equal.",
+    help="Replay the trim and the original, compare their frames, add back what they need.",
 )
 @click.option(
     "--tolerance",

@@ -64,3 +64,17 @@ program_environment() {
     printf 'fullscreen 0\nwidth 640\nheight 480\nsound_volume 0\nmusic_volume 0\n' \
         >"$HOME/.neverball/neverballrc"
 }
+
+# rec_into DIR NAME SECONDS CMD...: trace CMD (desktop GL) into DIR/NAME.trace, stopped with
+# SIGINT after SECONDS if still running; its output in $WORK/NAME.log (the caller's log, die
+# and WORK)
+rec_into() {
+    local dir=$1 name=$2 secs=$3
+    shift 3
+    log "tracing $name: $*"
+    rm -f "$dir/$name.trace"
+    timeout -s INT "$secs" apitrace trace --api gl -o "$dir/$name.trace" "$@" \
+        >"$WORK/$name.log" 2>&1 || true
+    [[ -s $dir/$name.trace ]] || die "$name: no trace written: $(tail -n 5 "$WORK/$name.log")"
+    log "$name.trace: $(stat -c %s "$dir/$name.trace") bytes"
+}

@@ -1,17 +1,21 @@
 """`retrace trim TRACE --frames A-B -o OUT`: write the trim, then prove it.
 
-The trim is written at the first level of `keep.LEVELS` (the smallest), then
-checked: the original's frames of the part and the trim's are replayed and
-compared image by image. A trim whose frames differ is written again at the
-next level, which keeps more, until one is equal or every call before the part
-was kept. What happened is printed in one line and kept in OUT.json beside the
-trim; a trim that never matched exits 1 naming the first frame that differs.
+The trim is first written as the analysis guesses (`write.guess`: the state,
+objects and data the part needs, no draws before it), then checked: the
+original's frames of the part and the trim's are replayed and compared image by
+image. Where a frame differs, what the guess left out is added back a group at
+a time, and only the groups the frames turn out to need (`widen.py`), each
+candidate checked the same way, until the trim is right or even every call
+before the part is not enough. What happened is printed in one line and kept
+in OUT.json beside the trim; a trim that never matched exits 1 naming the
+first frame that differs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -21,14 +25,10 @@ import click
 from retrace import __version__
 from retrace.errors import RetraceError
 from retrace.trace.callset import CallSet, frame_range
-from retrace.trim.keep import LEVELS, OFFSCREEN
 from retrace.trim.outline import Part, outline
 from retrace.trim.verify import Shot, Snapshots, differs, snapshots
-from retrace.trim.write import Written, write_trim
-
-_NEEDS_EARLIER_DRAWS = (
-    "not written: the part draws with what offscreen draws before it drew, which it leaves out"
-)
+from retrace.trim.widen import Group, groups, search, widened
+from retrace.trim.write import Guess, Written, guess, write, write_trim
 
 
 class TrimFailed(RetraceError):
@@ -56,39 +56,32 @@ def run_trim(
         "part": part.label,
         "frames": list(part.frames),
         "tolerance": tolerance,
-        "levels": [],
+        "tries": [],
     }
-    if not verify:  # the smallest level that writes the part: OFFSCREEN where it reads
-        level = 0  # draws made offscreen before it (level 0 writes nothing then)
-        written = write_trim(trace, part, level, output)
-        if written.reads_earlier_draws:
-            level = OFFSCREEN
-            written = write_trim(trace, part, level, output)
-        _record(facts, part, written, level, None)
+    if not verify:
+        facts["trim"] = _record(part, write_trim(trace, part, output), [], None)
         _finish(facts, output, start, "not verified (--no-verify)")
         return
     with tempfile.TemporaryDirectory(prefix="retrace-trim-") as folder:
         want = [no for _, no in part.checks]
         with Snapshots(trace, want, part.frames[1], folder, keep=tolerance > 0) as replaying:
-            original: dict[int, Shot] | None = None
-            for level in range(len(LEVELS)):
-                written = write_trim(trace, part, level, output)
-                if level < OFFSCREEN and written.reads_earlier_draws:
-                    _record(facts, part, written, level, None, _NEEDS_EARLIER_DRAWS)
-                    continue
-                try:
-                    got = snapshots(output, written.checks, 1 << 62, folder, keep=tolerance > 0)
-                except RetraceError as e:
-                    _record(facts, part, written, level, None, str(e))
-                    continue
-                if original is None:  # (a failure here is the original's own: raised)
-                    original = replaying.result()
-                equal = compare(part, written, original, got, tolerance)
-                _record(facts, part, written, level, equal)
-                if all(equal):
-                    break
-    tried = facts["levels"][-1]
+            tries = _Tries(trace, part, output, folder, replaying, tolerance)
+            chosen = guess(trace, part)
+            facts["offscreen_draws_kept"] = chosen.offscreen
+            facts["tries"] = tries.done
+            if not tries.right(chosen, []):
+                found, enums = groups(trace, part, chosen)
+                wide = chosen._replace(enums=enums)
+                facts["groups_left_out"] = len(found)
+                needed = search(lambda ks: tries.right(wide, [found[k] for k in ks]), len(found))
+                if needed is not None:
+                    tries.keep(wide, [found[k] for k in needed])
+    tried = tries.final
+    facts["trim"] = tried
     counted = f"{tried['equal']}/{len(part.checks)} equal to the original"
+    added = len(tried["added"])
+    if tried["equal"] == len(part.checks) and added:
+        counted += f", {added} group{'s' * (added != 1)} added back to the first guess"
     _finish(facts, output, start, counted)
     if tried["equal"] != len(part.checks):
         differing = tried.get("first_differing") or "a replay of the trim failed"
@@ -96,6 +89,48 @@ def run_trim(
             f"trim: {part.label}: {differing} even with every call before it kept "
             f"({counted}); the trim is kept in {output}"
         )
+
+
+class _Tries:
+    """Candidate trims, each written and checked against the original's frames; the
+    right one kept last is in the output, else the last one tried."""
+
+    def __init__(
+        self, trace: str, part: Part, output: str, folder: str, replaying: Snapshots, tolerance: int
+    ) -> None:
+        self.trace, self.part, self.output, self.folder = trace, part, output, folder
+        self.replaying, self.tolerance = replaying, tolerance
+        self.original: dict[int, Shot] | None = None
+        self.done: list[dict[str, Any]] = []
+        self.final: dict[str, Any] = {}
+        self._in_output: tuple[str, ...] | None = None  # the labels added to the output's
+
+    def right(self, chosen: Guess, added: list[Group]) -> bool:
+        """Write the guess with `added` back, check it; whether every frame is equal."""
+        candidate = os.path.join(self.folder, "candidate.trace")
+        written = write(self.trace, self.part, chosen, candidate, widened(chosen, added))
+        try:
+            got = snapshots(candidate, written.checks, 1 << 62, self.folder, self.tolerance > 0)
+        except RetraceError as e:
+            tried = _record(self.part, written, added, None, str(e))
+        else:
+            if self.original is None:  # (a failure here is the original's own: raised)
+                self.original = self.replaying.result()
+            equal = compare(self.part, written, self.original, got, self.tolerance)
+            tried = _record(self.part, written, added, equal)
+        brief = {k: v for k, v in tried.items() if k not in ("added", "checks", "stream_bytes")}
+        self.done.append({"groups_added": len(added), **brief})
+        right = tried["equal"] == len(self.part.checks)
+        if right or not self.final or self.final["equal"] != len(self.part.checks):
+            shutil.move(candidate, self.output)
+            self._in_output = tuple(tried["added"])
+            self.final = tried
+        return right
+
+    def keep(self, chosen: Guess, added: list[Group]) -> None:
+        """Make the output the guess with `added` back, a trim found right."""
+        if self._in_output != tuple(g.label for g in added):
+            self.right(chosen, added)
 
 
 def compare(
@@ -115,18 +150,15 @@ def compare(
 
 
 def _record(
-    facts: dict[str, Any],
     part: Part,
     written: Written,
-    level: int,
+    added: list[Group],
     equal: list[bool] | None,
     error: str | None = None,
-) -> None:
-    """Keep what one level wrote and how its check went."""
-    mines: list[int | None] = [*written.checks] or [None] * len(part.checks)  # (not written)
+) -> dict[str, Any]:
+    """What one candidate trim holds, and how its check went."""
     tried: dict[str, Any] = {
-        "level": level,
-        "keeps": LEVELS[level],
+        "added": [g.label for g in added],
         "size": written.size,
         "calls": written.calls,
         "setup_calls": written.setup_calls,
@@ -134,7 +166,7 @@ def _record(
         "equal": sum(equal) if equal else 0,
         "checks": [
             {"original_call": no, "trim_call": mine, "equal": None if equal is None else equal[k]}
-            for k, ((_, no), mine) in enumerate(zip(part.checks, mines, strict=True))
+            for k, ((_, no), mine) in enumerate(zip(part.checks, written.checks, strict=True))
         ],
         "stream_bytes": written.stream_bytes,
     }
@@ -144,7 +176,7 @@ def _record(
     elif equal is not None and not all(equal):
         k = equal.index(False)
         tried["first_differing"] = _name_check(part, k) + " differs"
-    facts["levels"].append(tried)
+    return tried
 
 
 def _name_check(part: Part, k: int) -> str:

@@ -20,12 +20,14 @@ is kept with null data. Objects are followed by name, bindings per context
 (texture units, buffer targets, vertex arrays, framebuffers) as the calls make
 them, before and through the part; which parameters name textures, buffers and
 containers comes from the GL registry. What can read data without a draw
-(copies, mipmap generation, reads into memory) keeps what it may read; an
+(copies, mipmap generation, reads into memory) keeps what it may read, and a
+map keeps the store it maps (the buffer's last full specification, with null
+data if nothing reads them: a map of no store fails in glretrace); an
 upload from a pixel-unpack buffer reads that buffer's bytes only if the upload
 itself is kept. Objects named inside display lists are taken as used (a
 list's calls are not followed). All contexts are taken to share one
 namespace: where they do not, more is kept, or the self-check finds the
-mistake and the trim keeps every upload (`keep.LEVELS`). Settings set again
+mistake and the uploads missing are added back (`widen.py`). Settings set again
 before anything reads them are `state.py`'s.
 """
 
@@ -42,7 +44,7 @@ from retrace.gl.registry import Registry, load_registry
 from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import FunctionSig
-from retrace.trim.keep import MAKE_CURRENT_CALL, OFFSCREEN, Call
+from retrace.trim.keep import MAKE_CURRENT_CALL, Call
 from retrace.trim.outline import Part
 
 RESOURCES = ("texture", "buffer")
@@ -131,10 +133,10 @@ _KINDS = tuple(
 )
 # what reads objects without a draw, or writes part of them from what they hold
 _READS = re.compile(
-    r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|GetTex|GetTexture|"
-    r"GetCompressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
+    r"Copy|Generate|TexBuffer|TextureBuffer|TextureView|Readn?Pixels|Blit|Getn?Tex(ture)?(Sub)?Image|"
+    r"Getn?Compressed|Get(Named)?BufferSubData|Clear(Tex|NamedBuffer|Buffer)"
 )
-_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$")
+_POINTERS = re.compile(r"gl\w*(Pointer|AttribFormat|AttribBinding)\w*$|glInterleavedArrays$")
 _NEW_NAMES = re.compile(r"gl(Gen|Create)")  # names given out, not used
 # an upload's box: per dimension, the arguments of its offset and its extent
 _DIMENSIONS = (
@@ -255,6 +257,7 @@ class Unseen(NamedTuple):
     # the part reads what a draw before it drew (offscreen), before it draws there itself:
     # a trim without the draws before the part cannot be right
     reads_earlier_draws: bool
+    uploads: dict[tuple[str, int], array[int]]  # per texture and buffer: its uploads
 
 
 _SHADERS = re.compile(
@@ -282,12 +285,12 @@ def byte_kind(sig: FunctionSig) -> str:
 
 class Uploads:
     """Follows the calls up to `part`'s end (`step`), then names the uploads before it that
-    no frame of it can see (`finish`), in the trim of `level` (`keep.LEVELS`): the
-    offscreen draws that level keeps read what is bound."""
+    no frame of it can see (`finish`); `offscreen`: the trim keeps the offscreen draws
+    before the part (`keep.SetupFilter`), which read what is bound."""
 
-    def __init__(self, part: Part, level: int) -> None:
+    def __init__(self, part: Part, offscreen: bool) -> None:
         self.part = part
-        self.offscreen = level >= OFFSCREEN  # the offscreen draws before the part are kept
+        self.offscreen = offscreen
         self.gl = load_registry()
         self.plans: dict[int, _Plan] = {}
         self.objects: dict[tuple[str, int], _Object] = {}
@@ -304,6 +307,7 @@ class Uploads:
         # mapped memory: (start, end, buffer, offset in it), the latest first
         self.mappings: list[tuple[int, int, int, int]] = []
         self.sizes: dict[int, int] = {}  # buffer -> size given by its last full specification
+        self.pins: dict[int, int | None] = {}  # stores maps need: position -> data argument
         self.uploads: dict[tuple[str, int], array[int]] = {}  # object -> its uploads
         # what draws wrote into before the part (less, in the part, what it drew into since)
         self.drawn: set[tuple[str, int]] = set()
@@ -352,7 +356,11 @@ class Uploads:
                 bound["framebuffer", 0, -1] = _int(arg(1))
         elif kind == MAP:
             address = call.values.value(node_start + ret, call.sigs) if ret >= 0 else None
-            self._map(plan, arg, _int(address), ctx)
+            buffer = ("buffer", self._map(plan, arg, _int(address), ctx))
+            if inside:
+                self.used.add(buffer)
+            else:
+                self._pin(buffer)
         elif inside:
             self._in_part(kind, plan, arg, bound, ctx, names)
         elif kind == MEMCPY:  # a write into mapped memory: an upload to that buffer's bytes
@@ -386,7 +394,7 @@ class Uploads:
         for key in used:
             for p in self.uploads.get(key, ()):
                 self.cuts.use(p)
-        return Unseen(self.cuts, self.reads_earlier_draws)
+        return Unseen(self.cuts, self.reads_earlier_draws, self.uploads)
 
     def _in_part(
         self,
@@ -434,8 +442,9 @@ class Uploads:
                 return buffer, offset + address - base
         return None
 
-    def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> None:
-        """A buffer mapped at `address`: the writes into it that memcpy records make."""
+    def _map(self, plan: _Plan, arg: Callable[[int], object], address: int, ctx: object) -> int:
+        """A buffer mapped at `address`: the writes into it that memcpy records make; its
+        name."""
         named = "Named" in plan.name
         buffer = _int(arg(0)) if named else self.bound[ctx].get(("buffer", _int(arg(0)), -1), 0)
         if "Range" in plan.name:
@@ -443,10 +452,28 @@ class Uploads:
         else:
             offset, length = 0, self.sizes.get(buffer, 0)
         if not address or not buffer or not length:
-            return
+            return buffer
         end = address + length
         self.mappings = [m for m in self.mappings if m[1] <= address or end <= m[0]]
         self.mappings.insert(0, (address, end, buffer, offset))
+        return buffer
+
+    def _pin(self, key: tuple[str, int]) -> None:
+        """A buffer mapped: the store it maps, its last full specification, is needed (its
+        data only as any upload's are: what the map reads is the program's)."""
+        obj = self.objects.get(key)
+        last = obj.last_full.get(0) if obj is not None else None
+        if last is not None:
+            self.pins[last.position] = last.data
+
+    def _drop(self, position: int, blank: int | None = None) -> None:
+        """Leave an upload out (`Cuts.drop`), but a store a map needs: kept, with null data
+        where it has data to leave out."""
+        if blank is None and position in self.pins:
+            blank = self.pins[position]
+            if blank is None:
+                return
+        self.cuts.drop(position, blank)
 
     def _destination(
         self,
@@ -514,9 +541,9 @@ class Uploads:
             self.drawn.discard(key)
             before = obj.last_full.get(image)
             if before is not None and self.cuts.cut(before.position):  # blanked: not needed
-                self.cuts.drop(before.position)
+                self._drop(before.position)
             for p in pending:
-                self.cuts.drop(p)
+                self._drop(p)
             pending.clear()
             obj.last_full[image] = _Full(position, box, data)
         elif box is not None:
@@ -530,7 +557,7 @@ class Uploads:
             if last is not None and last.position in covered and last.data is None:
                 covered.discard(last.position)  # its storage is needed, and no data to leave out
             for p in covered:
-                self.cuts.drop(p, obj.blank(image, p))
+                self._drop(p, obj.blank(image, p))
                 del pending[p]
         pending[position] = box
 
@@ -547,7 +574,7 @@ class Uploads:
         if obj is not None:
             for uploads in obj.pending.values():
                 for p in uploads:
-                    self.cuts.drop(p)
+                    self._drop(p)
 
     def _hold(
         self, bound: dict[tuple[str, int, int], int], c: str, held: list[tuple[str, int]]
@@ -590,7 +617,7 @@ class Uploads:
                 continue
             for image, uploads in obj.pending.items():
                 for p in uploads:
-                    self.cuts.drop(p, obj.blank(image, p))
+                    self._drop(p, obj.blank(image, p))
         for reader, sources in self.readers.items():
             if not self.cuts.cut(reader):
                 for p in sources:

@@ -1,21 +1,23 @@
-"""Which calls before a trim's part the trimmed trace keeps, at each level of caution.
+"""Which calls before a trim's part its first guess keeps.
 
 The frames of the part need the state and objects the calls before them made,
-not the images those calls drew. So, at the first level, every call before the
+not the images those calls drew. So every call before the
 part is kept (but for uploads the part cannot see: `data.py`) except what can
 only draw or read pixels: draws, clears and blits
-(apitrace's RENDER calls, whole glBegin/glEnd blocks), compute dispatches,
+(apitrace's RENDER calls, glBegin/glEnd blocks but for the current color,
+normal, texture coordinates, ... their calls set, which stay after glEnd and
+are set alike outside one), compute dispatches,
 glReadPixels, glFinish/glFlush, queries that change nothing (the replay's own
 rule, `replay/effects.py`, and the window system's: glXGetProcAddress,
 eglGetConfigAttrib, ...) and the frame ends but the last one (so the part
 starts on a fresh frame, as in the original). Display lists being compiled are
 kept whole: their calls are the list's content.
 
-Whether a frame needed more is for the self-check to find (`verify.py`); each
-level keeps more (`LEVELS`): draws that can leave something behind for later
-frames (into a framebuffer object, with transform feedback active, compute),
-then every upload, then the last frames before the part whole (frames drawn
-over the previous image), then every call.
+Where the part draws with what an offscreen draw before it drew (`data.Unseen`),
+the guess keeps the draws that can leave something behind for later frames too
+(`offscreen`: into a framebuffer object, with transform feedback active,
+compute). Whether a frame needed more is for the self-check to find
+(`verify.py`), and what it needed for `widen.py`.
 """
 
 from __future__ import annotations
@@ -30,24 +32,14 @@ from retrace.replay.ws.core import is_window_system_call
 from retrace.trace.flags import CallFlag
 from retrace.trace.model import CallBatch, FunctionSig, NodeLists, Signatures
 
-# what each level keeps before the part, in the order they are tried
-LEVELS = (
-    "state, objects and the data the part can see; no draws",
-    "the same, and offscreen work: draws into framebuffer objects, transform feedback, compute",
-    "state, objects and all their data, and offscreen work",
-    "the same, and the two frames before the part whole",
-    "every call before the part",
-)
-CUT_LEVELS = 2  # the levels that leave out the uploads the part cannot see (`data.py`)
-OFFSCREEN = 1  # the first level that keeps offscreen work
-WHOLE_FRAMES = 2  # frames before the part kept whole, from the level after it
-
-KEEP, DROP, DRAW, BEGIN, END, FRAME_END = range(6)
-NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(6, 13)
+KEEP, DROP, DRAW, BEGIN, END, FRAME_END, EMIT = range(7)
+NEW_LIST, END_LIST, BIND_FRAMEBUFFER, MAKE_CURRENT, XFB_BEGIN, XFB_END, PRODUCER = range(7, 14)
 
 MAKE_CURRENT_CALL = re.compile(r"(glX|egl|wgl)Make(Context)?Current(ARB)?$|CGLSetCurrentContext$")
 _BIND_FRAMEBUFFER = re.compile(r"glBindFramebuffer(EXT|OES)?$")
 _DRAW_TARGETS = (0x8D40, 0x8CA9)  # GL_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER
+# what makes a vertex of a glBegin/glEnd block (outside one, nothing)
+_EMITS = re.compile(r"gl(Vertex[234]|EvalCoord|EvalPoint|ArrayElement)")
 _PRODUCERS = re.compile(r"glDispatchCompute|glReadn?Pixels")  # write buffers or images
 # window-system queries: they change nothing, and no replayer acts on them
 _QUERIES = re.compile(
@@ -71,6 +63,8 @@ def kind_of(sig: FunctionSig, gl: Registry) -> int:
         return BEGIN
     if name == "glEnd":
         return END
+    if _EMITS.match(name):
+        return EMIT
     if name == "glNewList":
         return NEW_LIST
     if name == "glEndList":
@@ -118,14 +112,13 @@ class Call(NamedTuple):
 
 
 class SetupFilter:
-    """Decides, call by call in delivery order, what a trim keeps before its part."""
+    """Decides, call by call in delivery order, what a trim's guess keeps before its part
+    (`offscreen`: the draws that leave something for later frames too)."""
 
-    def __init__(self, level: int, start: int, frame_ends: list[int]) -> None:
-        self.level = level
+    def __init__(self, offscreen: bool, start: int, frame_ends: list[int]) -> None:
+        self.offscreen = offscreen
         before = [p for p in frame_ends if p < start]
         self._last_end = before[-1] if before else -1  # the frame end kept
-        whole = before[-WHOLE_FRAMES - 1] + 1 if len(before) > WHOLE_FRAMES else 0
-        self._whole_from = (start, start, start, whole, 0)[level]
         self._kinds: dict[int, int] = {}
         self._gl = load_registry()
         self._context: dict[int, object] = {}  # per thread: the context current
@@ -140,8 +133,9 @@ class SetupFilter:
         kind = self._kinds.get(sid)
         if kind is None:
             kind = self._kinds[sid] = kind_of(call.sigs.functions[sid], self._gl)
-        position = call.position
-        whole = position >= self._whole_from
+        block = self._block.get(thread)
+        if block is False and kind != END:  # in a glBegin/glEnd block left out
+            return kind == KEEP  # the current color, normal, texture coordinates it sets
         if kind == KEEP:
             return True
         context = self._context.get(thread)
@@ -162,27 +156,24 @@ class SetupFilter:
             return True
         if thread in self._listing:
             return True  # a display list's content
-        block = self._block.get(thread)
         if kind == BEGIN:
-            block = self._block[thread] = whole or self._offscreen(context)
+            block = self._block[thread] = self._offscreen(context)
             return block
         if kind == END:
             self._block.pop(thread, None)
-            return bool(block) or whole
+            return bool(block)
         if block is not None:
             return block
-        if whole:
-            return True
         if kind == FRAME_END:
-            return position == self._last_end
+            return call.position == self._last_end
         if kind == PRODUCER:
-            return self.level >= OFFSCREEN
+            return self.offscreen
         if kind == DRAW:
             return self._offscreen(context)
         return False  # DROP
 
     def _offscreen(self, context: object) -> bool:
         """Whether a draw now may leave something for later frames other than its image."""
-        if self.level < OFFSCREEN:
+        if not self.offscreen:
             return False
         return bool(self._framebuffer.get(context) or self._feedback.get(context))

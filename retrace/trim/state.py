@@ -11,8 +11,11 @@ reads is keyed by context, and by texture unit, vertex array or matrix stack
 depth where those decide; a glPushMatrix and its glPopMatrix go together,
 when nothing kept lies between them; a call on a bound target (an upload, a
 mapping, an attachment) reads that binding and the pixel store; a call not
-described here reads everything: nothing set before it is left out. Display
-lists' contents are never touched.
+described here reads everything: nothing set before it is left out. What a
+display list holds is not followed, but a list compiled (GL_COMPILE) sets that
+list: its glNewList..glEndList is left out whole when the list is compiled
+again before anything kept may call it (Chromium B.S.U. compiles its ship
+twice).
 
 Program and shader objects are followed the same way, but what the part does
 not use is not read at its start: the calls that make programs and shaders
@@ -51,6 +54,7 @@ class Effect(NamedTuple):
     stack: Key | None = None
     push: bool = False
     draw: object = None  # a draw (kept offscreen): it reads everything of this program alone
+    scope: object = None  # a glPush/PopClientAttrib's: the context whose client arrays it saves
 
 
 # Settings keyed by the function's family (its name less type suffixes) and the arguments
@@ -66,7 +70,8 @@ _SETTINGS = {
         ("", "glDepthRange glColorMask glViewport glScissor glClearColor glClearDepth"),
         ("", "glClearStencil glCullFace glFrontFace glStencilMask glStencilFunc glStencilOp"),
         ("", "glStencilFuncSeparate glStencilOpSeparate glStencilMaskSeparate glLogicOp"),
-        ("", "glSampleCoverage glColorMaterial glVertexAttrib"),
+        ("", "glSampleCoverage glColorMaterial glVertexAttrib glTexCoord glMultiTexCoord"),
+        ("", "glEdgeFlag glIndex"),
         ("unit", "glTexEnv glEnable glDisable"),
         ("modelview", "glLight glClipPlane"),
         ("unit modelview", "glTexGen"),
@@ -95,6 +100,22 @@ _OBJECTS = {"program": "program object", "shader": "shader"}
 GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x88EB, 0x88EC
 GL_TEXTURE_CUBE_MAP = 0x8513
 _CUBE_FACES = range(0x8515, 0x851B)
+GL_CLIENT_VERTEX_ARRAY_BIT = 0x2
+GL_COMPILE = 0x1300
+# what glPopClientAttrib(GL_CLIENT_VERTEX_ARRAY_BIT) restores (with the array buffer bound)
+_CLIENT_ARRAYS = frozenset(
+    ("client pointer", "client state", "client unit", "attribute", "attribute on", "elements")
+    + ("vertex array", "glVertexAttribDivisor")
+)
+# glInterleavedArrays: the arrays it points (and enables or disables), by their pointer call
+_INTERLEAVED = {
+    "glVertexPointer": 0x8074,
+    "glNormalPointer": 0x8075,
+    "glColorPointer": 0x8076,
+    "glIndexPointer": 0x8077,
+    "glTexCoordPointer": GL_TEXTURE_COORD_ARRAY,
+    "glEdgeFlagPointer": 0x8079,
+}
 
 
 def family(name: str) -> str:
@@ -122,6 +143,8 @@ class Liveness:
         self._rules: dict[int, Rule | None] = {}
         self._context: dict[int, object] = {}  # per thread
         self._listing: set[int] = set()
+        self._compiling: dict[int, int] = {}  # per thread: the glNewList(GL_COMPILE) open
+        self._list_ends: dict[int, int] = {}  # a glNewList(GL_COMPILE): its glEndList
         self._unit: dict[object, int] = {}
         self._client_unit: dict[object, int] = {}
         self._vao: dict[object, int] = {}
@@ -130,6 +153,8 @@ class Liveness:
         self._depth: dict[Key, int] = {}
         self._texture: dict[Key, int] = {}  # (context, unit, target) -> texture bound
         self._pixel_store: dict[object, set[Key]] = {}  # per context: the keys set
+        self._client_masks: dict[object, list[int]] = {}  # per context: the masks pushed
+        self._extent: dict[object, tuple[int, int]] = {}  # per context: the viewports' reach
         self._gl = load_registry()
         self._refs: dict[int, tuple[tuple[int, str], ...]] = {}  # programs, shaders named
         self._used: set[Key] = set()  # the programs and shaders the part names
@@ -150,6 +175,10 @@ class Liveness:
             "glVertexAttribLPointer": self._attrib_pointer,
             "glEnableVertexAttribArray": self._attrib_array,
             "glDisableVertexAttribArray": self._attrib_array,
+            "glViewport": self._viewport,
+            "glPushClientAttrib": self._client_attrib,
+            "glPopClientAttrib": self._client_attrib,
+            "glInterleavedArrays": self._interleaved,
             "glEnableClientState": self._client_state,
             "glDisableClientState": self._client_state,
             "glVertexAttribDivisor": self._vertex_array_setting,
@@ -172,6 +201,15 @@ class Liveness:
             return
         if rule is _list:  # what a list holds is not followed, and it may read anything
             self._listing.symmetric_difference_update({thread})
+            started = self._compiling.pop(thread, None)
+            if thread in self._listing and call.arguments()(1) == GL_COMPILE:  # glNewList
+                self._compiling[thread] = call.position
+                name = call.arguments()(0)
+                self._append(Effect((("list", self._context.get(thread), name),), ()), call)
+                return
+            if started is not None:  # its glEndList: goes with its glNewList
+                self._list_ends[started] = call.position
+                return
         elif thread in self._listing:
             return  # a list's content: kept as it is
         effect = None
@@ -183,6 +221,10 @@ class Liveness:
             effect = rule(self._context.get(thread), arg, sig.name, sig.arg_names)
         elif rule is None and (sig.flags & CallFlag.RENDER or sig.name.startswith("glDispatch")):
             effect = Effect((), (), draw=self._program.get(self._context.get(thread), 0))
+        self._append(effect, call)
+
+    def _append(self, effect: Effect | None, call: Call) -> None:
+        """A call's effect, at its position."""
         index = self._index.get(effect)
         if index is None:
             index = self._index[effect] = len(self._distinct)
@@ -229,13 +271,26 @@ class Liveness:
         revived: set[Key] = set()  # unused objects' keys read by calls kept
         drawn_with: set[object] = set()  # the programs of draws kept
         everything = False  # a call reading everything is kept
+        # glPopClientAttrib..glPushClientAttrib, from the pop back: (its context, the client
+        # array keys overwritten after the pop, those read since, whether a draw was kept)
+        scopes: list[tuple[object, set[Key], set[Key], list[bool]]] = []
 
         def gone(key: Key) -> bool:
             if key in overwritten:
                 return True
+            if scopes and _client_array(key, scopes[-1][0]):  # undone by the pop
+                _, _, read, drew = scopes[-1]
+                return not drew[0] and key not in read
             if everything or key in revived or not self._unused(key):
                 return False
             return key[0] == "shader" or key[1] not in drawn_with
+
+        def keep(effect: Effect) -> None:
+            overwritten.update(effect.sets)
+            overwritten.difference_update(effect.reads)
+            revived.update(effect.reads)
+            if scopes:
+                scopes[-1][2].update(effect.reads)
 
         kept = 0  # calls kept so far, from the part backwards
         pops: dict[Key, list[tuple[int, int]]] = {}  # per stack: (position, kept then)
@@ -250,16 +305,25 @@ class Liveness:
                 everything = everything or effect is None
                 if effect is not None:
                     drawn_with.add(effect.draw)
+                for scope in scopes:
+                    scope[3][0] = True
                 kept += 1
                 continue
             if effect.stack is not None:
                 pending = pops.setdefault(effect.stack, [])
                 if not effect.push:  # kept unless its push is left out (see above)
                     pending.append((position, kept))
-                    overwritten.update(effect.sets)
-                    overwritten.difference_update(effect.reads)
-                    revived.update(effect.reads)
+                    if effect.scope is not None:
+                        after = {k for k in overwritten if _client_array(k, effect.scope)}
+                        scopes.append((effect.scope, after, set(), [False]))
+                    keep(effect)
                     continue
+                if effect.scope is not None and scopes:  # what was set before it lives on
+                    ctx, after, _, _ = scopes.pop()
+                    overwritten.difference_update(
+                        {k for k in overwritten if _client_array(k, ctx)} - after
+                    )
+                    overwritten.update(after)
                 if pending:
                     pop, then = pending.pop()
                     if then == kept:  # nothing kept between the two
@@ -269,11 +333,10 @@ class Liveness:
                     kept += 1  # (the pop)
             elif effect.sets and all(gone(key) for key in effect.sets):
                 yield position
+                yield from range(position + 1, self._list_ends.get(position, position) + 1)
                 continue
             kept += 1
-            overwritten.update(effect.sets)
-            overwritten.difference_update(effect.reads)
-            revived.update(effect.reads)
+            keep(effect)
 
     def _rule(self, name: str, args: tuple[str, ...]) -> Rule | None:
         """How to find a function's effect; None: it reads everything."""
@@ -362,6 +425,43 @@ class Liveness:
         vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
         reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
         return Effect((("client pointer", ctx, vao, _SUFFIX.sub("", name), unit),), reads)
+
+    def _viewport(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """A setting, but one that reaches past every viewport before it is kept (see
+        above)."""
+        x, y, width, height = (_int(arg(i)) for i in range(4))
+        reach = self._extent.get(ctx, (0, 0))
+        if x + width <= reach[0] and y + height <= reach[1]:
+            return Effect((("glViewport", ctx),), ())
+        self._extent[ctx] = (max(x + width, reach[0]), max(y + height, reach[1]))
+        return Effect((), ())
+
+    def _client_attrib(
+        self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]
+    ) -> Effect | None:
+        """glPushClientAttrib, glPopClientAttrib: of the client arrays alone, a pair (see
+        above); of more, a call that reads everything."""
+        masks = self._client_masks.setdefault(ctx, [])
+        push = name.startswith("glPush")
+        if push:
+            masks.append(_int(arg(0)))
+        mask = masks[-1] if masks else 0
+        if not push and masks:
+            masks.pop()
+        if mask != GL_CLIENT_VERTEX_ARRAY_BIT:
+            return None
+        return Effect((), (), ("client attrib", ctx), push, scope=ctx)
+
+    def _interleaved(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
+        """glInterleavedArrays: points and enables or disables the six client arrays."""
+        vao, unit = self._vao.get(ctx, 0), self._client_unit.get(ctx, 0)
+        sets: tuple[Key, ...] = ()
+        for pointer, cap in _INTERLEAVED.items():
+            on = unit if cap == GL_TEXTURE_COORD_ARRAY else -1
+            sets += (("client pointer", ctx, vao, pointer, unit),)
+            sets += (("client state", ctx, vao, cap, on),)
+        reads = (("buffer", ctx, GL_ARRAY_BUFFER), ("vertex array", ctx), ("client unit", ctx))
+        return Effect(sets, reads)
 
     def _client_state(self, ctx: object, arg: Arg, name: str, args: tuple[str, ...]) -> Effect:
         vao = self._vao.get(ctx, 0)
@@ -461,6 +561,13 @@ class Liveness:
         owner = (texture, arg(0)) if texture else (ctx, unit, arg(0))  # (a default texture's)
         reads = (("texture", ctx, unit, arg(0)), ("unit", ctx))
         return Effect((("parameter", *owner, arg(1)),), reads)
+
+
+def _client_array(key: Key, ctx: object) -> bool:
+    """Whether glPopClientAttrib(GL_CLIENT_VERTEX_ARRAY_BIT) in `ctx` restores `key`."""
+    return key[1] == ctx and (
+        key[0] in _CLIENT_ARRAYS or (key[0] == "buffer" and key[2] == GL_ARRAY_BUFFER)
+    )
 
 
 def _int(value: object) -> int:

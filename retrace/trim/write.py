@@ -1,7 +1,9 @@
-"""Writing a trimmed trace: the calls a `SetupFilter` keeps before the part, then the part.
+"""Writing a trimmed trace: the calls its guess keeps before the part, then the part.
 
-At the levels that cut, the settings set again before anything reads them are left
-out too (`state.Liveness`).
+The guess (`choose`) keeps what a `SetupFilter` keeps, less the uploads no frame
+of the part can see (`data.Uploads`) and the settings set again before
+anything reads them (`state.Liveness`); it notes why each call it leaves out was
+left out, for `widen.py` to add back what the frames turn out to need.
 
 Calls are copied from the scanner's records (`TraceWriter.copy_call`), in the
 order they are delivered, with the original's header, properties, thread ids and
@@ -18,9 +20,14 @@ from retrace.trace.model import NodeLists, Tag
 from retrace.trace.reader import TraceReader
 from retrace.trace.writer import SnappyFile, TraceWriter
 from retrace.trim.data import Cuts, Unseen, Uploads, byte_kind
-from retrace.trim.keep import CUT_LEVELS, OFFSCREEN, Call, SetupFilter
+from retrace.trim.keep import Call, SetupFilter
 from retrace.trim.outline import Part
 from retrace.trim.state import Liveness
+
+# why the guess left a call before the part out (`Guess.why`; 0: kept)
+FILTERED, CUT, DEAD = 1, 2, 3  # it only draws (`keep.py`), an upload (`data.py`), `state.py`
+# `Guess.kept` by position: left out, kept (an upload perhaps with null data), kept whole
+LEFT_OUT, KEPT, WHOLE = 0, 1, 2
 
 
 class Written(NamedTuple):
@@ -32,21 +39,39 @@ class Written(NamedTuple):
     checks: list[int]  # the call numbers in it of the part's checks, in order
     size: int  # bytes of the file
     stream_bytes: dict[str, Any]  # decompressed bytes: where they went
-    reads_earlier_draws: bool  # the part reads what draws left out of it drew (`data.Unseen`)
 
 
-def write_trim(path: str, part: Part, level: int, out: str, cuts: Cuts | None = None) -> Written:
-    """Write `out`: the calls before `part` that `level` keeps, less the uploads no frame
-    of the part can see (`data.Uploads`, at the levels that cut; or `cuts` where given:
-    uploads to drop, or to keep with null data), then the part whole. A first level whose
-    part draws with what the draws it leaves out drew (`data.Unseen`) is not written."""
-    kept, enums, unseen = _choose(path, part, level, cuts)
-    if level < OFFSCREEN and unseen.reads_earlier_draws:  # it cannot be right: not written
-        return Written(0, 0, 0, [], 0, {}, True)
-    cuts = unseen.cuts
+class Guess(NamedTuple):
+    """A trim's first guess at what its part needs: what it keeps and leaves out."""
+
+    kept: bytearray  # by position up to the part's end: LEFT_OUT, KEPT
+    why: bytearray  # by position before the part: why it was left out (FILTERED, CUT, DEAD)
+    enums: dict[int, set[int]]  # per enum signature, the values the calls kept use
+    unseen: Unseen
+    offscreen: bool  # it keeps the offscreen draws before the part (`keep.SetupFilter`)
+
+
+def guess(path: str, part: Part, cuts: Cuts | None = None) -> Guess:
+    """The smallest setup the analysis takes to be enough: with no draw before the part,
+    unless the part draws with what offscreen draws before it drew (`data.Unseen`)."""
+    first = choose(path, part, False, cuts)
+    return choose(path, part, True, cuts) if first.unseen.reads_earlier_draws else first
+
+
+def write_trim(path: str, part: Part, out: str, cuts: Cuts | None = None) -> Written:
+    """Write `out` as `guess` chooses (with `cuts`: those uploads dropped, or kept with
+    null data, in place of `data.Uploads`' choice)."""
+    return write(path, part, guess(path, part, cuts), out)
+
+
+def write(path: str, part: Part, chosen: Guess, out: str, kept: bytearray | None = None) -> Written:
+    """Write `out`: the calls `kept` marks (by default the guess'), uploads marked KEPT
+    with the null data the guess gave them, then the part whole."""
+    kept = chosen.kept if kept is None else kept
+    cuts = chosen.unseen.cuts
     reader = TraceReader(path)
     writer = TraceWriter(reader.version, reader.properties, reader.semantic_version)
-    writer.enum_values = enums
+    writer.enum_values = chosen.enums
     frame_ends = set(part.frame_ends)
     checks = {p for p, _ in part.checks}
     found: list[int] = []
@@ -62,9 +87,11 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: Cuts | None = 
         for batch in reader.batches():
             values = NodeLists(batch)
             for i in range(min(len(batch), part.end + 1 - position)):
-                if kept[position + i]:
+                mark = kept[position + i]
+                if mark:
+                    blank = cuts.blank(position + i) if mark == KEPT else None
                     before = writer.tell()
-                    number = writer.copy_call(batch, values, i, sigs, cuts.blank(position + i))
+                    number = writer.copy_call(batch, values, i, sigs, blank)
                     size = writer.tell() - before
                     sid = batch.call(i)[2]
                     kind = kinds.get(sid) or kinds.setdefault(sid, byte_kind(sigs.functions[sid]))
@@ -92,22 +119,20 @@ def write_trim(path: str, part: Part, level: int, out: str, cuts: Cuts | None = 
         "functions": dict(per_function.most_common(8)),
     }
     size = os.path.getsize(out)
-    early = unseen.reads_earlier_draws
-    return Written(writer.calls, setup_calls, frames, found, size, stream_bytes, early)
+    return Written(writer.calls, setup_calls, frames, found, size, stream_bytes)
 
 
-def _choose(
-    path: str, part: Part, level: int, cuts: Cuts | None
-) -> tuple[bytearray, dict[int, set[int]], Unseen]:
-    """One pass over the trace up to the part's end: which calls the trim keeps (1 by
-    position), per enum signature the values they use (the trim defines each enum with
-    those alone: GLenum lists some 4,000 names, 100 kB in every trace), and the uploads
-    cut (`data.Unseen`)."""
+def choose(path: str, part: Part, offscreen: bool, cuts: Cuts | None = None) -> Guess:
+    """One pass over the trace up to the part's end: which calls the guess keeps and why
+    it leaves the others out, per enum signature the values the calls kept use (the trim
+    defines each enum with those alone: GLenum lists some 4,000 names, 100 kB in every
+    trace), and the uploads cut (`data.Unseen`; with `cuts`, those)."""
     reader = TraceReader(path)
-    keep = SetupFilter(level, part.start, part.frame_ends)
-    uploads = Uploads(part, level) if cuts is None and level < CUT_LEVELS else None
-    live = Liveness() if level < CUT_LEVELS else None
+    keep = SetupFilter(offscreen, part.start, part.frame_ends)
+    uploads = Uploads(part, offscreen) if cuts is None else None
+    live = Liveness()
     kept = bytearray(part.end + 1)
+    why = bytearray(part.start)
     enums: dict[int, set[int]] = defaultdict(set)
     position = 0
     sigs = reader.signatures
@@ -120,12 +145,12 @@ def _choose(
                 uploads.step(call)
             if position + i < part.start:
                 if not keep.keep(call):
+                    why[position + i] = FILTERED
                     continue
-                if live is not None:
-                    live.add(call)
-            elif live is not None:
+                live.add(call)
+            else:
                 live.part(call)
-            kept[position + i] = 1
+            kept[position + i] = KEPT
             start, count = record[5], record[6]
             for j in range(start, start + count):
                 if tags[j] == Tag.ENUM:
@@ -133,9 +158,9 @@ def _choose(
         position += len(batch)
         if position > part.end:
             break
-    unseen = uploads.finish() if uploads is not None else Unseen(cuts or Cuts(0), False)
+    unseen = uploads.finish() if uploads is not None else Unseen(cuts or Cuts(0), False, {})
     for p in unseen.cuts.dropped():
-        kept[p] = 0
-    for p in live.dead() if live is not None else ():
-        kept[p] = 0
-    return kept, enums, unseen
+        kept[p], why[p] = LEFT_OUT, CUT
+    for p in live.dead():
+        kept[p], why[p] = LEFT_OUT, DEAD
+    return Guess(kept, why, enums, unseen, offscreen)

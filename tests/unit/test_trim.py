@@ -12,6 +12,7 @@ from tracegen import TraceWriter, glx_context
 from retrace.gl.registry import load_registry
 from retrace.trim.outline import outline
 from retrace.trim.verify import Shot, differs
+from retrace.trim.widen import search
 from retrace.trim.write import write_trim
 
 TRACES = Path(__file__).parents[2] / "traces"
@@ -106,10 +107,24 @@ def test_the_analysis_keeps_no_python_object_per_call(tmp_path):
     part = outline(str(trace), frames - 1, frames - 1, None)
     tracemalloc.start()
     try:
-        late = write_trim(str(trace), part, 0, out)
+        late = write_trim(str(trace), part, out)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 20_000_000, f"peak {peak} bytes"
-    early = write_trim(str(trace), outline(str(trace), 1, 1, None), 0, out)
+    early = write_trim(str(trace), outline(str(trace), 1, 1, None), out)
     assert late.setup_calls == early.setup_calls < 20
+
+
+def test_the_search_finds_the_groups_needed_and_no_more():
+    """Groups 2 and 7 of 10 make the trim right: the search finds those two, in a few
+    replays each; where no groups are enough it says so."""
+    asked: list[list[int]] = []
+
+    def right(groups: list[int]) -> bool:
+        asked.append(groups)
+        return {2, 7} <= set(groups)
+
+    assert search(right, 10) == [2, 7]
+    assert len(asked) <= 2 * (4 + 1) and len(set(map(tuple, asked))) == len(asked)
+    assert search(lambda groups: False, 10) is None

@@ -24,17 +24,8 @@ install_debs apitrace xvfb glmark2-x11 neverball gtk-4-examples
 WORK=/tmp/retrace-record-long
 program_environment "$WORK"
 
-# rec NAME SECONDS CMD...: trace CMD, stopped with SIGINT after SECONDS if still running
-rec() {
-    local name=$1 secs=$2
-    shift 2
-    log "tracing $name: $*"
-    rm -f "$LONG/$name.trace"
-    timeout -s INT "$secs" apitrace trace --api gl -o "$LONG/$name.trace" "$@" \
-        >"$WORK/$name.log" 2>&1 || true
-    [[ -s $LONG/$name.trace ]] || die "$name: no trace written: $(tail -n 5 "$WORK/$name.log")"
-    log "$name.trace: $(stat -c %s "$LONG/$name.trace") bytes"
-}
+# rec NAME SECONDS CMD...: trace CMD into $LONG, stopped with SIGINT after SECONDS if still running
+rec() { rec_into "$LONG" "$@"; }
 
 rec glmark2-scenes 45 glmark2 -s 320x240 -b build:duration=6 -b texture:duration=6 \
     -b shading:duration=6 -b bump:duration=6 -b effect2d:duration=6 -b jellyfish:duration=6
