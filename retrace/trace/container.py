@@ -30,7 +30,7 @@ ZSTD_SEEKABLE_MAGIC = b"\xb1\xea\x92\x8f"  # last 4 bytes of a seekable zstd fil
 def load_libraries() -> None:
     """Load the shared libraries a replay's reading uses, the decompressors of the common
     containers (apitrace writes snappy) and the read-ahead's queue, before the display
-    opens in a thread of its own (`headless.open_ahead`): that thread holds the dynamic
+    opens in a thread of its own (`driver_process.open_ahead`): that thread holds the dynamic
     loader's lock while the driver loads, and an extension module imported meanwhile
     waits for it (15-35 ms measured) instead of importing alongside. This module imports
     little, so the display starts opening sooner; tests/unit/test_startup.py checks that
