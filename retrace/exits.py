@@ -104,12 +104,16 @@ def run_reporting(run: Callable[[], object]) -> None:
         if os.environ.get(DEBUG):
             raise
         _flush_stdout()
-        click.echo(
-            f"retrace: internal error: {type(e).__name__}: {e} (a bug in retrace, please "
-            f"report it; {DEBUG}=1 shows where)",
-            err=True,
-        )
+        click.echo(f"retrace: {internal_error(e)}", err=True)
         sys.exit(INTERNAL_ERROR)
+
+
+def internal_error(e: Exception) -> str:
+    """What a bug in retrace ends with, after "retrace: "."""
+    return (
+        f"internal error: {type(e).__name__}: {e} (a bug in retrace, please report it; "
+        f"{DEBUG}=1 shows where)"
+    )
 
 
 def os_error_message(e: OSError) -> str:

@@ -11,6 +11,7 @@ not end the options here: a path that starts with "-" needs a "./" before it.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -319,7 +320,7 @@ def compare_main(args: list[str]) -> int:
     goes wrong that is no build's fault exits `ABORT`, so that it stops a `git bisect run`."""
     from retrace.compare.alternate import ABORT, Mistake, RunFailed
     from retrace.errors import Interrupted, RetraceError
-    from retrace.exits import os_error_message
+    from retrace.exits import DEBUG, internal_error, os_error_message
 
     try:
         return _compare.main(args, prog_name="retrace compare", standalone_mode=False) or 0
@@ -332,6 +333,12 @@ def compare_main(args: list[str]) -> int:
         raise Mistake(exc.format_message()) from None
     except OSError as exc:  # (exit 1 otherwise: "bad")
         raise Mistake(os_error_message(exc)) from None
+    except Exception as exc:  # a bug in retrace is no build's fault either (70 reads "bad")
+        if os.environ.get(DEBUG):
+            raise
+        bug = Mistake(internal_error(exc))
+        bug.prefix = ""
+        raise bug from None
 
 
 @click.command(context_settings=_CONTEXT)

@@ -259,3 +259,24 @@ def test_a_warm_worker_that_cannot_start_fails_the_jobs_not_the_batch(tmp_path):
     done = retrace("batch", manifest, "--db", tmp_path / "m.duckdb", "--env",
                    "PYTHONHOME=/nonexistent")  # fmt: skip
     assert done.returncode == 1 and "1 jobs: 0 already done, ran 1 (1 failed)" in done.stdout
+
+
+def test_a_bug_in_compare_stops_a_bisection(monkeypatch):
+    """A bug in retrace is no build's fault: 128, not the 70 of other commands' bugs, which
+    `git bisect run` would read as "bad"; the one line names it a bug."""
+    from retrace.compare import alternate
+    from retrace.compare.command import compare_main
+    from retrace.errors import RetraceError
+    from retrace.exits import DEBUG
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.delenv(DEBUG, raising=False)
+    monkeypatch.setattr(alternate, "alternate", broken)
+    with pytest.raises(RetraceError) as raised:
+        compare_main([str(TRACES / "es2tri.trace")])
+    assert raised.value.exit_code == 128
+    assert f"{raised.value.prefix}{raised.value}".startswith(
+        "internal error: ZeroDivisionError: division by zero (a bug in retrace"
+    )
