@@ -44,7 +44,7 @@ class TracedContext:
         "program",
         "pipeline",
         "active_programs",
-        "frame_fences",
+        "frame_fence",
     )
 
     def __init__(
@@ -58,8 +58,8 @@ class TracedContext:
         self.program = 0  # the traced name of the program in use, for uniform locations
         self.pipeline = 0  # the traced program pipeline bound, used when no program is
         self.active_programs: dict[int, int] = {}  # pipeline -> glUniform*'s
-        # the fences of its frames in flight and the real contexts they belong to (throttling)
-        self.frame_fences: list[tuple[Context, int]] = []
+        # the fence of its last frame and the real context it belongs to (swap throttling)
+        self.frame_fence: tuple[Context, int] | None = None
 
 
 class AppQueries:

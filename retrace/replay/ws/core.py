@@ -102,7 +102,6 @@ def glretrace_format(wanted: dict[str, int]) -> PixelFormat:
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
 GL_TIMEOUT_IGNORED = (1 << 64) - 1  # glClientWaitSync: wait for as long as it takes
-FRAMES_IN_FLIGHT = 2  # frames a swap lets the GPU still be drawing (`WindowSystem._throttle`)
 
 
 class WindowSystem:
@@ -304,13 +303,10 @@ class WindowSystem:
 
     def _throttle(self, context: TracedContext) -> None:
         """What a window's swap does besides showing the frame: submit it, and wait while
-        more than `FRAMES_IN_FLIGHT` frames are still being drawn, as a window's swap
-        chain does. A pbuffer's swap does neither; without the flush llvmpipe queues frame
-        after frame without bound, and without the wait it keeps more frames' worth of
-        binned work (about 20 MB on glxgears) than a windowed replay. Waiting for the
-        frame before instead (one in flight) made every frame a round trip to the driver's
-        thread: 12-19% of a long trace's replay under Mesa's noop driver, with no memory
-        saved. Contexts without fences (OpenGL < 3.2, ES < 3.0) only flush."""
+        the previous one is still being drawn. A pbuffer's swap does neither; without
+        the flush llvmpipe queues frame after frame without bound, and without the wait
+        it keeps more frames' worth of binned work (about 20 MB on glxgears) than a
+        windowed replay. Contexts without fences (OpenGL < 3.2, ES < 3.0) only flush."""
         real = context.real
         if real is None or (
             (real.major, real.minor) < (3, 2) if real.api == "gl" else real.major < 3
@@ -319,14 +315,11 @@ class WindowSystem:
             return
         fence = self.gl.FenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         self.gl.Flush()
-        fences = context.frame_fences
-        if fence:
-            fences.append((real, fence))
-        while len(fences) > FRAMES_IN_FLIGHT:
-            owner, oldest = fences.pop(0)
-            if owner is real:  # (not of a replaced context)
-                self.gl.ClientWaitSync(oldest, 0, GL_TIMEOUT_IGNORED)
-                self.gl.DeleteSync(oldest)
+        previous = context.frame_fence
+        context.frame_fence = (real, fence) if fence else None
+        if previous is not None and previous[0] is real:  # (not of a replaced context)
+            self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
+            self.gl.DeleteSync(previous[1])
 
     def check_drawn(self, frame: int) -> None:
         """At the end of frame `frame`: count it in `undrawn` if the current desktop
