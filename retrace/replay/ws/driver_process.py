@@ -25,7 +25,7 @@ import os
 import threading
 
 from retrace.replay.ws.egl_api import EGL_LIBRARY
-from retrace.replay.ws.headless import PLATFORMS, EglDisplay
+from retrace.replay.ws.headless import EglDisplay
 
 __all__ = ["inherited_hint", "open_ahead", "open_display"]
 
@@ -41,7 +41,7 @@ class _OpeningDisplay(threading.Thread):
 
     def run(self) -> None:
         try:
-            self._display = EglDisplay.open(PLATFORMS)
+            self._display = EglDisplay.open()
         except BaseException as e:  # raised again in the thread that waits for it
             self._error = e
 

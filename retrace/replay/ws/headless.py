@@ -286,7 +286,7 @@ def _short_renderer(renderer: str) -> str:
     return renderer.split(" (", 1)[0].strip() or "unknown"
 
 
-PLATFORMS = ("device", "surfaceless", "default")  # those `EglDisplay.open` tries, in order
+_PLATFORMS = ("device", "surfaceless", "default")  # those `EglDisplay.open` tries, in order
 
 
 class EglDisplay:
@@ -348,8 +348,8 @@ class EglDisplay:
         what each platform said when none initialises, or libEGL is missing.
         """
         egl = load_egl()
-        order = tuple(platforms or PLATFORMS)
-        unknown = [p for p in order if p not in PLATFORMS]
+        order = tuple(platforms or _PLATFORMS)
+        unknown = [p for p in order if p not in _PLATFORMS]
         if unknown:
             raise EglError(f"unknown EGL platform {unknown[0]!r}")
         raw = egl.eglQueryString(None, EGL_EXTENSIONS)
