@@ -45,8 +45,8 @@ if ! python3 -c 'import cramjam, zstandard' 2>/dev/null; then
     python3 -m pip install cramjam zstandard
 fi
 
-PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep -m1 '/piglit/bin/fbo-blit$')")
-WRAPPERS=$(dirname "$(dpkg -L apitrace-tracers | grep -m1 '/glxtrace\.so$')")
+PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep '/piglit/bin/fbo-blit$' | sed -n 1p)")
+WRAPPERS=$(dirname "$(dpkg -L apitrace-tracers | grep '/glxtrace\.so$' | sed -n 1p)")
 [[ -x $PIGLIT_BIN/fbo-blit && -f $WRAPPERS/egltrace.so ]] \
     || die "piglit tests or apitrace wrappers not found"
 

@@ -51,9 +51,9 @@ DEBS=(apitrace apitrace-tracers xvfb mesa-utils ffmpeg mpv qml-qt6
       qml6-module-qtqml-workerscript qtdeclarative5-examples gtk-4-examples kitty love
       xscreensaver-gl xscreensaver-gl-extra neverball warzone2100 glmark2-x11 piglit python3)
 install_debs "${DEBS[@]}"
-PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep -m1 '/piglit/bin/occlusion_query$')")
+PIGLIT_BIN=$(dirname "$(dpkg -L piglit | grep '/piglit/bin/occlusion_query$' | sed -n 1p)")
 XSS=/usr/libexec/xscreensaver
-QT5_TEXTUREINTHREAD=$(dpkg -L qtdeclarative5-examples | grep -m1 '/textureinthread/textureinthread$')
+QT5_TEXTUREINTHREAD=$(dpkg -L qtdeclarative5-examples | grep '/textureinthread/textureinthread$' | sed -n 1p)
 [[ -x $PIGLIT_BIN/bufferstorage-persistent && -x $XSS/hypertorus && -x $XSS/flurry ]] \
     || die "piglit tests or xscreensaver hacks not found"
 
