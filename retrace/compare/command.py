@@ -2,7 +2,7 @@
 
 `retrace diff` takes its two sides as ``BASE... -- NEW...``. click reads ``--``
 as the end of the options and drops it, which would lose the split between the
-sides. So `retrace.cli` hands the arguments over unparsed, and `SidesCommand`
+sides. So `retrace.commands.forwarded` hands the arguments over unparsed, and `SidesCommand`
 turns ``--`` into a marker before click parses them. The marker is a NUL
 character, which no command-line argument can contain. ``--`` therefore does
 not end the options here: a path that starts with "-" needs a "./" before it.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
-from retrace.command_line import count_option, warm_option
+from retrace.commands.options import count_option, warm_option
 from retrace.compare.render import FORMATS
 from retrace.errors import UsageError
 

@@ -435,7 +435,7 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
     try:
         outputs.write(profile, store, job)
     except BrokenPipeError:
-        raise  # the reader went away: not an error (see cli.main)
+        raise  # the reader went away: not an error (see retrace.main.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured
         store.keep = True
         tables = f"the tables to {job.output or 'standard output'}"
