@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from retrace.commands.options import (
@@ -98,10 +100,11 @@ from retrace.commands.options import (
 @strict_option
 @cache_option
 @sandbox_option
-def replay(trace: str, **options) -> None:
+def replay(trace: str, double_buffer: bool, **options: Any) -> None:
     """Replay TRACE through the GL driver (headless EGL)."""
-    if options["single_buffer"] and options["double_buffer"]:
+    if options["single_buffer"] and double_buffer:  # (--db is the default: it only contradicts)
         raise click.UsageError("--sb and --db contradict each other: give one")
+    from retrace.replay.options import ReplayOptions
     from retrace.replay.run import run_replay
 
-    run_replay(trace, **options)
+    run_replay(trace, ReplayOptions(**options))
