@@ -5,10 +5,11 @@ standard library at import: the root command imports this at start-up."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -19,6 +20,22 @@ MAX_LOOPS = 1_000_000_000  # --loop: replays of the last frame (a negative N loo
 # A trace named on the command line: missing or a directory is a usage error (exit 2), as a
 # mistyped option is; a file that is no trace fails the work (exit 1).
 TRACE = click.Path(exists=True, dir_okay=False)
+
+
+def gathered(into: str, build: Callable[..., object], **fields: str) -> Callable[[F], F]:
+    """Hand the command one argument `into`, `build(field=value, ...)`, in place of the
+    options `fields` names (its keyword -> the option's name): a command takes a few
+    records, not a parameter per option. Put above the options, under `click.command`."""
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)  # (with click's list of the options)
+        def with_record(*args: Any, **given: Any) -> object:
+            given[into] = build(**{field: given.pop(name) for field, name in fields.items()})
+            return command(*args, **given)
+
+        return cast(F, with_record)
+
+    return decorate
 
 
 def count_option(

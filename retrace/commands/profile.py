@@ -15,18 +15,26 @@ from retrace.commands.options import (
     calls_option,
     count_option,
     frames_option,
+    gathered,
     loop_option,
     metrics_option,
     no_effect,
     sandbox_option,
     strict_option,
 )
+from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
 
 MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass (more can only be a typo)
 
 BENCHMARK = no_effect(
     "-b", "--benchmark", why="a profile ends with the Rendered line and checks no errors anyway"
 )
+
+
+def _run(output: str | None, store_dir: str | None, keep_store: bool, quiet: bool) -> ProfileRun:
+    """Where the run delivers: '-' is standard output, as everywhere; --quiet: no progress."""
+    output = None if output == "-" else output
+    return ProfileRun(output, store_dir, keep_store, None if quiet else sys.stderr)
 
 
 def _refuse_idle(*cases: tuple[bool, str]) -> None:
@@ -38,6 +46,33 @@ def _refuse_idle(*cases: tuple[bool, str]) -> None:
 
 
 @click.command()
+@gathered(
+    "options",
+    ProfileOptions.select,
+    per_frame="pframes",
+    per_call="pcalls",
+    per_drawcall="pdrawcalls",
+    frames="frames_spec",
+    calls="calls_spec",
+    loop="loop",
+    repeat="repeat",
+    warmup="warmup",
+    stats="stats",
+    strict="strict",
+)
+@gathered(
+    "legacy",
+    LegacyOptions,
+    cpu="pcpu",
+    gpu="pgpu",
+    pixels="ppd",
+    memory="pmem",
+    frame_times="pframe_times",
+    min_cpu_time="min_cpu_time",
+)
+@gathered(
+    "run", _run, output="output", store_dir="store_dir", keep_store="keep_store", quiet="quiet"
+)
 @click.argument("trace", type=TRACE, required=False)
 @metrics_option("--pframes", 'Metrics per frame: "backend: metric, [group, id]; ..."')
 @metrics_option("--pcalls", "Metrics per call.")
@@ -119,11 +154,10 @@ def _refuse_idle(*cases: tuple[bool, str]) -> None:
 @click.option(
     "--pframe-times", is_flag=True, help="Print rendering_finished <ns> after each frame."
 )
-@click.option(
+@count_option(
     "--min-cpu-time",
-    type=click.IntRange(0),
+    low=0,
     default=1000,
-    show_default=True,
     metavar="NS",
     help="With --pcpu: leave out calls faster than NS ns.",
 )
@@ -134,60 +168,25 @@ def _refuse_idle(*cases: tuple[bool, str]) -> None:
 @sandbox_option
 def profile(
     trace: str | None,
-    pframes: str | None,
-    pcalls: str | None,
-    pdrawcalls: str | None,
+    options: ProfileOptions,
+    legacy: LegacyOptions,
+    run: ProfileRun,
     list_metrics: bool,
     gen_passes: bool,
     as_json: bool,
-    output: str | None,
+    verbose: bool,
     fmt: str,
     metadata: str | None,
     perfetto: str | None,
-    store_dir: str | None,
-    keep_store: bool,
-    verbose: bool,
-    quiet: bool,
-    pcpu: bool,
-    pgpu: bool,
-    ppd: bool,
-    pmem: bool,
-    pframe_times: bool,
-    min_cpu_time: int,
-    frames_spec: str | None,
-    calls_spec: str | None,
-    loop: int | None,
-    repeat: int,
-    warmup: int,
-    stats: bool,
-    strict: bool,
     resume: str | None,
 ) -> None:
     """Profile TRACE: replay it once per pass and print glretrace's TSV tables
     (or, with --pcpu/--pgpu/--ppd/--pmem, its legacy per-call lines)."""
     from retrace.profile import commands, outputs
     from retrace.profile.checks import check_options, check_writable
-    from retrace.profile.options import ProfileOptions
 
-    if output == "-":  # as everywhere: '-' is standard output
-        output = None
-    options = ProfileOptions.select(
-        pframes,
-        pcalls,
-        pdrawcalls,
-        frames=frames_spec,
-        calls=calls_spec,
-        loop=loop,
-        repeat=repeat,
-        warmup=warmup,
-        stats=stats,
-        strict=strict,
-    )
-    selections = options.selections
-    legacy = pcpu or pgpu or ppd or pmem or pframe_times
-    progress = None if quiet else sys.stderr
+    ctx = click.get_current_context()
     if resume is not None:
-        ctx = click.get_current_context()
         given = [
             f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
             for p in ctx.command.params
@@ -198,7 +197,7 @@ def profile(
             raise click.UsageError(
                 f"--resume takes the trace and options from the store: drop {', '.join(given)}"
             )
-        commands.resume_profile(resume, output, keep_store, progress)
+        commands.resume_profile(resume, run)
         return
     if trace is None:
         raise click.UsageError("missing argument 'TRACE'")
@@ -210,40 +209,29 @@ def profile(
         commands.list_metrics(trace, as_json)
     elif gen_passes:
         commands.gen_passes(trace, options, verbose)
-    elif legacy:
-        parts = frames_spec or calls_spec or loop is not None
-        if selections or fmt != "tsv" or metadata or perfetto or parts:
+    elif legacy.chosen:
+        raw = ctx.params  # (as given: --frames 0- and --loop=0 are parts too)
+        parts = raw["frames_spec"] or raw["calls_spec"] or raw["loop"] is not None
+        if options.selections or fmt != "tsv" or metadata or perfetto or parts:
             raise click.UsageError(
                 "--pcpu/--pgpu/--ppd/--pmem/--pframe-times cannot be combined with "
                 "--pframes/--pcalls/--pdrawcalls, --format, --metadata, --perfetto, --frames, "
                 "--calls or --loop"
             )
-        check_writable(output)
-        commands.run_legacy_profile(
-            trace,
-            output,
-            store_dir=store_dir,
-            keep_store=keep_store,
-            progress=progress,
-            cpu=pcpu,
-            gpu=pgpu,
-            pixels=ppd,
-            memory=pmem,
-            frame_times=pframe_times,
-            min_cpu_time=min_cpu_time,
-            strict=strict,
-        )
+        check_writable(run.output)
+        commands.run_legacy_profile(trace, legacy, run, options.strict)
     else:
         if perfetto:
             from dataclasses import replace
 
-            options = replace(options, selections=outputs.timeline_selection(dict(selections)))
+            selections = outputs.timeline_selection(dict(options.selections))
+            options = replace(options, selections=selections)
         if not options.selections:
             raise click.UsageError(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "
                 "(or the legacy --pcpu, --pgpu, --ppd, --pmem)"
             )
         chosen = outputs.Outputs.chosen(fmt, metadata, perfetto)
-        check_writable(output, metadata, perfetto)
+        check_writable(run.output, metadata, perfetto)
         check_options(options)  # (--frames and --calls: `commands.check_part_meanwhile`)
-        commands.run_profile(trace, options, output, store_dir, keep_store, progress, chosen)
+        commands.run_profile(trace, options, run, chosen)

@@ -11,6 +11,7 @@ from retrace.commands.options import (
     TRACE,
     cache_option,
     calls_option,
+    count_option,
     frames_option,
     loop_option,
     no_effect,
@@ -89,12 +90,10 @@ from retrace.commands.options import (
     show_default=True,
     help="The program's own query readbacks: leave out, run, or run and compare with the trace.",
 )
-@click.option(
+@count_option(
     "--query-tolerance",
-    type=click.IntRange(0),
+    low=0,
     default=0,
-    show_default=True,
-    metavar="N",
     help="With --query-handling check: how far a result may be from the trace's.",
 )
 @strict_option

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from retrace.commands.options import TRACE, calls_option, frames_option
+from retrace.commands.options import TRACE, calls_option, count_option, frames_option
 
 
 @click.command()
@@ -26,12 +26,11 @@ from retrace.commands.options import TRACE, calls_option, frames_option
     show_default=True,
     help="Replay the trim and the original, compare their frames, add back what they need.",
 )
-@click.option(
+@count_option(
     "--tolerance",
-    type=click.IntRange(0, 255),
+    low=0,
+    high=255,
     default=0,
-    show_default=True,
-    metavar="N",
     help="Frames are equal when no channel of any pixel differs by more than N (0: by MD5).",
 )
 def trim(**options: Any) -> None:
