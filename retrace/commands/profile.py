@@ -1,10 +1,11 @@
 """`retrace profile`: glretrace's profiling options (`--pframes/--pcalls/--pdrawcalls`, the
 legacy `--pcpu/--pgpu/--ppd/--pmem`), `--list-metrics`, `--gen-passes` and `--resume`;
-the jobs themselves are `retrace.profile.commands`'."""
+the jobs themselves are in `retrace.profile.commands`."""
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,7 +23,9 @@ from retrace.commands.options import (
     sandbox_option,
     strict_option,
 )
-from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
+
+if TYPE_CHECKING:
+    from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
 
 MAX_RUNS = 10_000  # --repeat, --warmup: replays of every pass (more can only be a typo)
 
@@ -31,8 +34,26 @@ BENCHMARK = no_effect(
 )
 
 
+# The records the command takes, built when it runs: glretrace's form of a replay imports
+# this module (for the names of the options) and needs none of retrace.profile.
+
+
+def _options(**given: Any) -> ProfileOptions:
+    from retrace.profile.options import ProfileOptions
+
+    return ProfileOptions.select(**given)
+
+
+def _legacy(**given: Any) -> LegacyOptions:
+    from retrace.profile.options import LegacyOptions
+
+    return LegacyOptions(**given)
+
+
 def _run(output: str | None, store_dir: str | None, keep_store: bool, quiet: bool) -> ProfileRun:
     """Where the run delivers: '-' is standard output, as everywhere; --quiet: no progress."""
+    from retrace.profile.options import ProfileRun
+
     output = None if output == "-" else output
     return ProfileRun(output, store_dir, keep_store, None if quiet else sys.stderr)
 
@@ -48,7 +69,7 @@ def _refuse_idle(*cases: tuple[bool, str]) -> None:
 @click.command()
 @gathered(
     "options",
-    ProfileOptions.select,
+    _options,
     per_frame="pframes",
     per_call="pcalls",
     per_drawcall="pdrawcalls",
@@ -62,7 +83,7 @@ def _refuse_idle(*cases: tuple[bool, str]) -> None:
 )
 @gathered(
     "legacy",
-    LegacyOptions,
+    _legacy,
     cpu="pcpu",
     gpu="pgpu",
     pixels="ppd",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from retrace.errors import UsageError
 from retrace.trace.callset import CallSet, frame_range
@@ -108,10 +108,11 @@ class ProfileOptions:
         )
 
 
-@dataclass(frozen=True)
-class LegacyOptions:
+class LegacyOptions(NamedTuple):
     """glretrace's legacy profiler (`retrace.profile.legacy`): what its per-call lines
-    measure (--pcpu, --pgpu, --ppd, --pmem), --pframe-times, and --min-cpu-time."""
+    measure (--pcpu, --pgpu, --ppd, --pmem), --pframe-times, and --min-cpu-time. (This and
+    `ProfileRun` are NamedTuples, as `ReplayOptions` is: a dataclass costs a millisecond
+    or more to define, in the command's start-up.)"""
 
     cpu: bool = False
     gpu: bool = False
@@ -126,8 +127,7 @@ class LegacyOptions:
         return self.cpu or self.gpu or self.pixels or self.memory or self.frame_times
 
 
-@dataclass(frozen=True)
-class ProfileRun:
+class ProfileRun(NamedTuple):
     """Where a profile run delivers, whatever it measures: the tables (`output`, None:
     standard output), the result store (made in `store_dir`, None: a temporary folder;
     kept after the run with `keep_store`), the progress lines (`progress`, None: none)."""

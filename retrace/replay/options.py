@@ -5,12 +5,14 @@ profiler."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReplayOptions:
-    """The options of `retrace replay` (the command line's defaults are its)."""
+class ReplayOptions(NamedTuple):
+    """The options of `retrace replay` (the command line's defaults are its). A NamedTuple,
+    not a frozen dataclass: the command builds it before the replaying child forks, where
+    importing dataclasses and generating its methods would cost 2-3 ms of start-up (the
+    child imports dataclasses later, while the driver loads on another core)."""
 
     benchmark: bool  # -b: print glretrace's `Rendered ...` line
     snapshot_prefix: str | None  # -s: PNGs named PREFIX<call>.png; '-': to standard output
