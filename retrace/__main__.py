@@ -1,5 +1,5 @@
-"""`python -m retrace` runs the command-line interface."""
+"""`python -m retrace` runs the `retrace` program."""
 
-from retrace.launch import command_line
+from retrace.main import command_line
 
 command_line()

@@ -1,6 +1,6 @@
 """How a command ends: retrace's own errors as one stderr line and an exit status.
 
-Shared by the command line (`retrace.cli.main`) and the replay child that runs a
+Shared by the command line (`retrace.main.main`) and the replay child that runs a
 command's work (`retrace.replay.contain`), which must end exactly as the command would.
 """
 

@@ -30,10 +30,11 @@ from typing import Any
 
 def warm_up() -> None:
     """Import what a profile and a replay import, and load what they load but the driver."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `retrace.cli.main` does
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `retrace.main.main` does
     import numpy  # noqa: F401  (the tables')
 
-    import retrace.cli  # noqa: F401
+    import retrace.commands.profile  # noqa: F401  (the commands runs are: glretrace's forms)
+    import retrace.commands.replay  # noqa: F401
     import retrace.profile.commands  # noqa: F401
     import retrace.profile.driver  # noqa: F401
     import retrace.writer.arrays  # noqa: F401
@@ -68,7 +69,7 @@ def _run(request: dict[str, Any], channels: tuple[int, int]) -> int:
             os.dup2(opened, fd)
             os.close(opened)
         sys.argv = ["retrace", *request["argv"]]
-        from retrace.cli import main
+        from retrace.main import main
 
         try:
             main()

@@ -10,7 +10,7 @@ The damaged stream is wrapped again in a valid container, so the damage
 reaches the parser and the replay instead of stopping at a checksum. Two more
 kinds damage the container itself and cut the file short.
 
-The harness runs `retrace.cli.main` in a worker process, one case after
+The harness runs `retrace.main.main` in a worker process, one case after
 another (a new interpreter per case would cost ten times the case), and
 watches it from outside: a case that does not answer within the timeout is a
 hang, a worker that dies is a crash, attributed with gdb to the GL driver or
@@ -530,8 +530,8 @@ class Harness:
 
 
 def _worker() -> None:
-    """Run `retrace.cli.main` for each argv read from stdin; answer one JSON line each."""
-    from retrace import cli
+    """Run `retrace.main.main` for each argv read from stdin; answer one JSON line each."""
+    from retrace.main import main
 
     answers = os.fdopen(os.dup(1), "w")
     for line in sys.stdin:
@@ -539,7 +539,7 @@ def _worker() -> None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (closed below)
         sys.stderr = err = io.StringIO()
         try:
-            cli.main()
+            main()
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

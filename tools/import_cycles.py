@@ -89,7 +89,7 @@ def import_graph(found: dict[str, Path]) -> Edges:
 
 
 def package_of(module: str) -> str:
-    """retrace.replay.ws.core -> retrace.replay; retrace.cli -> retrace.cli."""
+    """retrace.replay.ws.core -> retrace.replay; retrace.main -> retrace.main."""
     parts = module.split(".")
     return ".".join(parts[:2]) if len(parts) > 1 else module
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from retrace.command_line import count_option, refuse_misspelt_command, warm_option
+from retrace.commands.options import count_option, refuse_misspelt_command, warm_option
 from retrace.errors import Interrupted, UsageError
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}

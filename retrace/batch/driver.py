@@ -121,6 +121,6 @@ def _probe() -> None:
 
 
 if __name__ == "__main__":
-    from retrace.cli import main
+    from retrace.main import main
 
     main(_probe)

@@ -2,7 +2,7 @@
 
 `retrace diff` takes its two sides as ``BASE... -- NEW...``. click reads ``--``
 as the end of the options and drops it, which would lose the split between the
-sides. So `retrace.cli` hands the arguments over unparsed, and `SidesCommand`
+sides. So `retrace.commands.forwarded` hands the arguments over unparsed, and `SidesCommand`
 turns ``--`` into a marker before click parses them. The marker is a NUL
 character, which no command-line argument can contain. ``--`` therefore does
 not end the options here: a path that starts with "-" needs a "./" before it.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
-from retrace.command_line import count_option, warm_option
+from retrace.commands.options import count_option, metrics_option, warm_option
 from retrace.compare.render import FORMATS
 from retrace.errors import UsageError
 
@@ -214,14 +214,13 @@ def _side_options(function: Callable[..., int]) -> Callable[..., int]:
 @click.command(context_settings=_CONTEXT)
 @click.argument("trace")
 @_side_options
-@click.option(
+@metrics_option(
     "--pframes",
-    metavar="SPEC",
-    help="Per-frame metrics, as for profiling (default: CPU and GPU Duration); "
+    "Per-frame metrics, as for profiling (default: CPU and GPU Duration); "
     '"opengl: GPU Busy" compares the GPU\'s work without its waits for the replayer.',
 )
-@click.option("--pcalls", metavar="SPEC", help="Per-call metrics, as for profiling.")
-@click.option("--pdrawcalls", metavar="SPEC", help="Per-draw-call metrics, as for profiling.")
+@metrics_option("--pcalls", "Per-call metrics, as for profiling.")
+@metrics_option("--pdrawcalls", "Per-draw-call metrics, as for profiling.")
 @count_option("--warmup", low=0, default=1, help="Runs of each side first, thrown away.")
 @count_option(
     "--min-runs", low=4, default=5, help="Runs per side before stopping early (4: a test at 0.05)."

@@ -20,7 +20,7 @@ from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.checks import check_part_ahead
-from retrace.profile.options import ProfileOptions
+from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
 
@@ -172,24 +172,23 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
         profiler.close()
 
 
-def run_legacy_profile(
-    trace: str, output: str | None, store_dir: str | None, keep_store: bool, **options
-) -> None:
+def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, strict: bool) -> None:
     """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`), measured
     in a child into a store made here, so that a driver crash does not leave it behind."""
     from retrace.profile.legacy import run_legacy
 
-    made = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    made = Store(os.path.abspath(run.store_dir) if run.store_dir else None, keep=True)
     made.close()
+    output = run.output
 
     def body() -> None:
         with ExitStack() as stack:  # closes (removes unless kept) the store even on errors
-            store = stack.enter_context(Store.load(made.path, keep=keep_store))
+            store = stack.enter_context(Store.load(made.path, keep=run.keep_store))
             out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
-            run_legacy(trace, out=out, store=store, **options)
+            run_legacy(trace, legacy, out=out, progress=run.progress, strict=strict, store=store)
 
     ending = contain.supervise(body, writes=[made.path, *([output] if output else [])])
-    if ending.signal and not keep_store:  # else the child removed or kept it, and said so
+    if ending.signal and not run.keep_store:  # else the child removed or kept it, and said so
         shutil.rmtree(made.path, ignore_errors=True)
     with contextlib.suppress(OSError):  # emptied by a --sandbox child, which cannot remove it
         os.rmdir(made.path)
@@ -199,10 +198,7 @@ def run_legacy_profile(
 def run_profile(
     trace: str,
     options: ProfileOptions,
-    output: str | None,
-    store_dir: str | None,
-    keep_store: bool,
-    progress: IO[str] | None,
+    run: ProfileRun,
     chosen_outputs: outputs.Outputs | None = None,
 ) -> None:
     """Profile in a child process, then write the tables here (see `_measure_and_write`).
@@ -210,29 +206,27 @@ def run_profile(
     The store is made here and kept until the tables are written, with the job in its
     manifest, so that even a SIGKILL of everything leaves a run `resume_profile` finishes.
     """
-    job = Job.start(trace, options, output)
+    job = Job.start(trace, options, run.output)
     check_part_meanwhile(job.trace, options)
-    store = Store(os.path.abspath(store_dir) if store_dir else None, keep=True)
+    store = Store(os.path.abspath(run.store_dir) if run.store_dir else None, keep=True)
     store.meta["job"] = job.to_json()
     chosen = chosen_outputs or outputs.Outputs.chosen("tsv", None, None)
     outputs.save(store, chosen)
     store.close()  # writes the manifest: resumable from here on
-    _measure_and_write(job, chosen, store.path, keep_store, progress)
+    _measure_and_write(job, chosen, store.path, run.keep_store, run.progress)
 
 
-def resume_profile(
-    path: str, output: str | None, keep_store: bool, progress: IO[str] | None
-) -> None:
+def resume_profile(path: str, run: ProfileRun) -> None:
     """Finish the profile kept in the store at `path`: measure the runs its checkpoint
-    lacks, then write the tables (to `output`, else where the run was to write them)."""
+    lacks, then write the tables (to `run.output`, else where the run was to write them)."""
     store = Store.load(path)
     job = Job.from_json(store.meta.get("job"), path)
     chosen = outputs.of(store)
     store.close(flush=False)
     job.check_trace(path)
-    if output:
-        job = replace(job, output=os.path.abspath(output))
-    _measure_and_write(job, chosen, path, keep_store, progress, resumed=True)
+    if run.output:
+        job = replace(job, output=os.path.abspath(run.output))
+    _measure_and_write(job, chosen, path, run.keep_store, run.progress, resumed=True)
 
 
 def _measure_and_write(
@@ -435,7 +429,7 @@ def _write_tables(profile: Profile, store: Store, job: Job) -> None:
     try:
         outputs.write(profile, store, job)
     except BrokenPipeError:
-        raise  # the reader went away: not an error (see cli.main)
+        raise  # the reader went away: not an error (see retrace.main.main)
     except OSError as e:  # a full disk, an unwritable path: keep what was measured
         store.keep = True
         tables = f"the tables to {job.output or 'standard output'}"

@@ -89,7 +89,7 @@ from retrace.backends.opengl import (
     VSIZE_START,
 )
 from retrace.profile.driver import ProfileError, Profiler
-from retrace.profile.options import ProfileOptions
+from retrace.profile.options import LegacyOptions, ProfileOptions
 from retrace.replay.replayer import Replayer, ReplayListener
 from retrace.vocabulary import Boundary, Metric
 from retrace.writer.store import Column, Store, missing_mask
@@ -123,13 +123,8 @@ def _spec(metrics: list[Metric]) -> str:
 
 def run_legacy(
     trace: str,
+    legacy: LegacyOptions,
     *,
-    cpu: bool,
-    gpu: bool,
-    pixels: bool,
-    memory: bool,
-    frame_times: bool,
-    min_cpu_time: int = 1000,
     out: TextIO = sys.stdout,
     progress: TextIO | None = None,
     store_dir: str | None = None,
@@ -141,7 +136,7 @@ def run_legacy(
 
     Header, then per call event a ``call`` line (see the module docstring),
     ``frame_end`` after each ended frame (followed by ``rendering_finished`` with
-    `frame_times`), and last ``Rendered N frames in X secs, average of Y fps``,
+    `legacy.frame_times`), and last ``Rendered N frames in X secs, average of Y fps``,
     as glretrace prints when profiling. `progress` gets the driver's pass lines.
     Values go to `store`, else to a new store in `store_dir`.
     Raises `RetraceError` (the store is kept and named when a pass failed after
@@ -149,17 +144,26 @@ def run_legacy(
     """
     profiler = Profiler(
         trace,
-        ProfileOptions(legacy_selections(cpu=cpu, gpu=gpu, pixels=pixels, memory=memory)),
+        ProfileOptions(
+            legacy_selections(
+                cpu=legacy.cpu, gpu=legacy.gpu, pixels=legacy.pixels, memory=legacy.memory
+            )
+        ),
         store_dir=store_dir,
         keep_store=keep_store,
         progress=progress,
         store=store,
     )
     try:
-        stamps = _time_frames(profiler) if frame_times else None
+        stamps = _time_frames(profiler) if legacy.frame_times else None
         profiler.run()
         writer = LegacyWriter(
-            out, gpu=gpu, cpu=cpu, pixels=pixels, memory=memory, min_cpu_time=min_cpu_time
+            out,
+            gpu=legacy.gpu,
+            cpu=legacy.cpu,
+            pixels=legacy.pixels,
+            memory=legacy.memory,
+            min_cpu_time=legacy.min_cpu_time,
         )
         write_legacy(profiler, writer, stamps)
         out.write(profiler.summary() + "\n")

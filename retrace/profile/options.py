@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TextIO
 
 from retrace.errors import UsageError
 from retrace.trace.callset import CallSet, frame_range
@@ -106,3 +106,33 @@ class ProfileOptions:
             loop=data.get("loop"),
             **how,
         )
+
+
+class LegacyOptions(NamedTuple):
+    """glretrace's legacy profiler (`retrace.profile.legacy`): what its per-call lines
+    measure (--pcpu, --pgpu, --ppd, --pmem), --pframe-times, and --min-cpu-time. (This and
+    `ProfileRun` are NamedTuples, as `ReplayOptions` is: a dataclass costs a millisecond
+    or more to define, in the command's start-up.)"""
+
+    cpu: bool = False
+    gpu: bool = False
+    pixels: bool = False
+    memory: bool = False
+    frame_times: bool = False
+    min_cpu_time: int = 1000  # ns: with `cpu`, calls faster than this get no line
+
+    @property
+    def chosen(self) -> bool:
+        """Whether any legacy option is on (then the profile prints the legacy lines)."""
+        return self.cpu or self.gpu or self.pixels or self.memory or self.frame_times
+
+
+class ProfileRun(NamedTuple):
+    """Where a profile run delivers, whatever it measures: the tables (`output`, None:
+    standard output), the result store (made in `store_dir`, None: a temporary folder;
+    kept after the run with `keep_store`), the progress lines (`progress`, None: none)."""
+
+    output: str | None = None
+    store_dir: str | None = None
+    keep_store: bool = False
+    progress: TextIO | None = None

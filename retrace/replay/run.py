@@ -11,44 +11,25 @@ import click
 from retrace.trace.callset import frame_range
 
 if TYPE_CHECKING:
+    from retrace.replay.options import ReplayOptions
     from retrace.replay.snapshot import Image
 
 
-def run_replay(trace: str, **options) -> None:
+def run_replay(trace: str, options: ReplayOptions) -> None:
     """Replay in a child process: a driver crash is reported with the call that caused it."""
     import os
 
     import retrace.replay.contain as contain
 
-    prefix = options["snapshot_prefix"]
-    pngs = prefix not in (None, "-")  # (a file prefix: PNGs, whatever --snapshot-format)
-    folder = os.path.abspath(os.path.dirname(prefix)) if pngs else ""
-    writes = [os.path.join(folder, "")] if pngs else []  # (a folder: made if missing, as glretrace)
-    display = options["window"]
-    contain.contained(trace, lambda: _replay(trace, **options), writes, display)
+    prefix = options.snapshot_prefix
+    writes = []
+    if prefix is not None and prefix != "-":  # (a file prefix: PNGs, whatever --snapshot-format)
+        folder = os.path.abspath(os.path.dirname(prefix))
+        writes.append(os.path.join(folder, ""))  # (a folder: made if missing, as glretrace)
+    contain.contained(trace, lambda: _replay(trace, options), writes, options.window)
 
 
-def _replay(
-    trace: str,
-    *,
-    benchmark: bool,
-    snapshot_prefix: str | None,
-    snapshot_spec: str,
-    snapshot_format: str,
-    snapshot_interval: int,
-    calls_spec: str | None,
-    frames_spec: str | None,
-    loop: int | None,
-    single_buffer: bool,
-    double_buffer: bool,
-    core: bool,
-    samples: int | None,
-    verbose: bool,
-    window: bool,
-    strict: bool,
-    query_handling: str,
-    query_tolerance: int,
-) -> None:
+def _replay(trace: str, options: ReplayOptions) -> None:
     from retrace.replay.ws.driver_process import open_ahead
     from retrace.trace.container import load_libraries
 
@@ -58,50 +39,56 @@ def _replay(
     from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered
     from retrace.trace.callset import CallSet
 
-    first_frame, last_frame = frame_range(frames_spec)
-    snapshots = CallSet.parse(snapshot_spec) if snapshot_prefix is not None or window else None
+    first_frame, last_frame = frame_range(options.frames_spec)
+    snapshots = (
+        CallSet.parse(options.snapshot_spec)
+        if options.snapshot_prefix is not None or options.window
+        else None
+    )
     with ExitStack() as stack:
         replayer = stack.enter_context(Replayer(trace, snapshots=snapshots))
-        replayer.compiler.limit(CallSet.parse(calls_spec) if calls_spec else None, single_buffer)
-        replayer.compiler.handle_queries(query_handling, query_tolerance)
-        replayer.ws.force_core = core
-        replayer.ws.samples = samples
+        replayer.compiler.limit(
+            CallSet.parse(options.calls_spec) if options.calls_spec else None, options.single_buffer
+        )
+        replayer.compiler.handle_queries(options.query_handling, options.query_tolerance)
+        replayer.ws.force_core = options.core
+        replayer.ws.samples = options.samples
         replayer.last_frame = last_frame
         viewer = None
-        if window:
+        if options.window:
             from retrace.replay.ws.viewer import FrameWindow
 
             viewer = stack.enter_context(FrameWindow(f"retrace: {trace}"))
 
         def on_snapshot(call_no: int, image: Image) -> None:
             if replayer.frame < first_frame or (
-                snapshot_interval and replayer.frame % snapshot_interval
+                options.snapshot_interval and replayer.frame % options.snapshot_interval
             ):
                 return
             if viewer is not None and not viewer.show(image):
                 raise StopReplay  # the user closed the window
-            if snapshot_prefix is None:
+            if options.snapshot_prefix is None:
                 return
-            if snapshot_prefix == "-":  # --snapshot-format says how, as in glretrace
-                sys.stdout.buffer.write(image.on_stdout(snapshot_format, call_no))
+            if options.snapshot_prefix == "-":  # --snapshot-format says how, as in glretrace
+                sys.stdout.buffer.write(image.on_stdout(options.snapshot_format, call_no))
             else:
-                image.save_png(f"{snapshot_prefix}{call_no:010d}.png")
+                image.save_png(f"{options.snapshot_prefix}{call_no:010d}.png")
 
         replayer.on_snapshot = on_snapshot
-        if verbose:
+        if options.verbose:
             replayer.check_errors()
         result = replayer.run_pass()
         frames, seconds = max(result.frames - first_frame, 0), result.seconds
-        if loop:  # (glretrace's --loop=0 does not loop)
+        if options.loop:  # (glretrace's --loop=0 does not loop)
             print(
                 "retrace: warning: --loop replays the calls since the last frame end again; "
                 f"{LOOP_CAVEAT}",
                 file=sys.stderr,
             )
-            if verbose:  # (a pass's brackets end with it)
+            if options.verbose:  # (a pass's brackets end with it)
                 replayer.check_errors()
-            looped = replayer.loop_last_frame(loop)  # glretrace counts both
+            looped = replayer.loop_last_frame(options.loop)  # glretrace counts both
             frames, seconds = frames + looped.frames, seconds + looped.seconds
-        if benchmark:
+        if options.benchmark:
             click.echo(rendered(frames, seconds))
-        replayer.finish(strict)
+        replayer.finish(options.strict)

@@ -24,7 +24,7 @@ TRACE = TRACES / "glmark2-desktop-fbo.trace"  # 5 frames, render to texture
 CUTS = sorted((TRACES / "corpus").glob("*.trace"))  # real programs' frames (Qt, LOVE, mpv)
 _CLI = (
     "from retrace.trace import cache; cache.MIN_TRACE_SIZE = 0; "
-    "from retrace.cli import main; main()"
+    "from retrace.main import main; main()"
 )
 
 

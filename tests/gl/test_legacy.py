@@ -16,7 +16,7 @@ from conftest import TRACES
 from retrace.profile import legacy
 from retrace.profile.driver import Profiler
 from retrace.profile.legacy import legacy_selections, run_legacy, write_legacy
-from retrace.profile.options import ProfileOptions
+from retrace.profile.options import LegacyOptions, ProfileOptions
 from retrace.writer.tsv import LegacyWriter
 
 GEARS = TRACES / "glxgears.trace"
@@ -29,7 +29,7 @@ GPU = (GPU_START, GPU_DURA)
 CPU = (CPU_START, CPU_DURA)
 MEMORY = (VSIZE_START, VSIZE_DURA, RSS_START, RSS_DURA)
 
-# option name -> run_legacy keyword
+# option name -> LegacyOptions field
 FLAGS = {"--pcpu": "cpu", "--pgpu": "gpu", "--ppd": "pixels", "--pmem": "memory"}
 
 
@@ -43,14 +43,10 @@ def ours(trace, *options: str, **kwargs) -> list[str]:
         elif option != "--pframe-times":
             flags[FLAGS[option]] = True
     out = io.StringIO()
-    run_legacy(
-        str(trace),
-        **flags,
-        frame_times="--pframe-times" in options,
-        min_cpu_time=min_cpu_time,
-        out=out,
-        **kwargs,
+    chosen = LegacyOptions(
+        **flags, frame_times="--pframe-times" in options, min_cpu_time=min_cpu_time
     )
+    run_legacy(str(trace), chosen, out=out, **kwargs)
     return out.getvalue().splitlines()
 
 

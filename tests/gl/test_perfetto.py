@@ -191,7 +191,7 @@ def test_without_the_package_one_line_before_measuring(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['perfetto'] = None; from retrace.cli import main; "
+    code = ("import sys; sys.modules['perfetto'] = None; from retrace.main import main; "
             "sys.argv = ['retrace', *sys.argv[1:]]; main()")  # fmt: skip
     timeline = tmp_path / "t.pftrace"
     done = subprocess.run([sys.executable, "-c", code, "--perfetto", str(timeline), str(TRACE)],

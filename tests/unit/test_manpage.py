@@ -8,7 +8,7 @@ import sys
 import click
 from conftest import ROOT
 
-from retrace.cli import cli
+from retrace.commands.replay import replay
 
 PAGE = (ROOT / "docs" / "retrace.1").read_text()
 
@@ -21,7 +21,7 @@ def test_the_man_page_is_current():
 
 
 def test_every_option_of_replay_is_a_tagged_paragraph_with_its_help():
-    for param in cli.commands["replay"].params:
+    for param in replay.params:
         if not isinstance(param, click.Option) or param.hidden:
             continue
         tag = PAGE.index(

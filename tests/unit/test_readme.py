@@ -32,3 +32,20 @@ def test_every_file_the_readme_links_to_exists():
     local = [t for t in targets if "://" not in t]
     assert "docs/getting-started.md" in local
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+def test_on_a_package_index_the_links_name_files_the_sdist_holds():
+    """PyPI shows setup.py's long description, the README whose relative links would lead
+    nowhere there: each names its file instead, and MANIFEST.in puts that file in the sdist."""
+    import runpy
+
+    described = runpy.run_path(str(ROOT / "setup.py"), run_name="setup")["long_description"]()
+    assert [t for t in re.findall(r"\]\(([^)]+)\)", described) if "://" not in t] == []
+    named = {t for t in re.findall(r"\]\(([^)#]+)", README) if "://" not in t}
+    assert "docs/profiling.md" in named and all(f"(`{path}`)" in described for path in named)
+    manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
+    included = {
+        path for line in manifest if line.startswith("include ") for path in line.split()[1:]
+    }
+    pages = "recursive-include docs *.md" in manifest
+    assert [p for p in named if p not in included and not (pages and p.startswith("docs/"))] == []

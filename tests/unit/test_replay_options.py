@@ -13,7 +13,7 @@ def test_bad_frame_range_is_a_usage_error():
 
 
 def test_loop_forms_are_glretraces():
-    from retrace.cli import loop_forms
+    from retrace.commands.options import loop_forms
 
     assert loop_forms(["replay", "--loop", "T"]) == ["replay", "--loop=-1", "T"]
     assert loop_forms(["--pframes", "x", "--loop"]) == ["--pframes", "x", "--loop=-1"]

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 REPLAY_MODULES = (
-    "retrace.cli",
+    "retrace.commands.replay",
+    "retrace.commands.profile",
     "retrace.replay.run",
     "retrace.replay.contain",
     "retrace.replay.replayer",
@@ -30,7 +31,8 @@ def test_replay_modules_import_no_numpy():
 
 # The replay's modules, imported from the command line's to the replaying child's first steps
 REPLAY_STEPS = (
-    "import retrace.cli, retrace.replay.run, retrace.profile.commands",
+    "import retrace.commands.replay, retrace.commands.profile, retrace.replay.run, "
+    "retrace.profile.commands",
     "from retrace.replay import _guard, _vm, contain, sandbox",
     "import retrace.replay.replayer, retrace.profile.driver, retrace.replay.ws.headless",
     "from retrace.trace.container import load_libraries",
@@ -69,21 +71,21 @@ def test_the_replay_loads_no_library_while_the_display_opens():
 
 
 def test_the_program_loads_every_library_the_replaying_child_would_wait_for():
-    """`retrace.launch` loads its LIBRARIES before the command line, and the replaying child
+    """`retrace.main` loads its LIBRARIES before the command line, and the replaying child
     inherits them: nothing the command line, the fork and the child import up to the
     replay is a library left out of that list (in the child it would wait for the driver's
     loading, on its thread, instead of importing alongside it)."""
-    first = ("import retrace.launch", "retrace.launch.import_libraries()")
+    first = ("import retrace.main", "retrace.main.import_libraries()")
     assert libraries_loaded_after(REPLAY_STEPS, first) == []
 
 
 def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
     """The libraries load early for `replay`, `profile` and glretrace's forms of them, not
     for the other commands, help or the version."""
-    from retrace.cli import cli
-    from retrace.launch import REPLAYING, replays
+    from retrace.commands import COMMANDS
+    from retrace.main import REPLAYING, replays
 
-    assert set(REPLAYING) <= set(cli.commands)
+    assert set(REPLAYING) <= set(COMMANDS)
     trace = tmp_path / "t.trace"
     trace.write_bytes(b"")
     for args in (

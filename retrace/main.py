@@ -1,12 +1,13 @@
-"""The `retrace` program: the command line (`retrace.cli`), in a process that ends as soon
-as the command is done (`exits.end_process`).
+"""The `retrace` program: `command_line` is its entry (the console script, `python -m
+retrace`), which runs the command line (`retrace.commands`) through `main` in a process
+that ends as soon as the command is done (`exits.end_process`).
 
 A command that replays forks the process that replays (`retrace.replay.contain`), and only
 that process loads the GL driver (`retrace.replay.ws.driver_process`): it opens the display
 on a thread first thing, so that the driver loads (its libraries, LLVM for llvmpipe:
 30-40 ms) on another core while the child imports the replayer and reads the trace. That
 thread holds the dynamic loader's lock while the driver's libraries load, and an
-extension module the child imports meanwhile would wait for it, so here, before the
+extension module the child imported meanwhile would wait for it, so here, before the
 command line is even imported, a command that replays loads `LIBRARIES`: what the command
 line and a replay's first steps import that is a shared library (tests/unit/test_startup.py
 holds the list complete). The child inherits them loaded.
@@ -18,6 +19,8 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import NoReturn
 
 # The commands that replay by name (trim replays to check what it wrote); glretrace's form
@@ -39,7 +42,7 @@ def command_line() -> NoReturn:
     try:
         if replays(sys.argv[1:]):
             import_libraries()
-        from retrace.cli import main
+        import retrace.commands  # noqa: F401  (here, for the Ctrl-C below)
         from retrace.exits import end_process
     except KeyboardInterrupt:  # (Ctrl-C while the modules import: `main` handles it after)
         from retrace.errors import INTERRUPTED
@@ -47,6 +50,27 @@ def command_line() -> NoReturn:
         print(INTERRUPTED[0], file=sys.stderr)
         os._exit(INTERRUPTED[1])
     end_process(main)
+
+
+def main(run: Callable[[], object] | None = None) -> None:
+    """Run the command line (or `run`: a replay child's work), turning retrace's own errors
+    into one stderr line and an exit code."""
+    import click
+
+    from retrace.exits import outlive_stderr, run_reporting
+
+    # retrace never multiplies matrices, but importing numpy starts an OpenBLAS thread per
+    # core that spins: 15-20 ms of CPU per command on 2 cores, more on bigger machines
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
+        click.echo("retrace: error: standard output is closed", err=True)
+        sys.exit(1)
+    outlive_stderr()
+    if run is None:
+        from retrace.commands import cli
+
+        run = partial(cli.main, prog_name="retrace", standalone_mode=False)
+    run_reporting(run)
 
 
 def replays(args: list[str]) -> bool:
