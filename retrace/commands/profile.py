@@ -209,7 +209,7 @@ def profile(
     ctx = click.get_current_context()
     if resume is not None:
         given = [
-            f"--{p.name.replace('_', '-')}" if p.name != "trace" else "TRACE"
+            p.opts[-1] if isinstance(p, click.Option) else "TRACE"  # (the flag, not its name)
             for p in ctx.command.params
             if p.name not in ("resume", "output", "keep_store", "quiet", "no_cache", "sandbox")
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT

@@ -252,6 +252,9 @@ def test_resume_refuses_a_changed_trace_and_finishes_a_finished_store(tmp_path):
     )
     usage = run_retrace("profile", "--resume", str(store), "--repeat", "2")
     assert usage.returncode == 2 and b"drop --repeat" in usage.stderr
+    named = run_retrace("profile", "--resume", str(store), "--calls", "1-2", "--format", "csv")
+    assert named.returncode == 2  # the flags as typed, not the parameters they fill
+    assert one_error_line(named).endswith("drop --format, --calls")
     missing = run_retrace("profile", "--resume", str(tmp_path / "nothing"))  # usage: 2
     assert missing.returncode == 2 and "does not exist" in one_error_line(missing)
     (tmp_path / "empty").mkdir()
