@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from retrace.errors import RetraceError, TraceError
 from retrace.libc import libc
@@ -93,8 +93,7 @@ class ReplayListener:
         """The shader program in use changed."""
 
 
-@dataclass
-class PassResult:
+class PassResult(NamedTuple):
     frames: int
     seconds: float
     calls: int

@@ -43,8 +43,7 @@ import sys
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from retrace import __version__
 from retrace.cachedir import user_cache_dir
@@ -156,8 +155,7 @@ def content_digest(path: str) -> str:
     return remembered_digest(path, os.path.join(directory(), _DIGESTS))
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(NamedTuple):
     """A trace's scan, loaded from the cache with every checksum verified."""
 
     header: Header
