@@ -23,8 +23,9 @@ replay start path, so the parsed `Registry` is kept in a per-user cache
 directory (``$XDG_CACHE_HOME/retrace`` or ``~/.cache/retrace``), written on
 first use. Loading the whole model back (pickle) still took 20 ms, most of it
 making thousands of objects a replay never looks at, so the cache holds each
-command as its own small `marshal` record, decoded on first lookup, and the GL
-cache loads in about 2 ms. An entry is valid only for the same `SCHEMA_VERSION`
+command as its own small `marshal` record, decoded on first lookup, and the
+enumerants as one more, decoded when one is first named (errors, mostly): the GL
+cache loads in about 1.5 ms. An entry is valid only for the same `SCHEMA_VERSION`
 (the meaning of the derivations below), glad2 version, XML path, size and
 modification time, and marshal format, and only if its checksum matches: a
 missing, stale, damaged or unwritable cache silently falls back to parsing and
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
 # Bump whenever the cached records or the derivations below change meaning. It names the
 # cache file too, so that two retraces sharing one glad2 never overwrite each other's.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 APIS = ("gl", "egl", "glx", "wgl")
 
@@ -107,13 +108,25 @@ class CommandTable(Mapping[str, Command]):
 class Registry:
     """The commands and enumerants of one registry file."""
 
-    __slots__ = ("api", "commands", "enums", "_enum_names")
+    __slots__ = ("api", "commands", "_enums", "_enums_record", "_enum_names")
 
-    def __init__(self, api: str, commands: Mapping[str, Command], enums: dict[str, int]) -> None:
+    def __init__(
+        self, api: str, commands: Mapping[str, Command], enums: dict[str, int] | bytes
+    ) -> None:
+        """`enums`: name -> value, or its marshal record (the cache's), decoded on first use:
+        a replay names enumerants only for errors, and decoding 6,000 of them costs 2 ms."""
         self.api = api  # "gl", "egl", "glx" or "wgl": which file this came from
         self.commands = commands
-        self.enums = enums
+        self._enums = None if isinstance(enums, bytes) else enums
+        self._enums_record = enums if isinstance(enums, bytes) else b""
         self._enum_names: dict[int, list[str]] | None = None
+
+    @property
+    def enums(self) -> dict[str, int]:
+        """Every enumerant's name -> its value."""
+        if self._enums is None:
+            self._enums = marshal.loads(self._enums_record)
+        return self._enums
 
     def __eq__(self, other: object) -> bool:
         """The same file's content (a parsed registry equals its cached copy)."""
@@ -368,7 +381,7 @@ def _read_cache(file: str, key: tuple[Any, ...], api: str) -> Registry | None:
         cached_key, records, enums = marshal.loads(body)
     except (ValueError, EOFError, TypeError):  # written by a different marshal format
         return None
-    if cached_key != key:
+    if cached_key != key or not isinstance(enums, bytes):
         return None
     return Registry(api=api, commands=CommandTable(records), enums=enums)
 
@@ -381,7 +394,7 @@ def _write_cache(file: str, key: tuple[Any, ...], registry: Registry) -> None:
     import tempfile  # only when the cache is written: 5 ms of imports
 
     records = {name: _encode_command(cmd) for name, cmd in registry.commands.items()}
-    body = marshal.dumps((key, records, registry.enums))
+    body = marshal.dumps((key, records, marshal.dumps(registry.enums)))
     digest = _checksum(body)
     try:
         folder, name = os.path.split(file)
