@@ -45,7 +45,7 @@ import sys
 import time
 import zlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from retrace import __version__
 from retrace.cachedir import user_cache_dir
@@ -161,15 +161,25 @@ class Damaged(ValueError):
     """A kept batch failed its checksum: the file is damaged from there on."""
 
 
-class Kept(NamedTuple):
+class Kept:
     """A trace's scan, loaded from the cache: its index checked, each batch's buffers
     checked as the batch is handed out (`batches`)."""
 
-    header: Header
-    index: Index
-    end: tuple[int | None, str, str] | None  # a damaged trace's TraceError: offset, problem, where
-    stream_bytes: int  # decompressed bytes the read went through
-    mapped: mmap.mmap  # the whole file
+    __slots__ = ("header", "index", "end", "stream_bytes", "mapped")
+
+    def __init__(
+        self,
+        header: Header,
+        index: Index,
+        end: tuple[int | None, str, str] | None,
+        stream_bytes: int,
+        mapped: mmap.mmap,
+    ) -> None:
+        self.header = header
+        self.index = index
+        self.end = end  # a damaged trace's TraceError: offset, problem, where
+        self.stream_bytes = stream_bytes  # decompressed bytes the read went through
+        self.mapped = mapped  # the whole file
 
     def batches(self) -> Iterator[tuple[Taken, int]]:
         """Each batch as `Scanner.take()` gave it, and the stream position it reached,

@@ -44,8 +44,8 @@ def trace_info(
         # (columns of the records counted in C, by Counter and set: no numpy to import,
         # which cost `info` 65 ms, as much as reading a 10 MB trace)
         for batch in reader.batches():
-            counted = Counter(batch.column("sig"))  # (new ones in order: the same ties)
-            per_sig.update({sig: counted[sig] for sig in sorted(counted)})
+            calls = Counter(batch.column("sig"))  # (new ones in order: the same ties)
+            per_sig.update({sig: calls[sig] for sig in sorted(calls)})
             threads.update(batch.column("thread"))
             for flags, n in Counter(batch.column("flags")).items():
                 incomplete += n if flags & CallFlag.INCOMPLETE else 0
