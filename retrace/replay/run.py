@@ -50,9 +50,11 @@ def _replay(
     query_tolerance: int,
 ) -> None:
     from retrace.replay.ws.driver_process import open_ahead
+    from retrace.trace.cache import digest_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()
+    digest_ahead(trace)  # (a first read's hashing, on a thread too)
     open_ahead()
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered

@@ -311,3 +311,31 @@ def test_cli_no_cache_and_cache_commands(tmp_path: Path, monkeypatch: pytest.Mon
     cleared = run_retrace("cache", "clear")
     assert cleared.stdout.startswith(b"removed 1 cached traces")
     assert not scans(folder)
+
+
+def test_a_first_read_hashes_the_trace_once_on_a_thread_ahead(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`digest_ahead` (the replaying child's first step) hashes a trace whose digest is not
+    remembered on a thread; the read takes that digest instead of hashing again."""
+    from retrace.trace import digest
+
+    hashed: list[str] = []
+    real = digest.file_digest
+
+    def counting(path: str) -> tuple[int, str]:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(digest, "file_digest", counting)
+    monkeypatch.setattr(cache, "overlap_pays", lambda: True)
+    cache.digest_ahead(str(BIG))
+    assert str(BIG) in cache._hashing
+    expected = read_uncached(BIG)
+    cold, from_cache = read(BIG)
+    assert not from_cache and cold == expected and hashed == [str(BIG)]
+    assert not cache._hashing  # taken
+    cache.digest_ahead(str(BIG))  # remembered now: nothing to hash ahead
+    assert not cache._hashing
+    warm, from_cache = read(BIG)
+    assert from_cache and warm == expected and hashed == [str(BIG)]
