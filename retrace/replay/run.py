@@ -54,8 +54,8 @@ def _replay(
     from retrace.trace.container import load_libraries
 
     load_libraries()
-    digest_ahead(trace)  # (a first read's hashing, on a thread too)
     open_ahead()
+    digest_ahead(trace)  # (a first read's hashing, on a thread too)
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered
     from retrace.trace.callset import CallSet

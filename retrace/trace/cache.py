@@ -161,8 +161,9 @@ def digest_ahead(path: str) -> None:
     hashing it on a thread now, for `entry_for` to take. The replaying child calls this
     first thing: hashing (2 ms per MB, 30 ms for 15 MB) then overlaps the child's imports
     and its display's opening instead of delaying the first call. A read on one core
-    gains nothing by it; anything wrong is left for `entry_for` to find. Called before the
-    display starts opening, which holds the dynamic loader's lock a while."""
+    gains nothing by it; anything wrong is left for `entry_for` to find. (The thread
+    imports hashlib, whose library may wait for the dynamic loader's lock while the
+    display's driver loads: the thread waits, not the caller.)"""
     if _switched_off or path in _hashing or not overlap_pays():
         return
     memo = os.path.join(directory(), _DIGESTS)
@@ -172,8 +173,6 @@ def digest_ahead(path: str) -> None:
             return
     except (OSError, UsageError):
         return
-    import hashlib  # noqa: F401  (its library loaded here: not behind the display's, on the thread)
-
     done: list[str | OSError] = []
 
     def digest() -> None:
