@@ -15,7 +15,6 @@ as root, it runs that line instead.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 # libEGL (glvnd), Mesa's EGL vendor library and its DRI drivers (llvmpipe among them).
@@ -36,7 +35,8 @@ DRIVER_HINT = f"install Mesa's EGL driver (Debian, Ubuntu: {install_line(DRIVER)
 
 def missing(packages: tuple[str, ...] | list[str]) -> list[str] | None:
     """The packages dpkg does not list as installed, or None without dpkg."""
-    import subprocess  # (not for the replay, which imports this module for DRIVER_HINT)
+    import shutil  # (here: the replay imports this module for DRIVER_HINT, and needs neither)
+    import subprocess
 
     if shutil.which("dpkg-query") is None:
         return None

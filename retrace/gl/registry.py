@@ -23,8 +23,9 @@ replay start path, so the parsed `Registry` is kept in a per-user cache
 directory (``$XDG_CACHE_HOME/retrace`` or ``~/.cache/retrace``), written on
 first use. Loading the whole model back (pickle) still took 20 ms, most of it
 making thousands of objects a replay never looks at, so the cache holds each
-command as its own small `marshal` record, decoded on first lookup, and the GL
-cache loads in about 2 ms. An entry is valid only for the same `SCHEMA_VERSION`
+command as its own small `marshal` record, decoded on first lookup, and the
+enumerants as one more, decoded when one is first named (errors, mostly): the GL
+cache loads in about 1.5 ms. An entry is valid only for the same `SCHEMA_VERSION`
 (the meaning of the derivations below), glad2 version, XML path, size and
 modification time, and marshal format, and only if its checksum matches: a
 missing, stale, damaged or unwritable cache silently falls back to parsing and
@@ -40,7 +41,6 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, overload
 
 from retrace.cachedir import user_cache_dir
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 # Bump whenever the cached records or the derivations below change meaning. It names the
 # cache file too, so that two retraces sharing one glad2 never overwrite each other's.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 APIS = ("gl", "egl", "glx", "wgl")
 
@@ -108,13 +108,25 @@ class CommandTable(Mapping[str, Command]):
 class Registry:
     """The commands and enumerants of one registry file."""
 
-    __slots__ = ("api", "commands", "enums", "_enum_names")
+    __slots__ = ("api", "commands", "_enums", "_enums_record", "_enum_names")
 
-    def __init__(self, api: str, commands: Mapping[str, Command], enums: dict[str, int]) -> None:
+    def __init__(
+        self, api: str, commands: Mapping[str, Command], enums: dict[str, int] | bytes
+    ) -> None:
+        """`enums`: name -> value, or its marshal record (the cache's), decoded on first use:
+        a replay names enumerants only for errors, and decoding 6,000 of them costs 2 ms."""
         self.api = api  # "gl", "egl", "glx" or "wgl": which file this came from
         self.commands = commands
-        self.enums = enums
+        self._enums = None if isinstance(enums, bytes) else enums
+        self._enums_record = enums if isinstance(enums, bytes) else b""
         self._enum_names: dict[int, list[str]] | None = None
+
+    @property
+    def enums(self) -> dict[str, int]:
+        """Every enumerant's name -> its value."""
+        if self._enums is None:
+            self._enums = marshal.loads(self._enums_record)
+        return self._enums
 
     def __eq__(self, other: object) -> bool:
         """The same file's content (a parsed registry equals its cached copy)."""
@@ -289,8 +301,8 @@ def _parse_enums(root: ET.Element, api: str) -> dict[str, int]:
 # --- loading and the cache ------------------------------------------------------------------
 
 
-def registry_path(api: str) -> Path:
-    """The XML file glad2 ships for `api`."""
+def registry_path(api: str) -> str:
+    """The XML file glad2 ships for `api` (its real path: the cache's key names it)."""
     if api not in APIS:
         raise ValueError(f"unknown registry {api!r}; expected one of {', '.join(APIS)}")
     try:
@@ -299,10 +311,10 @@ def registry_path(api: str) -> Path:
         raise RetraceError(
             "the GL registry comes from the glad2 package: pip install glad2"
         ) from exc
-    return Path(glad.__file__).resolve().parent / "files" / f"{api}.xml"
+    return os.path.join(os.path.dirname(os.path.realpath(glad.__file__)), "files", f"{api}.xml")
 
 
-def parse_registry(path: Path, api: str) -> Registry:
+def parse_registry(path: str, api: str) -> Registry:
     """Build a Registry from an XML file, without the cache."""
     import xml.etree.ElementTree as ET  # only when the cache is cold
 
@@ -310,26 +322,26 @@ def parse_registry(path: Path, api: str) -> Registry:
     return Registry(api=api, commands=_parse_commands(root), enums=_parse_enums(root, api))
 
 
-def _cache_dir() -> Path:
-    return Path(user_cache_dir())
+def _cache_dir() -> str:
+    return user_cache_dir()
 
 
 _MAGIC = b"retrace-registry\n"
 _DIGEST = 4  # bytes of CRC-32 over the rest of the file: damage, not tampering, is the risk
 
 
-def _cache_key(path: Path) -> tuple[Any, ...]:
+def _cache_key(path: str) -> tuple[Any, ...]:
     import glad
 
-    st = path.stat()
+    st = os.stat(path)
     version = getattr(glad, "__version__", "")
-    return (SCHEMA_VERSION, version, str(path), st.st_size, st.st_mtime_ns, marshal.version)
+    return (SCHEMA_VERSION, version, path, st.st_size, st.st_mtime_ns, marshal.version)
 
 
-def _cache_file(path: Path, api: str) -> Path:
+def _cache_file(path: str, api: str) -> str:
     # a short name per registry file; a clash only costs a reparse (the key is checked)
-    digest = f"{zlib.crc32(str(path).encode()):08x}"
-    return _cache_dir() / f"registry-{api}-{digest}-v{SCHEMA_VERSION}.marshal"
+    digest = f"{zlib.crc32(path.encode()):08x}"
+    return os.path.join(_cache_dir(), f"registry-{api}-{digest}-v{SCHEMA_VERSION}.marshal")
 
 
 def _encode_command(cmd: Command) -> bytes:
@@ -353,11 +365,12 @@ def _decode_command(name: str, record: bytes) -> Command:
     )
 
 
-def _read_cache(file: Path, key: tuple[Any, ...], api: str) -> Registry | None:
+def _read_cache(file: str, key: tuple[Any, ...], api: str) -> Registry | None:
     """The cached registry, or None when the entry is missing, stale or damaged in any way
     (the checksum is checked before marshal reads a byte of it)."""
     try:
-        data = file.read_bytes()
+        with open(file, "rb") as f:
+            data = f.read()
     except OSError:
         return None
     body = memoryview(data)[len(_MAGIC) + _DIGEST :]
@@ -368,7 +381,7 @@ def _read_cache(file: Path, key: tuple[Any, ...], api: str) -> Registry | None:
         cached_key, records, enums = marshal.loads(body)
     except (ValueError, EOFError, TypeError):  # written by a different marshal format
         return None
-    if cached_key != key:
+    if cached_key != key or not isinstance(enums, bytes):
         return None
     return Registry(api=api, commands=CommandTable(records), enums=enums)
 
@@ -377,16 +390,17 @@ def _checksum(body: bytes | memoryview) -> bytes:
     return zlib.crc32(body).to_bytes(_DIGEST, "little")
 
 
-def _write_cache(file: Path, key: tuple[Any, ...], registry: Registry) -> None:
+def _write_cache(file: str, key: tuple[Any, ...], registry: Registry) -> None:
     import tempfile  # only when the cache is written: 5 ms of imports
 
     records = {name: _encode_command(cmd) for name, cmd in registry.commands.items()}
-    body = marshal.dumps((key, records, registry.enums))
+    body = marshal.dumps((key, records, marshal.dumps(registry.enums)))
     digest = _checksum(body)
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        folder, name = os.path.split(file)
+        os.makedirs(folder, exist_ok=True)
         # Write a temporary file and rename it, so that concurrent loaders never see half.
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=file.name, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(_MAGIC + digest + body)

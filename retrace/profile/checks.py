@@ -83,7 +83,7 @@ def check_part_ahead(trace: str, options: ProfileOptions) -> Callable[[], list[s
     """Start counting the trace for `check_part` on a thread (the read fills the trace
     cache, which the replay then reads instead of the file); the function returned waits
     for it and returns the warnings, or raises UsageError (or the trace's own error)."""
-    if not _needs_counts(options):
+    if not needs_counts(options):
         return list
     import threading
 
@@ -108,12 +108,13 @@ def check_part_ahead(trace: str, options: ProfileOptions) -> Callable[[], list[s
     return checked
 
 
-def _needs_counts(options: ProfileOptions) -> bool:
+def needs_counts(options: ProfileOptions) -> bool:
+    """Whether `check_part` needs the trace's calls and frames counted (--frames, --calls)."""
     return options.frames != (0, None) or options.calls is not None
 
 
 def _counted_part(trace: str, options: ProfileOptions) -> list[str]:
-    if not _needs_counts(options):
+    if not needs_counts(options):
         return []
     from retrace.trace.reader import read_counts
 

@@ -19,7 +19,7 @@ import retrace.replay.contain as contain
 from retrace.errors import Interrupted, RetraceError
 from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
-from retrace.profile.checks import check_part_ahead
+from retrace.profile.checks import check_part_ahead, needs_counts
 from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
@@ -46,7 +46,10 @@ def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
     """Check `--frames`/`--calls` against the trace before the replay child forks: counted
     on a thread (`check_part_ahead`) while the modules the child runs first import here
     (the launcher would import them at the fork anyway), the count filling the trace cache
-    that the replay then reads. Prints the warnings; raises UsageError."""
+    that the replay then reads. Prints the warnings; raises UsageError. Without a part to
+    check, the child imports them itself (`_profiler`), while its display opens."""
+    if not needs_counts(options):
+        return
     checked = check_part_ahead(trace, options)
     import retrace.profile.driver  # noqa: F401
 

@@ -25,7 +25,6 @@ import ctypes
 import re
 from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from retrace.errors import TraceError
@@ -148,20 +147,27 @@ _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through
 assert CALLS.size == _vm.CALL_SIZE and NODES.size == _vm.NODE_SIZE
 
 
-@dataclass(slots=True)
-class _Plan:
-    """What all calls of one signature share."""
+def _compile_nothing(args: list[Any], ret: Any, thread: int) -> Entry | None:
+    return None
 
-    name: str
-    flags: int
-    ends_frame: bool
-    row: int = OpKind.NONE
-    work: bool = False  # its calls make the GPU work (`retrace.gl.work`): GPU Busy times them
-    # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
-    # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
-    route: int = _vm.SIG_SLOW
-    name_id: int = 0  # the name's index in Program.names
-    compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
+
+class _Plan:
+    """What all calls of one signature share (a plain class: a dataclass costs the replay's
+    start-up the dataclasses module and its class's making)."""
+
+    __slots__ = ("name", "flags", "ends_frame", "row", "work", "route", "name_id", "compile")
+
+    def __init__(self, name: str, flags: int, ends_frame: bool, name_id: int = 0) -> None:
+        self.name = name
+        self.flags = flags
+        self.ends_frame = ends_frame
+        self.row: int = OpKind.NONE
+        self.work = False  # its calls make the GPU work (`retrace.gl.work`): GPU Busy times them
+        # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
+        # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
+        self.route: int = _vm.SIG_SLOW
+        self.name_id = name_id  # the name's index in Program.names
+        self.compile: Callable[[list[Any], Any, int], Entry | None] = _compile_nothing
 
 
 def _unsupported(reason: str) -> Callable[[list[Any], Any, int], Entry]:

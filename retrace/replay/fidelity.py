@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from retrace.errors import RetraceError
@@ -140,23 +139,45 @@ class UndrawnFrames:
             self.first_frame = frame
 
 
-@dataclass
 class Fidelity:
-    """What one replay left out or got wrong; empty when it was faithful."""
+    """What one replay left out or got wrong; empty when it was faithful. (A plain class: a
+    dataclass costs every replay's start-up the dataclasses module and its class's making.)"""
 
-    skipped: dict[str, tuple[int, str]]  # function -> (calls not issued, why)
-    lost_memcpys: int = 0  # fake memcpys whose destination is in no live mapping
-    first_lost: int | None = None
-    unexpected_errors: Counter[str] = field(default_factory=Counter)
-    first_unexpected: int | None = None
-    gl_errors: Counter[str] = field(default_factory=Counter)  # unvouched for: see GlErrors
-    first_error_frame: int | None = None
-    left_out_queries: Counter[str] = field(default_factory=Counter)  # target -> count
-    unconditional_renders: int = 0  # conditional renders on a query left out
-    query_mismatches: int = 0  # --query-handling check: results unlike the trace's
-    first_query_mismatch: tuple[int, int, int] | None = None  # call, replay's, trace's
-    undrawn_frames: int = 0  # see UndrawnFrames
-    first_undrawn: int | None = None
+    def __init__(
+        self,
+        skipped: dict[str, tuple[int, str]],  # function -> (calls not issued, why)
+        lost_memcpys: int = 0,  # fake memcpys whose destination is in no live mapping
+        first_lost: int | None = None,
+        unexpected_errors: Counter[str] | None = None,
+        first_unexpected: int | None = None,
+        gl_errors: Counter[str] | None = None,  # unvouched for: see GlErrors
+        first_error_frame: int | None = None,
+        left_out_queries: Counter[str] | None = None,  # target -> count
+        unconditional_renders: int = 0,  # conditional renders on a query left out
+        query_mismatches: int = 0,  # --query-handling check: results unlike the trace's
+        first_query_mismatch: tuple[int, int, int] | None = None,  # call, replay's, trace's
+        undrawn_frames: int = 0,  # see UndrawnFrames
+        first_undrawn: int | None = None,
+    ) -> None:
+        self.skipped = skipped
+        self.lost_memcpys = lost_memcpys
+        self.first_lost = first_lost
+        self.unexpected_errors = Counter() if unexpected_errors is None else unexpected_errors
+        self.first_unexpected = first_unexpected
+        self.gl_errors = Counter() if gl_errors is None else gl_errors
+        self.first_error_frame = first_error_frame
+        self.left_out_queries = Counter() if left_out_queries is None else left_out_queries
+        self.unconditional_renders = unconditional_renders
+        self.query_mismatches = query_mismatches
+        self.first_query_mismatch = first_query_mismatch
+        self.undrawn_frames = undrawn_frames
+        self.first_undrawn = first_undrawn
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fidelity) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Fidelity({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
     @property
     def faithful(self) -> bool:

@@ -29,10 +29,12 @@ import os
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrace.replay import _vm
-from retrace.vocabulary import NativeEvents
+
+if TYPE_CHECKING:  # (a profile's: a replay never imports the vocabulary of measurement)
+    from retrace.vocabulary import NativeEvents
 
 Entry = tuple[Callable[..., Any], tuple[Any, ...]]
 

@@ -24,9 +24,10 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from retrace.errors import RetraceError, TraceError
+from retrace.gl.registry import load_registry
 from retrace.libc import libc
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
@@ -93,8 +94,7 @@ class ReplayListener:
         """The shader program in use changed."""
 
 
-@dataclass
-class PassResult:
+class PassResult(NamedTuple):
     frames: int
     seconds: float
     calls: int
@@ -108,9 +108,10 @@ class Replayer:
     ) -> None:
         _keep_batches_out_of_heap()
         self.reader = TraceReader(path)
+        registry = load_registry()  # (before waiting for a display still opening ahead)
         self.display = display or open_display()
         self.state = ReplayState(self.display)
-        self.dispatch = Dispatch(self.display.get_proc_address)
+        self.dispatch = Dispatch(self.display.get_proc_address, registry)
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
         self.gl_errors = GlErrors(self.gl.GetError, self.dispatch.registry)

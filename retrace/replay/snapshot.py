@@ -9,7 +9,7 @@ read state it changes is restored afterwards.
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
+import os
 from typing import NamedTuple
 
 from retrace.replay.dispatch import Dispatch
@@ -140,11 +140,12 @@ class Image(NamedTuple):
             return self.pixels
         return b"P6\n#%d\n%d %d\n255\n" % (call_no, self.width, self.height) + self.rgb()
 
-    def save_png(self, path: Path | str) -> None:
+    def save_png(self, path: os.PathLike[str] | str) -> None:
         """Write a PNG, creating missing folders of `path` first, as glretrace does."""
         from PIL import Image as PILImage
 
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
         mode = "RGBA" if self.channels == 4 else "RGB"
         PILImage.frombytes(mode, (self.width, self.height), self.pixels).save(path)
 

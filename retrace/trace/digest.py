@@ -27,16 +27,11 @@ def remembered_digest(path: str, memo: str) -> str:
     (restoring an mtime with `touch -d` moves the ctime on). Raises OSError if the trace
     cannot be read; a memo that cannot be read or written only costs the hashing.
     """
-    st = os.stat(path)
-    name = f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}-{st.st_ctime_ns}"
+    known = recalled_digest(path, memo)
+    if known is not None:
+        return known
+    name = _memo_name(os.stat(path))
     entry = os.path.join(memo, name)
-    try:
-        with open(entry, "rb") as f:
-            known = f.read(65)
-        if len(known) == 64 and all(c in b"0123456789abcdef" for c in known):
-            return known.decode()
-    except OSError:
-        pass
     _size, sha256 = file_digest(path)
     try:
         os.makedirs(memo, exist_ok=True)
@@ -47,3 +42,21 @@ def remembered_digest(path: str, memo: str) -> str:
     except OSError:
         pass
     return sha256
+
+
+def recalled_digest(path: str, memo: str) -> str | None:
+    """The digest `remembered_digest` kept for this version of the file, or None (not
+    hashed yet, or the memo unreadable). Raises OSError if the file cannot be stat()ed."""
+    entry = os.path.join(memo, _memo_name(os.stat(path)))
+    try:
+        with open(entry, "rb") as f:
+            known = f.read(65)
+    except OSError:
+        return None
+    if len(known) == 64 and all(c in b"0123456789abcdef" for c in known):
+        return known.decode()
+    return None
+
+
+def _memo_name(st: os.stat_result) -> str:
+    return f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}-{st.st_ctime_ns}"

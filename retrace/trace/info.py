@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from retrace.errors import TraceError
 from retrace.trace.container import CONTAINER_NAMES
 from retrace.trace.flags import CallFlag
@@ -43,18 +41,20 @@ def trace_info(
     frame_calls = 0
     error = None
     try:
+        # (columns of the records counted in C, by Counter and set: no numpy to import,
+        # which cost `info` 65 ms, as much as reading a 10 MB trace)
         for batch in reader.batches():
-            recs = batch.table()
-            sig_ids, counts = np.unique(recs["sig"], return_counts=True)
-            per_sig.update(dict(zip(sig_ids.tolist(), counts.tolist(), strict=True)))
-            threads.update(np.unique(recs["thread"]).tolist())
-            incomplete += int(np.count_nonzero(recs["flags"] & CallFlag.INCOMPLETE))
-            fake += int(np.count_nonzero(recs["flags"] & CallFlag.FAKE))
+            calls = Counter(batch.column("sig"))  # (new ones in order: the same ties)
+            per_sig.update({sig: calls[sig] for sig in sorted(calls)})
+            threads.update(batch.column("thread"))
+            for flags, n in Counter(batch.column("flags")).items():
+                incomplete += n if flags & CallFlag.INCOMPLETE else 0
+                fake += n if flags & CallFlag.FAKE else 0
             if not dump_frames:
                 continue
             ends = set(batch.frame_ends)
             for i, (no, offset) in enumerate(
-                zip(recs["no"].tolist(), recs["offset"].tolist(), strict=True)
+                zip(batch.column("no").tolist(), batch.column("offset").tolist(), strict=True)
             ):
                 if frame_first is None:
                     frame_first = (no, offset)

@@ -199,21 +199,42 @@ class TraceReader:
         self.counts = TraceCounts(self.calls_read, self.frames_read, self._after_frame)
 
     def _kept_batches(self, kept: cache.Kept) -> Generator[cache.Taken, None, None]:
-        for taken, self.stream_bytes in kept.batches():
-            if len(taken[0]):
-                yield taken
+        handed = 0  # the scanner's takes handed out (kept empty ones included)
+        try:
+            for taken, self.stream_bytes in kept.batches():
+                handed += 1
+                if len(taken[0]):
+                    yield taken
+        except cache.Damaged:  # read the rest from the trace, and keep its scan anew
+            yield from self._rescanned(handed)
+            return
         self.stream_bytes = kept.stream_bytes
         damage = kept.error(self.path)
         if damage is not None:
             raise damage
 
-    def _scanned_batches(self) -> Generator[cache.Taken, None, None]:
+    def _rescanned(self, handed: int) -> Generator[cache.Taken, None, None]:
+        """After a kept batch failed its check: the trace read from its start, and every
+        take after the first `handed` (those the cache handed out); no longer from the
+        cache. The scanner takes the same batches from the same trace, in the same order."""
+        self._kept = None
+        self.from_cache = False
+        self.stream_bytes = 0
+        self._chunks = self._counted(self.stream.views())
+        self._rest = self._read_header()
+        yield from self._scanned_batches(skip=handed)
+
+    def _scanned_batches(self, skip: int = 0) -> Generator[cache.Taken, None, None]:
         header = (self.version, self.semantic_version, self.properties, self.header_size)
         keep = None
         if self._entry is not None:
             keep = self._entry.writer(header, self.path, self.stream.file_size)
         try:
-            yield from self._scan(keep)
+            for taken in self._scan(keep):
+                if skip:
+                    skip -= 1
+                else:
+                    yield taken
         finally:
             if keep is not None:
                 keep.abandon()  # (nothing left to drop once finished)

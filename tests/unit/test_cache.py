@@ -111,9 +111,14 @@ def test_a_damaged_trace_ends_at_the_same_call_with_the_same_error(
 
 @pytest.mark.parametrize(
     "damage",
-    ["index byte", "batch byte", "prefix byte", "truncated", "empty", "another build's key"],
-)
+    [
+        "index byte", "batch byte", "first batch byte", "last batch byte", "prefix byte",
+        "truncated", "empty", "another build's key",
+    ],
+)  # fmt: skip
 def test_a_damaged_cache_file_is_rebuilt_never_trusted(damage: str, cache_dir: Path) -> None:
+    """Batches are checked as they are handed out: where one fails, what follows the
+    batches handed out already comes from the trace itself, and the file is kept anew."""
     expected = read_uncached(BIG)
     read(BIG)
     (scan,) = scans(cache_dir)
@@ -124,6 +129,13 @@ def test_a_damaged_cache_file_is_rebuilt_never_trusted(damage: str, cache_dir: P
         data[index_at + 40] ^= 0x55
     elif damage == "batch byte":
         data[index_at // 2] ^= 0x01  # somewhere in the batches' buffers
+    elif damage in ("first batch byte", "last batch byte"):
+        import marshal
+
+        kept = [b for b in marshal.loads(bytes(data[index_at:]))["batches"] if b[0][0][1]]
+        assert len(kept) > 2  # (so that the last is handed out after others)
+        calls_at = kept[0 if damage == "first batch byte" else -1][0][0][0]
+        data[calls_at + 5] ^= 0x10  # in its call records
     elif damage == "prefix byte":
         data[8] ^= 0x01  # the format
     elif damage == "truncated":
@@ -299,3 +311,31 @@ def test_cli_no_cache_and_cache_commands(tmp_path: Path, monkeypatch: pytest.Mon
     cleared = run_retrace("cache", "clear")
     assert cleared.stdout.startswith(b"removed 1 cached traces")
     assert not scans(folder)
+
+
+def test_a_first_read_hashes_the_trace_once_on_a_thread_ahead(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`digest_ahead` (the replaying child's first step) hashes a trace whose digest is not
+    remembered on a thread; the read takes that digest instead of hashing again."""
+    from retrace.trace import digest
+
+    hashed: list[str] = []
+    real = digest.file_digest
+
+    def counting(path: str) -> tuple[int, str]:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(digest, "file_digest", counting)
+    monkeypatch.setattr(cache, "overlap_pays", lambda: True)
+    cache.digest_ahead(str(BIG))
+    assert str(BIG) in cache._hashing
+    expected = read_uncached(BIG)
+    cold, from_cache = read(BIG)
+    assert not from_cache and cold == expected and hashed == [str(BIG)]
+    assert not cache._hashing  # taken
+    cache.digest_ahead(str(BIG))  # remembered now: nothing to hash ahead
+    assert not cache._hashing
+    warm, from_cache = read(BIG)
+    assert from_cache and warm == expected and hashed == [str(BIG)]

@@ -232,7 +232,7 @@ def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = reg.parse_registry
 
-    def counting(path: Path, api: str) -> Registry:
+    def counting(path: str, api: str) -> Registry:
         calls.append(api)
         return real(path, api)
 

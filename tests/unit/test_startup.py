@@ -1,5 +1,5 @@
 """The replay's and the profiler's modules import without numpy (50 ms and 15 MB to
-import): it is imported where tables are built (dump, info, the writers, once a profile's
+import): it is imported where tables are built (dump, the writers, once a profile's
 replay is over), not to replay or measure."""
 
 from __future__ import annotations
