@@ -302,9 +302,11 @@ class OpenGLBackend(MetricBackend):
             busy=busy,
         )
 
+    def native_columns(self, boundary: Boundary) -> list[tuple[Column, str, str | None]]:
+        return [(self._columns[m, boundary], *FIELDS[m]) for m in self._pass.get(boundary, ())]
+
     def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
-        for metric in self._pass[boundary]:
-            column = self._columns[metric, boundary]
+        for column, end, start in self.native_columns(boundary):
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)
-            column.extend(events.values(*FIELDS[metric], column.missing))
+            column.extend(events.values(end, start, column.missing))

@@ -175,6 +175,7 @@ enum { M_CLOCK = 1, M_GPU_TIMES = 2, M_PIXELS = 4, M_MEMORY = 8, M_DISJOINT = 16
 #define GL_GPU_DISJOINT_EXT 0x8FBB
 #define QUERY_BATCH 512 /* query objects made at a time */
 #define READ_EVERY 1024 /* calls and draws ended since the last take when on_full is called */
+#define RING_HEAD 64    /* bytes before a ring's records: its counts (see "the ring") */
 #define MISSING INT64_MIN
 
 typedef void (*GenFn)(int32_t, uint32_t *);
@@ -268,6 +269,8 @@ typedef struct {
     int64_t brackets_begun;      /* in the pass: the next bracket's number */
     Vec totals;                  /* Total before brackets totals_from.., up to those read */
     int64_t totals_from;
+    Py_buffer ring;              /* with ring.obj: where the loop takes events itself */
+    size_t ring_cap;             /* records of each kind it holds */
 } Events;
 
 /* --- the data pool: what input pointers point to ------------------------------------------
@@ -522,6 +525,8 @@ static void Code_dealloc(Code *c) {
         col_free(cols[i]);
     if (c->ev.statm >= 0)
         close(c->ev.statm);
+    if (c->ev.ring.obj)
+        PyBuffer_Release(&c->ev.ring);
     if (c->data.fd >= 0)
         close(c->data.fd);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -1250,10 +1255,17 @@ static int events_begin(Events *ev, uint8_t row) {
     return 0;
 }
 
-/* `n` more calls, draws or brackets ended: on_full() when READ_EVERY wait to be read. */
+static int ring_take(Events *ev);
+
+/* `n` more calls, draws or brackets ended: on_full() when READ_EVERY wait to be read (with a
+   ring, the loop takes them itself). */
 static int count_unread(Events *ev, size_t n) {
     ev->unread += n;
-    if (!ev->on_full || ev->unread < READ_EVERY)
+    if (ev->unread < READ_EVERY)
+        return 0;
+    if (ev->ring.obj)
+        return ring_take(ev);
+    if (!ev->on_full)
         return 0;
     PyObject *on_full = ev->on_full;
     Py_INCREF(on_full);
@@ -1391,6 +1403,79 @@ static void read_event(Events *ev, Event *e, int keep) {
     e->start_q = e->end_q = e->pixels_q = 0;
 }
 
+/* --- the ring -----------------------------------------------------------------------------
+ *
+ * Without one, Python takes the events (take_events()) at every frame end and whenever
+ * READ_EVERY calls and draws have ended: per frame, Python calls and objects that cost a
+ * profile of short frames more than the replay itself.  With a ring (events()' `ring`: a
+ * buffer Python gives, in memory it shares with its parent so that a crash keeps what the
+ * ring holds), the loop takes them itself at those moments: it reads the events that had
+ * ended at the previous take into the ring, and Python moves them out (into the store)
+ * when the ring is full (on_full()) and at the end.  Layout: an int64 count of records per
+ * kind (written after the records it counts; Python sets it back to 0 when it has moved
+ * them), RING_HEAD bytes in all, then `ring_cap` EventRecords per kind. */
+static int64_t *ring_counts(const Events *ev) { return (int64_t *)ev->ring.buf; }
+
+static EventRecord *ring_records(const Events *ev, int k) {
+    return (EventRecord *)((char *)ev->ring.buf + RING_HEAD) + (size_t)k * ev->ring_cap;
+}
+
+/* Python moves the ring's records out (on_full()): room for more. */
+static int ring_empty(Events *ev) {
+    PyObject *on_full = ev->on_full;
+    if (!on_full) {
+        PyErr_SetString(PyExc_RuntimeError, "the event ring is full and nothing empties it");
+        return -1;
+    }
+    Py_INCREF(on_full);
+    PyObject *res = PyObject_CallNoArgs(on_full);
+    Py_DECREF(on_full);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/* take_events(0), into the ring: the events that had ended at the previous take. */
+static int ring_take(Events *ev) {
+    size_t brackets = ev->brackets_ready;
+    if (vec_grow(&ev->timestamps, 4, 2 * brackets) || read_brackets(ev, brackets, 1))
+        return -1;
+    ev->brackets_ready = ev->brackets.len;
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        size_t n = ev->ready[k];
+        if (vec_grow(&ev->timestamps, 4, 2 * n) || vec_grow(&ev->samples, 4, n))
+            return -1;
+        Event *done = ev->done[k].data;
+        for (size_t i = 0; i < n;) {
+            int64_t *count = &ring_counts(ev)[k];
+            if ((size_t)*count >= ev->ring_cap) {
+                if (ring_empty(ev))
+                    return -1;
+                if ((size_t)*count >= ev->ring_cap) {
+                    PyErr_SetString(PyExc_RuntimeError, "on_full() left the event ring full");
+                    return -1;
+                }
+                continue;
+            }
+            EventRecord *r = ring_records(ev, k) + *count;
+            size_t m = ev->ring_cap - (size_t)*count;
+            m = m < n - i ? m : n - i;
+            for (size_t j = i; j < i + m; j++) {
+                read_event(ev, &done[j], 1);
+                settle_busy(ev, &done[j]);
+                *r++ = done[j].r;
+            }
+            *count += (int64_t)m;
+            i += m;
+        }
+        memmove(done, done + n, (ev->done[k].len - n) * sizeof(Event));
+        ev->done[k].len -= n;
+        ev->ready[k] = ev->done[k].len;
+    }
+    trim_totals(ev);
+    ev->unread = 0;
+    return 0;
+}
+
 /* Stop measuring and forget everything (query objects not deleted died with their
    context). */
 static void events_reset(Events *ev) {
@@ -1409,17 +1494,22 @@ static void events_reset(Events *ev) {
         close(ev->statm);
     ev->statm = -1;
     Py_CLEAR(ev->on_full);
+    if (ev->ring.obj)
+        PyBuffer_Release(&ev->ring);
+    ev->ring.obj = NULL;
+    ev->ring_cap = 0;
 }
 
 /*
- * events(calls, draws, frames, on_full) or events(None)
+ * events(calls, draws, frames, on_full, ring=None) or events(None)
  *
  * From the next op on, measure every call and draw-call event (events as the
  * profiler counts them: a glBegin..glEnd block is one of each; calls compiled
  * into display lists are none) and the frames frame() delimits: per kind of
  * event, the MEASURE_* bits of what to measure, 0 for none.  The pass's clocks
  * start now.  `on_full`: called when READ_EVERY calls and draws wait to be
- * taken.  enter_context() gives the current context's query functions; no GL
+ * taken, or with a `ring` (a writable buffer: "the ring"), when the ring is full.
+ * enter_context() gives the current context's query functions; no GL
  * query is issued before.  events(None) stops and drops what was not taken.
  */
 static PyObject *Code_events(Code *c, PyObject *args) {
@@ -1428,10 +1518,23 @@ static PyObject *Code_events(Code *c, PyObject *args) {
     if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None)
         Py_RETURN_NONE;
     unsigned char what[EV_KINDS];
-    PyObject *on_full;
-    if (!PyArg_ParseTuple(args, "bbbO", &what[EV_CALL], &what[EV_DRAW], &what[EV_FRAME],
-                          &on_full))
+    PyObject *on_full, *ring = Py_None;
+    if (!PyArg_ParseTuple(args, "bbbO|O", &what[EV_CALL], &what[EV_DRAW], &what[EV_FRAME],
+                          &on_full, &ring))
         return NULL;
+    if (ring != Py_None) {
+        if (PyObject_GetBuffer(ring, &ev->ring, PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (ev->ring.len < RING_HEAD ||
+            (size_t)(ev->ring.len - RING_HEAD) < EV_KINDS * sizeof(EventRecord) ||
+            ((uintptr_t)ev->ring.buf & 7)) {
+            events_reset(ev);
+            PyErr_SetString(PyExc_ValueError, "events(): the ring holds no record of each kind");
+            return NULL;
+        }
+        ev->ring_cap = (size_t)(ev->ring.len - RING_HEAD) / (EV_KINDS * sizeof(EventRecord));
+        memset(ev->ring.buf, 0, RING_HEAD);
+    }
     int memory = 0;
     for (int k = EV_CALL; k < EV_KINDS; k++)
         memory |= what[k] & M_MEMORY;
@@ -1529,7 +1632,8 @@ static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
-/* frame(begin): end the open frame event, if any, and with `begin` begin the next. */
+/* frame(begin): end the open frame event, if any, and with `begin` begin the next; with a
+   ring, then take the events into it. */
 static PyObject *Code_frame(Code *c, PyObject *arg) {
     Events *ev = &c->ev;
     int begin = PyObject_IsTrue(arg);
@@ -1549,6 +1653,8 @@ static PyObject *Code_frame(Code *c, PyObject *arg) {
             return NULL;
         stamp_start(ev, 1u << EV_FRAME);
     }
+    if (ev->ring.obj && ring_take(ev)) /* (a frame end: the moment Python would take them) */
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1974,7 +2080,8 @@ static PyMethodDef Code_methods[] = {
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
     {"events", (PyCFunction)Code_events, METH_VARARGS,
-     "events(calls, draws, frames, on_full) or events(None): what to measure per event"},
+     "events(calls, draws, frames, on_full, ring=None) or events(None): what to measure per "
+     "event"},
     {"enter_context", (PyCFunction)Code_enter_context, METH_O,
      "enter_context(functions): a context is current, with these QUERY_FUNCTIONS"},
     {"leave_context", (PyCFunction)Code_leave_context, METH_NOARGS,
@@ -2091,6 +2198,7 @@ static int add_shared(PyObject *m) {
         {"PROGRESS_RUNNING", PROGRESS_RUNNING},
         {"PROGRESS_WORDS", PROGRESS_WORDS},
         {"EVENT_SIZE", sizeof(EventRecord)},
+        {"RING_HEAD", RING_HEAD},
         {"OP_ARRAYS_AT", (long)COL_REGION},
         {"MEASURE_CLOCK", M_CLOCK},
         {"MEASURE_GPU_TIMES", M_GPU_TIMES},
