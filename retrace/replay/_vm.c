@@ -228,6 +228,7 @@ typedef struct {
     EventRecord r;                     /* gpu_start and pixels: what is read already */
     uint32_t start_q, end_q, pixels_q; /* query objects not read yet, 0 for none */
     int64_t work_first, work_last;     /* the brackets in it: numbers [first, last) */
+    uint8_t start_shared; /* a frame whose start is the end of the frame before (frame()) */
 } Event;
 
 /* Brackets: with GPU Busy measured (M_BUSY at any kind), every op that makes the GPU work
@@ -262,6 +263,7 @@ typedef struct {
     Vec timestamps, samples, every; /* uint32: free query objects, and all made */
     PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
     uint8_t busy;                /* some kind measures M_BUSY: work ops are bracketed */
+    uint8_t open_frame_ended;    /* (frame(): the frame before ended here, just now) */
     Bracket bracket;             /* the bracket of the op running now */
     uint8_t bracket_open;        /* begun and not ended */
     Vec brackets;                /* Bracket: ended, not read, in order */
@@ -1164,9 +1166,13 @@ static int begin_event(Events *ev, int k, int queries) {
     Event *e = &ev->current[k];
     e->r = NOTHING_MEASURED;
     e->start_q = e->end_q = e->pixels_q = 0;
+    e->start_shared = 0;
     e->work_first = ev->brackets_begun;
     ev->open[k] = 1;
-    if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
+    if (queries && (ev->what[k] & M_GPU_TIMES) && k == EV_FRAME && ev->done[k].len &&
+        AT(ev->done[k], Event)[ev->done[k].len - 1].end_q && ev->open_frame_ended) {
+        e->start_shared = 1; /* (frame(): the timestamp just taken ends one, starts the next) */
+    } else if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
         if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
             return -1;
         if (e->start_q)
@@ -1214,14 +1220,15 @@ static int end_event(Events *ev, int k, int64_t now, int64_t vsize, int64_t rss)
         e->r.vsize_end = vsize, e->r.rss_end = rss;
     if (!ev->context) { /* (leave_context read its queries) */
         e->r.gpu_start = e->r.pixels = MISSING;
+        e->start_shared = 0;
     } else {
-        if (e->start_q || e->r.gpu_start != MISSING) {
+        if (e->start_q || e->r.gpu_start != MISSING || e->start_shared) {
             if (can_time(ev) && !(e->end_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
                 return -1;
             if (e->end_q)
                 ev->gl.counter(e->end_q, GL_TIMESTAMP);
             else /* no end to measure to: a start query stays unread (deleted with the rest) */
-                e->start_q = 0, e->r.gpu_start = MISSING;
+                e->start_q = 0, e->start_shared = 0, e->r.gpu_start = MISSING;
         }
         if ((ev->what[k] & M_DISJOINT) && ev->gl.integer) { /* covers all since it was read */
             int32_t disjoint = 0;
@@ -1403,6 +1410,19 @@ static void read_event(Events *ev, Event *e, int keep) {
     e->start_q = e->end_q = e->pixels_q = 0;
 }
 
+/* After frame event done[i] is read: the frame after it, if its start is this one's end
+   (one GL_TIMESTAMP query at each frame end, read once, rather than two back to back). */
+static void pass_on_end(Events *ev, size_t i) {
+    Vec *done = &ev->done[EV_FRAME];
+    Event *next = i + 1 < done->len    ? &AT(*done, Event)[i + 1]
+                  : ev->open[EV_FRAME] ? &ev->current[EV_FRAME]
+                                       : NULL;
+    if (next && next->start_shared) {
+        next->r.gpu_start = AT(*done, Event)[i].r.gpu_end;
+        next->start_shared = 0;
+    }
+}
+
 /* --- the ring -----------------------------------------------------------------------------
  *
  * Without one, Python takes the events (take_events()) at every frame end and whenever
@@ -1461,6 +1481,8 @@ static int ring_take(Events *ev) {
             m = m < n - i ? m : n - i;
             for (size_t j = i; j < i + m; j++) {
                 read_event(ev, &done[j], 1);
+                if (k == EV_FRAME)
+                    pass_on_end(ev, j);
                 settle_busy(ev, &done[j]);
                 *r++ = done[j].r;
             }
@@ -1620,6 +1642,8 @@ static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
         for (size_t i = 0; i < ev->done[k].len; i++) {
             Event *e = &AT(ev->done[k], Event)[i];
             read_event(ev, e, 0);
+            if (k == EV_FRAME)
+                pass_on_end(ev, i);
             settle_busy(ev, e);
         }
         ev->ready[k] = ev->done[k].len; /* read already: nothing to wait for */
@@ -1641,7 +1665,8 @@ static PyObject *Code_frame(Code *c, PyObject *arg) {
         return NULL;
     if (!ev->what[EV_FRAME])
         Py_RETURN_NONE;
-    if (ev->open[EV_FRAME]) {
+    int ended = ev->open[EV_FRAME];
+    if (ended) {
         int64_t now = now_ns() - ev->cpu_base, vsize = MISSING, rss = MISSING;
         if (ev->what[EV_FRAME] & M_MEMORY)
             read_memory(ev, &vsize, &rss);
@@ -1649,7 +1674,10 @@ static PyObject *Code_frame(Code *c, PyObject *arg) {
             return NULL;
     }
     if (begin) {
-        if (begin_event(ev, EV_FRAME, 1))
+        ev->open_frame_ended = (uint8_t)ended; /* (its end query starts this one) */
+        int failed = begin_event(ev, EV_FRAME, 1);
+        ev->open_frame_ended = 0;
+        if (failed)
             return NULL;
         stamp_start(ev, 1u << EV_FRAME);
     }
@@ -1693,6 +1721,8 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
         Event *done = ev->done[k].data;
         for (size_t i = 0; i < n; i++) {
             read_event(ev, &done[i], 1);
+            if (k == EV_FRAME)
+                pass_on_end(ev, i);
             settle_busy(ev, &done[i]);
             r[i] = done[i].r;
         }
