@@ -228,19 +228,23 @@ class Profiler(ReplayListener):
     def _publish(self) -> None:
         """At a frame end, for the parent to keep what was measured if the driver crashes:
         the lengths of the columns and the first pass's event rows so far."""
-        assert self.live is not None
-        program, meter = self.replayer.program, self.meter
+        live, program, meter, rows = self.live, self.replayer.program, self.meter, self._rows
+        assert live is not None
         stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
-        stored = self._rows.done
-        if self._expected is None and not self._looping:
-            store_rows = self._rows.store_until if stopping else self._rows.store_soon
+        stored = rows.done
+        if rows.tables and self._expected is None and not self._looping:  # (calls, draws)
+            store_rows = rows.store_until if stopping else rows.store_soon
             store_rows(self.store, program, program.code.position + 1)
         # the lengths, where columns changed: the loop's events reach the store only when
         # its ring empties (which publishes them), the rows now and then; callbacks write
         # at every event
-        changed = stored != self._rows.done or (meter.measuring and not meter.native)
-        lengths = self.store.lengths() if changed else None
-        self.live.publish(self._pass, self.replayer.frame, lengths, program.names)
+        changed = stored != rows.done or (meter.measuring and not meter.native)
+        live.publish(
+            self._pass,
+            self.replayer.frame,
+            self.store.lengths() if changed else None,
+            program.names,
+        )
         if stopping:
             contain.stop_here()
 

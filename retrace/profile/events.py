@@ -100,6 +100,7 @@ class EventMeter:
         self._bracketed = False  # callbacks count the calls as they run
         self._next_event: dict[Boundary, int] = {}  # (native) the next record's event number
         self._lead: int | None = None  # --loop: the loops are measured from this frame's end
+        self._frame: Callable[[bool], None] = program.code.frame  # (natively: the loop's)
         self.ring = ring or EventRing()
         # with a shared ring: the store index of a column (the ring names its columns so),
         # and what publishes the store's lengths once records moved there (before the ring
@@ -157,6 +158,16 @@ class EventMeter:
         self._lead = frame
 
     def frame_end(self) -> None:
+        counts = self.counts
+        if (
+            self._native  # (measuring, the plan known: the usual case, first, in fewer steps)
+            and counts[FRAME] != self.last
+            and self.last_call is None
+            and self._lead is None
+        ):
+            self._frame(True)  # (which takes the events read into the ring)
+            counts[FRAME] += 1
+            return
         plan = self.plan
         if self._measuring and (self.counts[FRAME] == self.last or self._past_last_call()):
             self._stop()
@@ -257,6 +268,7 @@ class EventMeter:
         self._next_event = {CALL: calls, DRAWCALL: draws, FRAME: self.counts[FRAME]}
         self._native = True
         program, ring, index = self.program, self.ring, self.column_index
+        self._frame = program.code.frame
         assert self.plan is not None
         backend, fields = self.plan.backend, EventRecords.FIELDS
         columns = [
