@@ -132,6 +132,13 @@ class MetricBackend(ABC):
         callbacks. A backend answers alike for every boundary of a pass."""
         return None
 
+    def native_columns(self, boundary: Boundary) -> list[tuple[Column, str, str | None]]:
+        """(natively) Where `native_results` puts each value of an event at `boundary` in
+        the current pass: the column, and the record's field (`EventRecords.FIELDS`), less a
+        second field or None; so that a driver crash keeps the values read but not moved
+        yet (`retrace.profile.checkpoint.EventRing`). [] if the backend cannot say."""
+        return []
+
     def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
         """What the loop measured for events `first_event`.. at `boundary`, in order: the
         loop's records (`retrace.replay.program.EventRecords`: ns since the pass began,

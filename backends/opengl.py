@@ -1,10 +1,11 @@
 """The `opengl` backend: glretrace's metrics, from GL queries, the clock and /proc.
 
 GPU times come from pairs of glQueryCounter(GL_TIMESTAMP) queries, which nest,
-so frames, calls and draw calls are timed in one pass; GL_SAMPLES_PASSED
-occlusion queries, which do not nest, give Pixels Drawn, and asking for it at
-frames and at calls or draws takes a second pass (frames first), as in
-glretrace. CPU Start/Duration read CLOCK_MONOTONIC; VSIZE/RSS read
+so frames, calls and draw calls are timed in one pass (consecutive frames share one:
+the timestamp that ends a frame starts the next, where glretrace takes two back to
+back); GL_SAMPLES_PASSED occlusion queries, which do not nest, give Pixels Drawn,
+and asking for it at frames and at calls or draws takes a second pass (frames
+first), as in glretrace. CPU Start/Duration read CLOCK_MONOTONIC; VSIZE/RSS read
 /proc/self/statm and are reported in bytes (glretrace prints zeros without
 procps, and RSS in pages); GPU Disjoint reads GL_GPU_DISJOINT_EXT.
 
@@ -302,9 +303,11 @@ class OpenGLBackend(MetricBackend):
             busy=busy,
         )
 
+    def native_columns(self, boundary: Boundary) -> list[tuple[Column, str, str | None]]:
+        return [(self._columns[m, boundary], *FIELDS[m]) for m in self._pass.get(boundary, ())]
+
     def native_results(self, boundary: Boundary, first_event: int, events: EventRecords) -> None:
-        for metric in self._pass[boundary]:
-            column = self._columns[metric, boundary]
+        for column, end, start in self.native_columns(boundary):
             if first_event > len(column):  # events before the pass began: not measured
                 column.set(first_event - 1, column.missing)
-            column.extend(events.values(*FIELDS[metric], column.missing))
+            column.extend(events.values(end, start, column.missing))

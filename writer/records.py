@@ -26,7 +26,6 @@ blocks from the store, as `MetricWriter` does.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -108,6 +107,8 @@ def write_records(stream: TextIO, tables: Iterable[Table], fmt: str) -> None:
     columns = metric_columns(chosen)
     header = [*KEY_FIELDS, *columns]
     if fmt == "csv":
+        import csv  # (only --format csv needs it)
+
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(header)
         for table in chosen:

@@ -564,9 +564,11 @@ class Store:
         target = os.path.join(self.path, MANIFEST)
         tmp = target + ".tmp"
         try:
+            # one line: json.dumps without indent is the C encoder (20x faster than dump's
+            # chunks; a profile writes the manifest at every checkpoint)
+            text = json.dumps(self.manifest(), separators=(",", ":"))
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(self.manifest(), f, indent=1)
-                f.write("\n")
+                f.write(text + "\n")
             os.replace(tmp, target)
         except OSError as exc:
             raise _disk_error(target, "cannot write store manifest", exc) from None

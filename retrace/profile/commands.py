@@ -401,6 +401,7 @@ def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
 
     for index, key in enumerate(store):
         store[key].recover(live.length(index))
+    live.ring.recover(store)  # the events the loop read, not moved into the store yet
     if state["expected"] is None and live.pass_index >= 0:
         profile = state["profile"]
         profile["frames"] = profile["frame_events"] = live.frames

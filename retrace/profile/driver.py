@@ -74,13 +74,17 @@ class Profiler(ReplayListener):
         self.options = options
         self.replayer = Replayer(trace)
         self.view = ReplayView(self.replayer.state, self.replayer.dispatch)
+        ring = live.ring if live is not None else None  # (a crash keeps what it holds)
         if options.loop is None:
             self.meter = EventMeter(
-                self.replayer.program, self.view, options.frames, last_call(options.calls)
+                self.replayer.program, self.view, options.frames, last_call(options.calls), ring
             )
         else:  # the loops only are measured, the replay before them runs bare
-            self.meter = EventMeter(self.replayer.program, self.view, (NOT_YET, None))
+            self.meter = EventMeter(self.replayer.program, self.view, (NOT_YET, None), ring=ring)
             self.replayer.compile_all = True  # stopped after frame B, every pass runs it all
+        if live is not None:
+            self.meter.column_index = lambda key: list(self.store).index(key)
+            self.meter.on_moved = lambda: live.publish_lengths(self.store.lengths())
         self.repeats = Repeats(options.repeat, options.warmup_runs, options.stats, self._column)
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
@@ -224,13 +228,23 @@ class Profiler(ReplayListener):
     def _publish(self) -> None:
         """At a frame end, for the parent to keep what was measured if the driver crashes:
         the lengths of the columns and the first pass's event rows so far."""
-        assert self.live is not None
-        program = self.replayer.program
+        live, program, meter, rows = self.live, self.replayer.program, self.meter, self._rows
+        assert live is not None
         stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
-        if self._expected is None and not self._looping:
-            store_rows = self._rows.store_until if stopping else self._rows.store_soon
+        stored = rows.done
+        if rows.tables and self._expected is None and not self._looping:  # (calls, draws)
+            store_rows = rows.store_until if stopping else rows.store_soon
             store_rows(self.store, program, program.code.position + 1)
-        self.live.publish(self._pass, self.replayer.frame, self.store.lengths(), program.names)
+        # the lengths, where columns changed: the loop's events reach the store only when
+        # its ring empties (which publishes them), the rows now and then; callbacks write
+        # at every event
+        changed = stored != rows.done or (meter.measuring and not meter.native)
+        live.publish(
+            self._pass,
+            self.replayer.frame,
+            self.store.lengths() if changed else None,
+            program.names,
+        )
         if stopping:
             contain.stop_here()
 

@@ -4,8 +4,10 @@ A pass's backend measures its events in one of two ways (`MetricBackend`):
 
 - natively (`native_events`; the `opengl` backend): the replay loop measures
   every call and draw call itself, and the frames this layer delimits at frame
-  ends, in C with no Python per event, and hands the records over in batches
-  at frame ends and every `READ_EVERY` events (`_vm.c`; `native_results`);
+  ends, in C with no Python per event, reads the records at frame ends and every
+  `READ_EVERY` events (one take late: the GPU is done with them) into an
+  `EventRing`, and this layer hands them over (`native_results`) when the ring is
+  full and at the end: no Python per frame either (`_vm.c`, "the ring");
 - with callbacks (`begin_query`/`end_query`; backends that measure in Python):
   around every frame, and around the ops of calls and draw calls only in
   passes that measure them, so other passes run the bare C loop.
@@ -23,15 +25,18 @@ begins at the frame end before it (`loops_from`), not at the loop's first op.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import RetraceError
-from retrace.replay.program import Marks, OpKind, Program
+from retrace.profile.checkpoint import EventRing
+from retrace.replay.program import EventRecords, Marks, OpKind, Program
 from retrace.replay.view import ReplayView
 from retrace.vocabulary import Boundary, NativeEvents
 
 CALL, DRAWCALL, FRAME = Boundary.CALL, Boundary.DRAWCALL, Boundary.FRAME
+KINDS = (CALL, DRAWCALL, FRAME)  # the loop's kinds of event, in its order
 # the ops that start an event of each boundary
 EVENT_ROWS = {
     CALL: (OpKind.CALL, OpKind.LIST_END, OpKind.DRAW, OpKind.BEGIN),
@@ -78,10 +83,13 @@ class EventMeter:
         view: ReplayView,
         frames: tuple[int, int | None] = (0, None),
         last_call: int | None = None,
+        ring: EventRing | None = None,
     ) -> None:
         """`frames`: measure only frames first..last (0-based; last None: to the end); the
         replay before and after them runs unmeasured, the events still counted.
-        `last_call`: also stop after the frame that holds this call number."""
+        `last_call`: also stop after the frame that holds this call number. `ring`: where
+        the loop keeps the events it read until they are handed over (`Live.ring`, which a
+        crash keeps; None: private memory)."""
         self.program, self.view = program, view
         self.first, self.last = frames
         self.last_call = last_call
@@ -92,10 +100,22 @@ class EventMeter:
         self._bracketed = False  # callbacks count the calls as they run
         self._next_event: dict[Boundary, int] = {}  # (native) the next record's event number
         self._lead: int | None = None  # --loop: the loops are measured from this frame's end
+        self._frame: Callable[[bool], None] = program.code.frame  # (natively: the loop's)
+        self.ring = ring or EventRing()
+        # with a shared ring: the store index of a column (the ring names its columns so),
+        # and what publishes the store's lengths once records moved there (before the ring
+        # forgets them)
+        self.column_index: Callable[[str], int] | None = None
+        self.on_moved: Callable[[], None] = lambda: None
 
     @property
     def measuring(self) -> bool:
         return self._measuring
+
+    @property
+    def native(self) -> bool:
+        """The loop measures the events (the store changes only when the ring empties)."""
+        return self._native
 
     def reset(self) -> None:
         """Before a pass replays: nothing counted, nothing measured yet."""
@@ -138,12 +158,21 @@ class EventMeter:
         self._lead = frame
 
     def frame_end(self) -> None:
+        counts = self.counts
+        if (
+            self._native  # (measuring, the plan known: the usual case, first, in fewer steps)
+            and counts[FRAME] != self.last
+            and self.last_call is None
+            and self._lead is None
+        ):
+            self._frame(True)  # (which takes the events read into the ring)
+            counts[FRAME] += 1
+            return
         plan = self.plan
         if self._measuring and (self.counts[FRAME] == self.last or self._past_last_call()):
             self._stop()
         elif self._native:
-            self.program.frame()
-            self._collect()
+            self.program.frame()  # (which takes the events read into the ring)
         elif self._measuring and plan is not None and FRAME in plan.boundaries:
             event = self.counts[FRAME]
             plan.backend.end_query(FRAME, event)
@@ -181,7 +210,8 @@ class EventMeter:
     def _end_native(self) -> None:
         self.program.frame(begin=False)
         self.program.leave_context()
-        self._collect(everything=True)
+        self._drain()
+        self._collect_the_rest()
         self.finish()
 
     def before_switch(self) -> None:
@@ -200,6 +230,7 @@ class EventMeter:
         """After the replay (also one that failed): the loop stops measuring."""
         self._native = False
         self.program.stop_events()
+        self.ring.stop()
 
     def end(self, loops: tuple[int, int, int] | None = None) -> dict[Boundary, int]:
         """After a complete replay: the last events measured and counted, the backend's
@@ -231,27 +262,54 @@ class EventMeter:
         self, native: dict[Boundary, NativeEvents], counted: tuple[int, int]
     ) -> None:
         """Have the loop measure from the op running now on (the `counted` events before it
-        are not measured) and begin the first frame; `_collect` hands the records to the
+        are not measured) and begin the first frame; `_drain` hands the records to the
         backend."""
         calls, draws = counted
         self._next_event = {CALL: calls, DRAWCALL: draws, FRAME: self.counts[FRAME]}
         self._native = True
-        program = self.program
+        program, ring, index = self.program, self.ring, self.column_index
+        self._frame = program.code.frame
+        assert self.plan is not None
+        backend, fields = self.plan.backend, EventRecords.FIELDS
+        columns = [
+            [
+                (index(column.key), fields.index(end), -1 if start is None else fields.index(start))
+                for column, end, start in backend.native_columns(b)
+            ]
+            if b in native and index is not None
+            else []
+            for b in KINDS
+        ]
+        ring.start(columns, [self._next_event[b] for b in KINDS])
         program.measure_events(
-            native.get(CALL), native.get(DRAWCALL), native.get(FRAME), self._collect
+            native.get(CALL), native.get(DRAWCALL), native.get(FRAME), self._drain, ring.loop_part
         )
         program.enter_context(self.view.query_functions())
         if FRAME in native:
             program.frame()
 
-    def _collect(self, everything: bool = False) -> None:
-        """Hand what the loop measured to the backend: the events that had ended at the
-        last collection (a frame or `READ_EVERY` events ago: reading them does not stall the
-        GPU), or `everything`."""
+    def _drain(self) -> None:
+        """Hand the events in the ring to the backend (the ring is full, or the pass ends)."""
+        assert self.plan is not None
+        backend, ring, moved = self.plan.backend, self.ring, []
+        for kind, boundary in enumerate(KINDS):
+            events = EventRecords(ring.take(kind))
+            if len(events):
+                backend.native_results(boundary, self._next_event[boundary], events)
+                self._next_event[boundary] += len(events)
+                moved.append((kind, len(events)))
+        if moved:
+            self.on_moved()
+            for kind, count in moved:
+                ring.moved(kind, count)
+
+    def _collect_the_rest(self) -> None:
+        """At the pass's end, after the ring's (`_drain`): hand every other event the loop
+        measured to the backend (their queries read now)."""
         assert self.plan is not None
         backend = self.plan.backend
-        taken = self.program.take_events(everything)
-        for boundary, events in zip((CALL, DRAWCALL, FRAME), taken, strict=True):
+        taken = self.program.take_events(True)
+        for boundary, events in zip(KINDS, taken, strict=True):
             if len(events):
                 backend.native_results(boundary, self._next_event[boundary], events)
                 self._next_event[boundary] += len(events)

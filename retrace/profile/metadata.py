@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import re
-import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,7 +163,7 @@ def host_facts() -> dict[str, str]:
         "cpu": cpu,
         "cpus": str(os.cpu_count() or 0),
         "kernel": f"{platform.system()} {platform.release()}",
-        "host": socket.gethostname(),
+        "host": os.uname().nodename,  # (gethostname(); socket costs 3 ms to import)
     }
 
 

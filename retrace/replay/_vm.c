@@ -175,6 +175,7 @@ enum { M_CLOCK = 1, M_GPU_TIMES = 2, M_PIXELS = 4, M_MEMORY = 8, M_DISJOINT = 16
 #define GL_GPU_DISJOINT_EXT 0x8FBB
 #define QUERY_BATCH 512 /* query objects made at a time */
 #define READ_EVERY 1024 /* calls and draws ended since the last take when on_full is called */
+#define RING_HEAD 64    /* bytes before a ring's records: its counts (see "the ring") */
 #define MISSING INT64_MIN
 
 typedef void (*GenFn)(int32_t, uint32_t *);
@@ -227,6 +228,7 @@ typedef struct {
     EventRecord r;                     /* gpu_start and pixels: what is read already */
     uint32_t start_q, end_q, pixels_q; /* query objects not read yet, 0 for none */
     int64_t work_first, work_last;     /* the brackets in it: numbers [first, last) */
+    uint8_t start_shared; /* a frame whose start is the end of the frame before (frame()) */
 } Event;
 
 /* Brackets: with GPU Busy measured (M_BUSY at any kind), every op that makes the GPU work
@@ -261,6 +263,7 @@ typedef struct {
     Vec timestamps, samples, every; /* uint32: free query objects, and all made */
     PyObject *on_full;           /* called when READ_EVERY calls and draws wait */
     uint8_t busy;                /* some kind measures M_BUSY: work ops are bracketed */
+    uint8_t open_frame_ended;    /* (frame(): the frame before ended here, just now) */
     Bracket bracket;             /* the bracket of the op running now */
     uint8_t bracket_open;        /* begun and not ended */
     Vec brackets;                /* Bracket: ended, not read, in order */
@@ -268,6 +271,8 @@ typedef struct {
     int64_t brackets_begun;      /* in the pass: the next bracket's number */
     Vec totals;                  /* Total before brackets totals_from.., up to those read */
     int64_t totals_from;
+    Py_buffer ring;              /* with ring.obj: where the loop takes events itself */
+    size_t ring_cap;             /* records of each kind it holds */
 } Events;
 
 /* --- the data pool: what input pointers point to ------------------------------------------
@@ -522,6 +527,8 @@ static void Code_dealloc(Code *c) {
         col_free(cols[i]);
     if (c->ev.statm >= 0)
         close(c->ev.statm);
+    if (c->ev.ring.obj)
+        PyBuffer_Release(&c->ev.ring);
     if (c->data.fd >= 0)
         close(c->data.fd);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -1159,9 +1166,13 @@ static int begin_event(Events *ev, int k, int queries) {
     Event *e = &ev->current[k];
     e->r = NOTHING_MEASURED;
     e->start_q = e->end_q = e->pixels_q = 0;
+    e->start_shared = 0;
     e->work_first = ev->brackets_begun;
     ev->open[k] = 1;
-    if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
+    if (queries && (ev->what[k] & M_GPU_TIMES) && k == EV_FRAME && ev->done[k].len &&
+        AT(ev->done[k], Event)[ev->done[k].len - 1].end_q && ev->open_frame_ended) {
+        e->start_shared = 1; /* (frame(): the timestamp just taken ends one, starts the next) */
+    } else if (queries && (ev->what[k] & M_GPU_TIMES) && can_time(ev)) {
         if (!(e->start_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
             return -1;
         if (e->start_q)
@@ -1209,14 +1220,15 @@ static int end_event(Events *ev, int k, int64_t now, int64_t vsize, int64_t rss)
         e->r.vsize_end = vsize, e->r.rss_end = rss;
     if (!ev->context) { /* (leave_context read its queries) */
         e->r.gpu_start = e->r.pixels = MISSING;
+        e->start_shared = 0;
     } else {
-        if (e->start_q || e->r.gpu_start != MISSING) {
+        if (e->start_q || e->r.gpu_start != MISSING || e->start_shared) {
             if (can_time(ev) && !(e->end_q = take_query(ev, &ev->timestamps)) && PyErr_Occurred())
                 return -1;
             if (e->end_q)
                 ev->gl.counter(e->end_q, GL_TIMESTAMP);
             else /* no end to measure to: a start query stays unread (deleted with the rest) */
-                e->start_q = 0, e->r.gpu_start = MISSING;
+                e->start_q = 0, e->start_shared = 0, e->r.gpu_start = MISSING;
         }
         if ((ev->what[k] & M_DISJOINT) && ev->gl.integer) { /* covers all since it was read */
             int32_t disjoint = 0;
@@ -1250,10 +1262,17 @@ static int events_begin(Events *ev, uint8_t row) {
     return 0;
 }
 
-/* `n` more calls, draws or brackets ended: on_full() when READ_EVERY wait to be read. */
+static int ring_take(Events *ev);
+
+/* `n` more calls, draws or brackets ended: on_full() when READ_EVERY wait to be read (with a
+   ring, the loop takes them itself). */
 static int count_unread(Events *ev, size_t n) {
     ev->unread += n;
-    if (!ev->on_full || ev->unread < READ_EVERY)
+    if (ev->unread < READ_EVERY)
+        return 0;
+    if (ev->ring.obj)
+        return ring_take(ev);
+    if (!ev->on_full)
         return 0;
     PyObject *on_full = ev->on_full;
     Py_INCREF(on_full);
@@ -1391,6 +1410,94 @@ static void read_event(Events *ev, Event *e, int keep) {
     e->start_q = e->end_q = e->pixels_q = 0;
 }
 
+/* After frame event done[i] is read: the frame after it, if its start is this one's end
+   (one GL_TIMESTAMP query at each frame end, read once, rather than two back to back). */
+static void pass_on_end(Events *ev, size_t i) {
+    Vec *done = &ev->done[EV_FRAME];
+    Event *next = i + 1 < done->len    ? &AT(*done, Event)[i + 1]
+                  : ev->open[EV_FRAME] ? &ev->current[EV_FRAME]
+                                       : NULL;
+    if (next && next->start_shared) {
+        next->r.gpu_start = AT(*done, Event)[i].r.gpu_end;
+        next->start_shared = 0;
+    }
+}
+
+/* --- the ring -----------------------------------------------------------------------------
+ *
+ * Without one, Python takes the events (take_events()) at every frame end and whenever
+ * READ_EVERY calls and draws have ended: per frame, Python calls and objects that cost a
+ * profile of short frames more than the replay itself.  With a ring (events()' `ring`: a
+ * buffer Python gives, in memory it shares with its parent so that a crash keeps what the
+ * ring holds), the loop takes them itself at those moments: it reads the events that had
+ * ended at the previous take into the ring, and Python moves them out (into the store)
+ * when the ring is full (on_full()) and at the end.  Layout: an int64 count of records per
+ * kind (written after the records it counts; Python sets it back to 0 when it has moved
+ * them), RING_HEAD bytes in all, then `ring_cap` EventRecords per kind. */
+static int64_t *ring_counts(const Events *ev) { return (int64_t *)ev->ring.buf; }
+
+static EventRecord *ring_records(const Events *ev, int k) {
+    return (EventRecord *)((char *)ev->ring.buf + RING_HEAD) + (size_t)k * ev->ring_cap;
+}
+
+/* Python moves the ring's records out (on_full()): room for more. */
+static int ring_empty(Events *ev) {
+    PyObject *on_full = ev->on_full;
+    if (!on_full) {
+        PyErr_SetString(PyExc_RuntimeError, "the event ring is full and nothing empties it");
+        return -1;
+    }
+    Py_INCREF(on_full);
+    PyObject *res = PyObject_CallNoArgs(on_full);
+    Py_DECREF(on_full);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/* take_events(0), into the ring: the events that had ended at the previous take. */
+static int ring_take(Events *ev) {
+    size_t brackets = ev->brackets_ready;
+    if (vec_grow(&ev->timestamps, 4, 2 * brackets) || read_brackets(ev, brackets, 1))
+        return -1;
+    ev->brackets_ready = ev->brackets.len;
+    for (int k = EV_CALL; k < EV_KINDS; k++) {
+        size_t n = ev->ready[k];
+        if (vec_grow(&ev->timestamps, 4, 2 * n) || vec_grow(&ev->samples, 4, n))
+            return -1;
+        Event *done = ev->done[k].data;
+        for (size_t i = 0; i < n;) {
+            int64_t *count = &ring_counts(ev)[k];
+            if ((size_t)*count >= ev->ring_cap) {
+                if (ring_empty(ev))
+                    return -1;
+                if ((size_t)*count >= ev->ring_cap) {
+                    PyErr_SetString(PyExc_RuntimeError, "on_full() left the event ring full");
+                    return -1;
+                }
+                continue;
+            }
+            EventRecord *r = ring_records(ev, k) + *count;
+            size_t m = ev->ring_cap - (size_t)*count;
+            m = m < n - i ? m : n - i;
+            for (size_t j = i; j < i + m; j++) {
+                read_event(ev, &done[j], 1);
+                if (k == EV_FRAME)
+                    pass_on_end(ev, j);
+                settle_busy(ev, &done[j]);
+                *r++ = done[j].r;
+            }
+            *count += (int64_t)m;
+            i += m;
+        }
+        memmove(done, done + n, (ev->done[k].len - n) * sizeof(Event));
+        ev->done[k].len -= n;
+        ev->ready[k] = ev->done[k].len;
+    }
+    trim_totals(ev);
+    ev->unread = 0;
+    return 0;
+}
+
 /* Stop measuring and forget everything (query objects not deleted died with their
    context). */
 static void events_reset(Events *ev) {
@@ -1409,17 +1516,22 @@ static void events_reset(Events *ev) {
         close(ev->statm);
     ev->statm = -1;
     Py_CLEAR(ev->on_full);
+    if (ev->ring.obj)
+        PyBuffer_Release(&ev->ring);
+    ev->ring.obj = NULL;
+    ev->ring_cap = 0;
 }
 
 /*
- * events(calls, draws, frames, on_full) or events(None)
+ * events(calls, draws, frames, on_full, ring=None) or events(None)
  *
  * From the next op on, measure every call and draw-call event (events as the
  * profiler counts them: a glBegin..glEnd block is one of each; calls compiled
  * into display lists are none) and the frames frame() delimits: per kind of
  * event, the MEASURE_* bits of what to measure, 0 for none.  The pass's clocks
  * start now.  `on_full`: called when READ_EVERY calls and draws wait to be
- * taken.  enter_context() gives the current context's query functions; no GL
+ * taken, or with a `ring` (a writable buffer: "the ring"), when the ring is full.
+ * enter_context() gives the current context's query functions; no GL
  * query is issued before.  events(None) stops and drops what was not taken.
  */
 static PyObject *Code_events(Code *c, PyObject *args) {
@@ -1428,10 +1540,23 @@ static PyObject *Code_events(Code *c, PyObject *args) {
     if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None)
         Py_RETURN_NONE;
     unsigned char what[EV_KINDS];
-    PyObject *on_full;
-    if (!PyArg_ParseTuple(args, "bbbO", &what[EV_CALL], &what[EV_DRAW], &what[EV_FRAME],
-                          &on_full))
+    PyObject *on_full, *ring = Py_None;
+    if (!PyArg_ParseTuple(args, "bbbO|O", &what[EV_CALL], &what[EV_DRAW], &what[EV_FRAME],
+                          &on_full, &ring))
         return NULL;
+    if (ring != Py_None) {
+        if (PyObject_GetBuffer(ring, &ev->ring, PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (ev->ring.len < RING_HEAD ||
+            (size_t)(ev->ring.len - RING_HEAD) < EV_KINDS * sizeof(EventRecord) ||
+            ((uintptr_t)ev->ring.buf & 7)) {
+            events_reset(ev);
+            PyErr_SetString(PyExc_ValueError, "events(): the ring holds no record of each kind");
+            return NULL;
+        }
+        ev->ring_cap = (size_t)(ev->ring.len - RING_HEAD) / (EV_KINDS * sizeof(EventRecord));
+        memset(ev->ring.buf, 0, RING_HEAD);
+    }
     int memory = 0;
     for (int k = EV_CALL; k < EV_KINDS; k++)
         memory |= what[k] & M_MEMORY;
@@ -1517,6 +1642,8 @@ static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
         for (size_t i = 0; i < ev->done[k].len; i++) {
             Event *e = &AT(ev->done[k], Event)[i];
             read_event(ev, e, 0);
+            if (k == EV_FRAME)
+                pass_on_end(ev, i);
             settle_busy(ev, e);
         }
         ev->ready[k] = ev->done[k].len; /* read already: nothing to wait for */
@@ -1529,7 +1656,8 @@ static PyObject *Code_leave_context(Code *c, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
-/* frame(begin): end the open frame event, if any, and with `begin` begin the next. */
+/* frame(begin): end the open frame event, if any, and with `begin` begin the next; with a
+   ring, then take the events into it. */
 static PyObject *Code_frame(Code *c, PyObject *arg) {
     Events *ev = &c->ev;
     int begin = PyObject_IsTrue(arg);
@@ -1537,7 +1665,8 @@ static PyObject *Code_frame(Code *c, PyObject *arg) {
         return NULL;
     if (!ev->what[EV_FRAME])
         Py_RETURN_NONE;
-    if (ev->open[EV_FRAME]) {
+    int ended = ev->open[EV_FRAME];
+    if (ended) {
         int64_t now = now_ns() - ev->cpu_base, vsize = MISSING, rss = MISSING;
         if (ev->what[EV_FRAME] & M_MEMORY)
             read_memory(ev, &vsize, &rss);
@@ -1545,10 +1674,15 @@ static PyObject *Code_frame(Code *c, PyObject *arg) {
             return NULL;
     }
     if (begin) {
-        if (begin_event(ev, EV_FRAME, 1))
+        ev->open_frame_ended = (uint8_t)ended; /* (its end query starts this one) */
+        int failed = begin_event(ev, EV_FRAME, 1);
+        ev->open_frame_ended = 0;
+        if (failed)
             return NULL;
         stamp_start(ev, 1u << EV_FRAME);
     }
+    if (ev->ring.obj && ring_take(ev)) /* (a frame end: the moment Python would take them) */
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1587,6 +1721,8 @@ static PyObject *Code_take_events(Code *c, PyObject *arg) {
         Event *done = ev->done[k].data;
         for (size_t i = 0; i < n; i++) {
             read_event(ev, &done[i], 1);
+            if (k == EV_FRAME)
+                pass_on_end(ev, i);
             settle_busy(ev, &done[i]);
             r[i] = done[i].r;
         }
@@ -1974,7 +2110,8 @@ static PyMethodDef Code_methods[] = {
     {"bracket", (PyCFunction)Code_bracket, METH_VARARGS,
      "bracket(marks, before, after): callbacks around marked ops"},
     {"events", (PyCFunction)Code_events, METH_VARARGS,
-     "events(calls, draws, frames, on_full) or events(None): what to measure per event"},
+     "events(calls, draws, frames, on_full, ring=None) or events(None): what to measure per "
+     "event"},
     {"enter_context", (PyCFunction)Code_enter_context, METH_O,
      "enter_context(functions): a context is current, with these QUERY_FUNCTIONS"},
     {"leave_context", (PyCFunction)Code_leave_context, METH_NOARGS,
@@ -2091,6 +2228,7 @@ static int add_shared(PyObject *m) {
         {"PROGRESS_RUNNING", PROGRESS_RUNNING},
         {"PROGRESS_WORDS", PROGRESS_WORDS},
         {"EVENT_SIZE", sizeof(EventRecord)},
+        {"RING_HEAD", RING_HEAD},
         {"OP_ARRAYS_AT", (long)COL_REGION},
         {"MEASURE_CLOCK", M_CLOCK},
         {"MEASURE_GPU_TIMES", M_GPU_TIMES},

@@ -57,6 +57,8 @@ MEASURE_BUSY: int
 EVENT_FIELDS: tuple[str, ...]
 """The int64 fields of an event record, in order (`Code.take_events`)."""
 EVENT_SIZE: int
+RING_HEAD: int
+"""Bytes before the records of an event ring (`Code.events`): an int64 count per kind."""
 """Bytes per event record."""
 OP_ARRAYS_AT: int
 """Where in the data pool's file the op arrays' regions begin (the pool's bytes are below)."""
@@ -143,9 +145,16 @@ class Code:
         """Stop measuring events; what was not taken is dropped."""
     @overload
     def events(
-        self, calls: int, draws: int, frames: int, on_full: Callable[[], object] | None, /
+        self,
+        calls: int,
+        draws: int,
+        frames: int,
+        on_full: Callable[[], object] | None,
+        ring: Buffer | None = None,
+        /,
     ) -> None:
-        """Measure calls, draws and frames from the next op on: MEASURE_* bits per kind."""
+        """Measure calls, draws and frames from the next op on: MEASURE_* bits per kind; with
+        a `ring` (RING_HEAD bytes of counts, then records of each kind), take them into it."""
     def enter_context(self, functions: tuple[int, ...], /) -> None:
         """A context is current: the addresses of its QUERY_FUNCTIONS (0 where missing)."""
     def leave_context(self) -> None:

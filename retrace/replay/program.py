@@ -84,6 +84,8 @@ class EventRecords:
         return _vm.event_values(self.records, index[end], first, missing)
 
 
+RING_HEAD: int = _vm.RING_HEAD  # bytes of an event ring before its records (their counts)
+EVENT_SIZE: int = _vm.EVENT_SIZE  # bytes of one record
 NOT_MEASURED: int = _vm.MISSING  # in a field of `EventRecords` that was not measured
 # (GL name, OpenGL ES name) of each function the loop measures events with, in the order
 # `Program.enter_context` takes their addresses
@@ -180,14 +182,17 @@ class Program:
         draws: NativeEvents | None,
         frames: NativeEvents | None,
         on_full: Callable[[], None],
+        ring: memoryview | None = None,
     ) -> None:
         """From the next op on, have the loop measure every call and draw-call event, and
         the frames `frame` delimits, itself (in C: no Python per event): the clock, and what
         each kind's `NativeEvents` asks (None: that kind is not measured). The pass's
         clocks start now; GL queries wait for `enter_context`. `on_full` is called when
         many calls and draws have ended since the last `take_events` (`READ_EVERY` in
-        `_vm.c`)."""
-        self.code.events(_measure(calls), _measure(draws), _measure(frames), on_full)
+        `_vm.c`); with a `ring` (`RING_HEAD`, then records: "the ring" in `_vm.c`), the
+        loop takes the events into it itself, at frame ends and every `READ_EVERY` events,
+        and `on_full` is called when the ring is full, to empty it."""
+        self.code.events(_measure(calls), _measure(draws), _measure(frames), on_full, ring)
 
     def enter_context(self, functions: tuple[int, ...]) -> None:
         """A context is current: the addresses of its `QUERY_FUNCTIONS` (0 for those it
