@@ -187,6 +187,43 @@ def test_a_read_stopped_early_keeps_nothing(cache_dir: Path) -> None:
     assert not from_cache
 
 
+def resident_kib(path: Path) -> int:
+    """This process's resident KiB of its mappings of the file at `path` (Linux)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and not fields[0].endswith(":"):  # a mapping's first line
+                inside = len(fields) > 5 and fields[5] == str(path)
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux's /proc")
+def test_a_warm_read_leaves_none_of_the_scan_resident(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch read leaves the resident set at the next, and so does what reading it
+    mapped again of the batches before (Linux maps the cached pages around a fault too):
+    at the end of a read nothing of the file is resident, whatever the number of batches
+    (the scan of 1 MB batches kept about 40 KB of each to the end)."""
+    from retrace.trace import reader as reading
+
+    monkeypatch.setattr(reading, "_FEED", 4 << 10)  # small batches: many, each a few pages
+    read(BIG)
+    (scan,) = scans(cache_dir)
+    reader = TraceReader(BIG)
+    assert reader.from_cache
+    count = 0
+    for batch in reader.batches():
+        for part in (batch.calls, batch.slots, batch.nodes, batch.pool):
+            bytes(part)  # read every page, as compiling does
+        count += 1
+    assert count > 20, count
+    assert resident_kib(scan) <= 8, (resident_kib(scan), scan.stat().st_size // 1024)
+
+
 def test_least_recently_used_scans_go_first(cache_dir: Path) -> None:
     names = ["glmark2-desktop-fbo", "glmark2-buffer-map", "glmark2-texture-mipmap"]
     sizes: dict[Path, int] = {}

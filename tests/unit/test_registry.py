@@ -22,9 +22,9 @@ def gl() -> Registry:
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private XDG_CACHE_HOME and a cold functools cache, before and after the test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     yield tmp_path
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
 
 
 def command(registry: Registry, name: str) -> Command:
@@ -246,8 +246,9 @@ def test_cache_round_trip(cache_home: Path, monkeypatch: pytest.MonkeyPatch, gl:
     assert parses == ["gl"]
     assert list((cache_home / "retrace").glob("registry-gl-*.marshal"))
     assert load_registry("gl") is first  # functools.cache
+    assert load_registry() is first  # the same however it is asked for
 
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     second = load_registry("gl")
     assert parses == ["gl"]  # read back from the cache
     assert second is not first
@@ -258,11 +259,11 @@ def test_cache_round_trip(cache_home: Path, monkeypatch: pytest.MonkeyPatch, gl:
 def test_cache_stale_schema_reparses(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parses = count_parses(monkeypatch)
     load_registry("glx")
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     monkeypatch.setattr(reg, "SCHEMA_VERSION", reg.SCHEMA_VERSION + 1)
     load_registry("glx")
     assert parses == ["glx", "glx"]
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     load_registry("glx")
     assert parses == ["glx", "glx"]  # the new entry is current again
 
@@ -276,7 +277,7 @@ def test_two_schemas_keep_their_own_entries(
     current = reg.SCHEMA_VERSION
     for schema in (current, current + 1, current, current + 1):
         monkeypatch.setattr(reg, "SCHEMA_VERSION", schema)
-        load_registry.cache_clear()
+        reg._load_registry.cache_clear()
         load_registry("egl")
     assert parses == ["egl", "egl"]
     assert len(list((cache_home / "retrace").glob("registry-egl-*.marshal"))) == 2
@@ -287,7 +288,7 @@ def test_cache_corrupt_file_reparses(cache_home: Path, monkeypatch: pytest.Monke
     first = load_registry("egl")
     (entry,) = (cache_home / "retrace").glob("registry-egl-*.marshal")
     entry.write_bytes(b"not a registry")
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     assert load_registry("egl") == first
     assert parses == ["egl", "egl"]
 
@@ -304,10 +305,10 @@ def test_cache_damaged_byte_reparses(
     data = bytearray(entry.read_bytes())
     data[int(len(data) * where)] ^= 0x20
     entry.write_bytes(bytes(data))
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     assert load_registry("glx") == first
     assert parses == ["glx", "glx"]
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     assert load_registry("glx") == first
     assert parses == ["glx", "glx"]  # the rewritten entry is trusted again
 
@@ -317,7 +318,7 @@ def test_cache_truncated_reparses(cache_home: Path, monkeypatch: pytest.MonkeyPa
     first = load_registry("wgl")
     (entry,) = (cache_home / "retrace").glob("registry-wgl-*.marshal")
     entry.write_bytes(entry.read_bytes()[:-100])
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     assert load_registry("wgl") == first
     assert parses == ["wgl", "wgl"]
 
@@ -329,7 +330,7 @@ def test_cache_other_glad_version_reparses(
 
     parses = count_parses(monkeypatch)
     load_registry("egl")
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     monkeypatch.setattr(glad, "__version__", "0.0.0-other", raising=False)
     load_registry("egl")
     assert parses == ["egl", "egl"]
@@ -340,7 +341,7 @@ def test_cached_commands_decode_on_lookup(
 ) -> None:
     """A cached registry decodes only the commands looked up, and each equals the parsed one."""
     load_registry("gl")
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     decoded: list[str] = []
     real = reg._decode_command
 
@@ -363,8 +364,8 @@ def test_cache_unwritable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory should go")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    load_registry.cache_clear()
+    reg._load_registry.cache_clear()
     try:
         assert command(load_registry("wgl"), "wglCreateContext").apis == {"wgl"}
     finally:
-        load_registry.cache_clear()
+        reg._load_registry.cache_clear()

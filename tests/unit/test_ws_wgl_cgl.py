@@ -337,6 +337,12 @@ def compiled(path: str) -> list[tuple[str, tuple]]:
     return cast("list[tuple[str, tuple]]", entries)  # RecordingWs: operations by name
 
 
+def test_equal_entries_are_one_object(tmp_path):
+    """The compiled trace keeps its entries to its end: a swap a frame is one entry."""
+    swaps = [e for e in compiled(legacy_wgl_trace(tmp_path / "legacy.trace")) if e[0] == "swap"]
+    assert len(swaps) == 3 and all(swap is swaps[0] for swap in swaps)
+
+
 def test_recorded_wgl_calls_compile(tmp_path):
     legacy = compiled(legacy_wgl_trace(tmp_path / "legacy.trace"))
     ops = [op for op, _ in legacy]
