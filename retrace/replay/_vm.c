@@ -126,8 +126,19 @@ typedef struct {
     int32_t proto; /* a proto id or one of SIG_* */
     uint32_t name_id;
     uint8_t row;
-    uint8_t work; /* its calls make the GPU work (retrace.gl.work) */
+    uint8_t work;  /* its calls make the GPU work (retrace.gl.work) */
+    uint8_t lists; /* Python compiles its calls while a display list compiles (glCallList) */
+    uint8_t memos; /* calls of it Python compiled into entries that calls like them reuse */
 } Sig;
+
+/* A Python entry that calls of one signature with the same values compile to (memo()): the
+   call's key (memo_key()) is `len` words at `key` of the code's memo keys. */
+typedef struct {
+    uint32_t sig, entry;
+    uint8_t frame_end; /* the op ends a frame: its index goes to the code's frame_ends */
+    size_t key, len;
+} Memo;
+#define MEMOS_PER_SIG 16 /* (window-system calls: one per drawable, typically) */
 
 typedef struct {
     uint32_t proto; /* a proto id, or PY_OP */
@@ -355,6 +366,8 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
+    Vec memos, memo_keys, key;                /* Memo; their keys (uint64); scratch key */
+    PyObject *frame_ends;                     /* the list of frame-ending ops memos append to */
     Col ops, args;
     Data data;                                /* what input pointers point to */
     Col call_nos, name_ids, rows, checkable; /* per op */
@@ -487,6 +500,7 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
         ACTION((c)->after);                                                                   \
         ACTION((c)->ev.on_full);                                                              \
         ACTION((c)->data.where);                                                              \
+        ACTION((c)->frame_ends);                                                              \
         for (size_t i_ = 0; i_ < (c)->protos.len; i_++)                                       \
             for (int k_ = 0; k_ < MAX_ARGS; k_++)                                             \
                 ACTION(AT((c)->protos, Proto)[i_].table[k_]);                                 \
@@ -511,6 +525,7 @@ static void Code_dealloc(Code *c) {
     }
     free(c->data.stage);
     Vec *vecs[] = {&c->protos,           &c->sigs,             &c->data.chunks,
+                   &c->memos,            &c->memo_keys,        &c->key,
                    &c->data.scratch,     &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW],
                    &c->ev.done[EV_FRAME], &c->ev.timestamps,   &c->ev.samples,
                    &c->ev.every,          &c->ev.brackets,     &c->ev.totals};
@@ -606,8 +621,8 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
 
 static PyObject *Code_set_sig(Code *c, PyObject *args) {
     unsigned int sig, name_id, row;
-    int proto, work = 0;
-    if (!PyArg_ParseTuple(args, "IiII|p", &sig, &proto, &name_id, &row, &work))
+    int proto, work = 0, lists = 0;
+    if (!PyArg_ParseTuple(args, "IiII|pp", &sig, &proto, &name_id, &row, &work, &lists))
         return NULL;
     if (proto >= (int)c->protos.len || proto < SIG_SKIP) {
         PyErr_SetString(PyExc_ValueError, "no such proto");
@@ -617,10 +632,11 @@ static PyObject *Code_set_sig(Code *c, PyObject *args) {
         if (vec_grow(&c->sigs, sizeof(Sig), sig + 1 - c->sigs.len))
             return NULL;
         for (size_t i = c->sigs.len; i <= sig; i++)
-            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0, 0};
+            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0, 0, 0, 0};
         c->sigs.len = sig + 1;
     }
-    AT(c->sigs, Sig)[sig] = (Sig){proto, name_id, (uint8_t)row, (uint8_t)work};
+    Sig *old = &AT(c->sigs, Sig)[sig];
+    *old = (Sig){proto, name_id, (uint8_t)row, (uint8_t)work, (uint8_t)lists, old->memos};
     Py_RETURN_NONE;
 }
 
@@ -873,8 +889,121 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
     return 1;
 }
 
+/* --- memos: window-system calls compiled once per distinct call ----------------------------
+ *
+ * A program swaps thousands of times with the same arguments, and each swap compiled in Python
+ * cost about 20 us (its values decoded, its handler run, its op added).  Where Python says a
+ * call's entry depends on nothing but the call's values and compiling it changed nothing else
+ * (memo()), later calls of that signature with the same values become ops of the same entry
+ * here.  A call's key is its shape (argument and result slots) and every node of its values
+ * (tag, aux, payload); calls with strings or blobs, whose bytes are in the batch's pool, have
+ * no key.
+ */
+
+/* The key of call `r` into c->key; 0 when it has none. */
+static int memo_key(Code *c, const CallRec *r, const int32_t *slot, const Node *node) {
+    Vec *key = &c->key;
+    key->len = 0;
+    if (vec_grow(key, 8, 3 + (size_t)r->nargs + 2 * (size_t)r->node_count))
+        return -1;
+    uint64_t *w = key->data;
+    size_t n = 0;
+    w[n++] = r->nargs;
+    w[n++] = r->node_count;
+    w[n++] = (uint64_t)(int64_t)r->ret;
+    for (uint32_t k = 0; k < r->nargs; k++)
+        w[n++] = (uint64_t)(int64_t)slot[r->slot_start + k];
+    for (uint32_t k = 0; k < r->node_count; k++) {
+        const Node *v = &node[r->node_start + k];
+        if (v->tag == T_STRING || v->tag == T_BLOB || v->tag == T_WSTRING || v->tag > T_WSTRING)
+            return 0;
+        w[n++] = (uint64_t)v->tag | (uint64_t)v->aux << 32;
+        w[n++] = v->v.u;
+    }
+    key->len = n;
+    return 1;
+}
+
+/* Compile call `r` into an op of a memo of its signature if it has one with its key: 1 if
+   done, 0 if Python must compile it, -1 on error. */
+static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node *node) {
+    int has = memo_key(c, r, slot, node);
+    if (has <= 0)
+        return has;
+    const uint64_t *key = c->key.data, *keys = c->memo_keys.data;
+    const Sig *s = &AT(c->sigs, Sig)[r->sig];
+    for (size_t m = 0; m < c->memos.len; m++) {
+        const Memo *memo = &AT(c->memos, Memo)[m];
+        if (memo->sig != r->sig || memo->len != c->key.len ||
+            memcmp(keys + memo->key, key, memo->len * 8))
+            continue;
+        if (memo->frame_end) {
+            PyObject *at = PyLong_FromSize_t(c->ops.len);
+            int failed = !at || PyList_Append(c->frame_ends, at) < 0;
+            Py_XDECREF(at);
+            if (failed)
+                return -1;
+        }
+        if (push_meta(c, r->no, s->name_id, ROW_NONE, 0, 0))
+            return -1;
+        AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, memo->entry};
+        return 1;
+    }
+    return 0;
+}
+
 /*
- * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> stop
+ * memo(calls, slots, nodes, index, entry, frame_ends) -> whether memoised
+ *
+ * Call `index` of the batch, whose signature Python compiles, became an op of Python entry
+ * `entry`, which depends on nothing but the call's values, and compiling it changed nothing
+ * else: compile() makes later calls of its signature with the same values ops of that entry
+ * too, and where `frame_ends` is a list (not None) appends their op indices to it, as Python
+ * does for the calls that end frames.  False where the call has no key (strings, blobs) or its
+ * signature has MEMOS_PER_SIG already.
+ */
+static PyObject *Code_memo(Code *c, PyObject *args) {
+    Py_buffer calls, slots, nodes;
+    Py_ssize_t index;
+    unsigned int entry;
+    PyObject *frame_ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*nIO", &calls, &slots, &nodes, &index, &entry, &frame_ends))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = calls.len / (Py_ssize_t)sizeof(CallRec);
+    const CallRec *r = (const CallRec *)calls.buf + index;
+    if (index < 0 || index >= count || r->sig >= c->sigs.len ||
+        (frame_ends != Py_None && !PyList_Check(frame_ends)) ||
+        (frame_ends != Py_None && c->frame_ends && c->frame_ends != frame_ends)) {
+        PyErr_SetString(PyExc_ValueError, "memo(): no such call, or not a list of frame ends");
+        goto done;
+    }
+    Sig *s = &AT(c->sigs, Sig)[r->sig];
+    int has = s->memos < MEMOS_PER_SIG ? memo_key(c, r, slots.buf, nodes.buf) : 0;
+    if (has < 0)
+        goto done;
+    if (has) {
+        if (vec_grow(&c->memos, sizeof(Memo), 1) || vec_grow(&c->memo_keys, 8, c->key.len))
+            goto done;
+        memcpy(AT(c->memo_keys, uint64_t) + c->memo_keys.len, c->key.data, c->key.len * 8);
+        AT(c->memos, Memo)[c->memos.len++] =
+            (Memo){r->sig, entry, frame_ends != Py_None, c->memo_keys.len, c->key.len};
+        c->memo_keys.len += c->key.len;
+        s->memos++;
+        if (frame_ends != Py_None && !c->frame_ends)
+            c->frame_ends = Py_NewRef(frame_ends);
+    }
+    result = PyBool_FromLong(has);
+done:
+    PyBuffer_Release(&calls);
+    PyBuffer_Release(&slots);
+    PyBuffer_Release(&nodes);
+    return result;
+}
+
+/*
+ * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None,
+ *         compiling=False) -> stop
  *
  * Compiles the batch's calls from `start` on for as long as each one is a
  * direct call or skipped, of the given thread, and all its arguments are
@@ -883,15 +1012,17 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
  * batch length).  `in_list`/`in_begin`: whether a display list is being
  * compiled or a glBegin block is open, which decide the profiling row.
  * `stops`: one byte per call of the batch, non-zero where Python must decide
- * (a snapshot after the call, a call outside --calls).
+ * (a snapshot after the call, a call outside --calls).  `compiling`: a display list is
+ * being compiled, so calls of signatures set with `lists` go to Python (which refuses a
+ * glCallList that would make a list call itself).
  */
 static PyObject *Code_compile(Code *c, PyObject *args) {
     Py_buffer calls, slots, nodes, pool, stops = {0};
     Py_ssize_t start;
     unsigned int thread;
-    int in_list, in_begin;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*", &calls, &slots, &nodes, &pool, &start, &thread,
-                          &in_list, &in_begin, &stops))
+    int in_list, in_begin, compiling = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*p", &calls, &slots, &nodes, &pool, &start,
+                          &thread, &in_list, &in_begin, &stops, &compiling))
         return NULL;
     const uint8_t *stop = stops.buf;
     const CallRec *rec = calls.buf;
@@ -908,8 +1039,18 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         Sig s = sigs[r->sig];
         if (s.proto == SIG_SKIP)
             continue;
-        if (s.proto < 0 || r->thread != thread || (stop && i < stops.len && stop[i]))
+        if (r->thread != thread || (stop && i < stops.len && stop[i]) || (s.lists && compiling))
             break;
+        if (s.proto < 0) {
+            int reused = s.memos ? memo_reuse(c, r, slot, node) : 0;
+            if (reused < 0) {
+                failed = 1;
+                break;
+            }
+            if (!reused)
+                break;
+            continue;
+        }
         const Proto *p = &protos[s.proto];
         if (r->nargs != p->nargs)
             break;
@@ -1961,10 +2102,14 @@ static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
      "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
-     "set_sig(sig, proto, name_id, row[, work]): how calls of a trace signature compile"},
+     "set_sig(sig, proto, name_id, row[, work, lists]): how calls of a trace signature "
+     "compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
-     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> "
-     "stop index"},
+     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None, "
+     "compiling=False) -> stop index"},
+    {"memo", (PyCFunction)Code_memo, METH_VARARGS,
+     "memo(calls, slots, nodes, index, entry, frame_ends) -> whether later calls like this one "
+     "compile to ops of the same entry"},
     {"keep", (PyCFunction)Code_keep, METH_O,
      "keep(data) -> address of a NUL-terminated copy in the data pool, for the next op"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,

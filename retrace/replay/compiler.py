@@ -132,8 +132,9 @@ class Unsupported(Exception):
 _NONE, _BEGIN, _END = int(OpKind.NONE), int(OpKind.BEGIN), int(OpKind.END)
 # calls that change how the calls after them are classified: compiled in Python
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
-# ... and glCallList, checked in Python for display lists that would call themselves
-_PYTHON_ONLY = _ROW_STATE | {"glCallList"}
+# calls compiled in Python while a display list compiles, checked there for display lists
+# that would call themselves (`_follow_lists`); direct in C otherwise
+_LIST_CALLS = {"glCallList"}
 # direct-call parameter types of integers by size: (unsigned, signed)
 _INTEGER_ARGS = {
     1: (_vm.ARG_U8, _vm.ARG_I8),
@@ -160,6 +161,10 @@ class _Plan:
     # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
     # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
     route: int = _vm.SIG_SLOW
+    lists: bool = False  # compiled here, not in C, while a display list compiles
+    # its entries depend on the call's values alone, and compiling one changes nothing else:
+    # calls with the values of one compiled before reuse its entry (`_vm.Code.memo`)
+    memo: bool = False
     name_id: int = 0  # the name's index in Program.names
     compile: Callable[[list[Any], Any, int], Entry | None] = lambda args, ret, thread: None
 
@@ -317,7 +322,16 @@ class Compiler:
             unbound = self._thread in self._unbound_threads
             thread = _NO_THREAD if self._thread is None or unbound else self._thread
             i = code.compile(
-                calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin, stops
+                calls,
+                slots,
+                nodes,
+                batch.pool,
+                i,
+                thread,
+                self._in_list,
+                self._in_begin,
+                stops,
+                self._compiling is not None,
             )
             if i == count:
                 break
@@ -328,7 +342,7 @@ class Compiler:
             plan = self._plans.get(sig_id)
             if plan is None:
                 plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
-                code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work)
+                code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work, plan.lists)
             if plan.route == _vm.SIG_SKIP:
                 continue
             visited += 1
@@ -339,6 +353,8 @@ class Compiler:
                 if values is not None
                 else (NodeLists.of_call(batch, node_start, nodes_n), 0)
             )
+            program = self.program
+            ops, entries = len(program), len(program.entries)
             self._add_call(
                 plan,
                 bool(call_flags & _FAKE),
@@ -351,6 +367,11 @@ class Compiler:
                 call_values,
                 sigs,
             )
+            # one op of a new entry and nothing else (no thread switch, no hook): later calls
+            # with the same values compile to it in C
+            if plan.memo and len(program) == ops + 1 and len(program.entries) == entries + 1:
+                frame_ends = program.frame_ends if plan.ends_frame else None
+                code.memo(calls, slots, nodes, i - 1, entries, frame_ends)
 
     def _watch(self, sigs: Signatures) -> None:
         """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace
@@ -587,6 +608,9 @@ class Compiler:
             # (the app's query readbacks too: glretrace's --query-handling=skip)
             plan.route = _vm.SIG_SKIP
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
+            if not self.ws.handles(name):  # its calls would all compile to nothing
+                plan.route = _vm.SIG_SKIP
+            plan.memo = self.ws.pure(name)
             plan.compile = lambda args, ret, thread: self._window_system(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
@@ -632,7 +656,8 @@ class Compiler:
         else:
             plan.compile = lambda args, ret, thread: self._gl_call(command, fn, args, ret)
         # calls that end frames or change how the calls after them are rows stay in Python
-        if direct is not None and not (plan.ends_frame or name in _PYTHON_ONLY):
+        if direct is not None and not (plan.ends_frame or name in _ROW_STATE):
+            plan.lists = name in _LIST_CALLS
             types = bytes(code for code, _ in direct)
             tables = tuple(table for _, table in direct)
             address = ctypes.cast(fn, ctypes.c_void_p).value or 0
