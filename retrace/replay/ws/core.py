@@ -101,6 +101,7 @@ def glretrace_format(wanted: dict[str, int]) -> PixelFormat:
 
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
+GL_SYNC_FLUSH_COMMANDS_BIT = 0x1
 GL_TIMEOUT_IGNORED = (1 << 64) - 1  # glClientWaitSync: wait for as long as it takes
 
 
@@ -304,9 +305,19 @@ class WindowSystem:
     def _throttle(self, context: TracedContext) -> None:
         """What a window's swap does besides showing the frame: submit it, and wait while
         the previous one is still being drawn. A pbuffer's swap does neither; without
-        the flush llvmpipe queues frame after frame without bound, and without the wait
-        it keeps more frames' worth of binned work (about 20 MB on glxgears) than a
-        windowed replay. Contexts without fences (OpenGL < 3.2, ES < 3.0) only flush."""
+        the submission llvmpipe queues frame after frame without bound, and without the
+        wait it keeps more frames' worth of binned work (about 20 MB on glxgears) than a
+        windowed replay. The frame is fenced, and the wait for the previous frame's fence
+        flushes (GL_SYNC_FLUSH_COMMANDS_BIT) where that frame is not done yet, which
+        submits this frame too: while the GPU is behind, every frame is submitted at its
+        end, as with a glFlush; where the previous frame is done, a driver that defers a
+        fence's flush (llvmpipe does not) may hold this frame until the next frame end's
+        wait submits it, so at most two frames wait unsubmitted or in flight. A glFlush
+        at every frame end was instead a round trip to the driver's thread where a flush
+        is synchronous (Mesa's threaded context without asynchronous flushes: the noop
+        driver's), the loop's largest cost per frame there. Without a fence to wait for
+        (a context's first frame, a failed fence) it flushes; contexts without fences
+        (OpenGL < 3.2, ES < 3.0) only flush."""
         real = context.real
         if real is None or (
             (real.major, real.minor) < (3, 2) if real.api == "gl" else real.major < 3
@@ -314,12 +325,13 @@ class WindowSystem:
             self.gl.Flush()
             return
         fence = self.gl.FenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
-        self.gl.Flush()
         previous = context.frame_fence
         context.frame_fence = (real, fence) if fence else None
         if previous is not None and previous[0] is real:  # (not of a replaced context)
-            self.gl.ClientWaitSync(previous[1], 0, GL_TIMEOUT_IGNORED)
+            self.gl.ClientWaitSync(previous[1], GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_IGNORED)
             self.gl.DeleteSync(previous[1])
+        else:
+            self.gl.Flush()
 
     def check_drawn(self, frame: int) -> None:
         """At the end of frame `frame`: count it in `undrawn` if the current desktop
