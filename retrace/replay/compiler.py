@@ -111,7 +111,9 @@ _SPECIAL = (
 _SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 _FAKE = int(CallFlag.FAKE)
-_SCANNED, _FRAME_END = 1, 2  # what the read-ahead of window sizes does with a call
+# what the read-ahead of window sizes does with a call: a make-current is always read, a
+# viewport or framebuffer binding only while a window is looked for, a frame end stops looking
+_BINDS, _SCANNED, _FRAME_END = 3, 1, 2
 # How many calls past a window's first make-current the read-ahead looks for its first
 # viewport if no frame ends before (Qt's comes 1867 calls later): the replay holds back at
 # most these calls and their data (resident until they run) where a window never gets one.
@@ -284,7 +286,7 @@ class Compiler:
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         self._current_location = self._location([], None)  # glUniform*: the program in use
-        # by signature id: for the read-ahead, _SCANNED or _FRAME_END; for `_stops`, 1
+        # by signature id: for the read-ahead, _BINDS, _SCANNED or _FRAME_END; for `_stops`, 1
         self._read_ahead, self._image_targets = bytearray(), bytearray()
         self._watched = 0  # how many signatures they cover
 
@@ -383,7 +385,9 @@ class Compiler:
         self._read_ahead, self._image_targets = bytearray(size), bytearray(size)
         for sig_id, sig in sigs.functions.items():
             name = sig.name
-            if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name):
+            if _MAKE_CURRENT.match(name):
+                self._read_ahead[sig_id] = _BINDS
+            elif name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name):
                 self._read_ahead[sig_id] = _SCANNED
             elif self._ends_frame(name, int(sig.flags)):
                 self._read_ahead[sig_id] = _FRAME_END
@@ -407,14 +411,18 @@ class Compiler:
         calls; what it learns is the window system's `size_hints`."""
         first = self._delivered
         self._delivered += len(batch)
-        for i in calls_of(batch.calls, self._read_ahead):
+        kinds, read_ahead = batch.column("sig"), self._read_ahead
+        for i in calls_of(batch.calls, read_ahead):
+            kind = read_ahead[kinds[i]]
+            if kind != _BINDS and not self._sizing:
+                continue  # (what a window's viewports and bindings say matters while sizing)
+            self._stop_sizing(first + i)
+            if kind == _FRAME_END:
+                self._sizing.clear()
+                continue
             _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = batch.call(
                 i
             )
-            self._stop_sizing(first + i)
-            if self._read_ahead[sig_id] == _FRAME_END:
-                self._sizing.clear()
-                continue
             name = sigs.functions[sig_id].name
             values = NodeLists.of_call(batch, node_start, nodes_n)
             slots = batch.arguments(slot_start, nargs)
