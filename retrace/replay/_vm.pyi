@@ -203,3 +203,14 @@ class Code:
         """Whether op i is a direct call."""
     def share_gil(self, on: bool, /) -> None:
         """Whether `run` lets other threads run during runs of direct calls."""
+
+class Locations:
+    """The uniform locations of the program glUniform* sets now, for direct calls: `set` keeps
+    it current; a negative location, or any with no table, passes unchanged, one the table
+    lacks is asked of `fallback`."""
+
+    def __new__(cls, fallback: Callable[[int], int], /) -> Locations: ...
+    def set(self, table: dict[int, int] | None, /) -> None:
+        """The traced -> real table of the program in use, or None where it has none."""
+    def __call__(self, traced: int, /) -> int:
+        """One location, as a direct call maps it."""

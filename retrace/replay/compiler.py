@@ -285,7 +285,6 @@ class Compiler:
         self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
-        self._current_location = self._location([], None)  # glUniform*: the program in use
         # by signature id: for the read-ahead, _BINDS, _SCANNED or _FRAME_END; for `_stops`, 1
         self._read_ahead, self._image_targets = bytearray(), bytearray()
         self._watched = 0  # how many signatures they cover
@@ -698,7 +697,7 @@ class Compiler:
             if p.name == "location" and function.startswith(_UNIFORM_PREFIXES):
                 if function.startswith("glProgramUniform"):
                     return None  # the program is another argument of the call
-                return code, self._current_location
+                return code, self.state.uniform_locations
             if p.object_class is None:
                 return code, None
             if function in _USE_PROGRAM:
@@ -865,7 +864,7 @@ class Compiler:
         if program_index is not None:
             traced_program = integer(args[program_index])
             return lambda v: st.location(traced_program, v)
-        return lambda v: st.location(st.uniform_program(), v)
+        return st.uniform_locations
 
     def _pointer(self, param, value, cls, index, before) -> Any:
         """Convert an input pointer argument; registers replay-time work for object names."""

@@ -483,6 +483,32 @@ def test_memos_compile_calls_like_one_python_compiled_to_its_entry(tmp_path):
     assert compile_all(code, batch, start=5) == 5
 
 
+def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp_path):
+    w = TraceWriter
+    values = [w.int(3), w.int(5), w.int(-1), w.int(9)]
+    batch, sigs = batch_of(tmp_path, [("u", (v,), 0) for v in values])
+    f = Recorder([I32])
+    asked: list[int] = []
+    locations = _vm.Locations(lambda traced: asked.append(traced) or traced + 100)
+    code = new_code()
+    code.set_sig(sigs["u"], code.add_proto(f.address, f.types, (locations,)), 0, 1)
+    assert compile_all(code, batch) == 4
+    code.run(0, 4, [])  # no table: every location as traced
+    table = {3: 30, 5: -1}
+    locations.set(table)
+    code.run(0, 4, [])  # 9 is not in it: the fallback's
+    table[9] = 90  # (the table itself, as it fills)
+    code.run(0, 4, [])
+    locations.set(None)
+    code.run(0, 1, [])
+    no_table, first = [(3,), (5,), (-1,), (9,)], [(30,), (-1,), (-1,), (109,)]
+    filled = [(30,), (-1,), (-1,), (90,)]
+    assert f.calls == no_table + first + filled + [(3,)]
+    assert asked == [9]
+    locations.set(table)
+    assert (locations(5), locations(-7), locations(11)) == (-1, -7, 111)
+
+
 def test_python_entries_brackets_and_errors():
     code = new_code()
     seen: list[object] = []

@@ -234,7 +234,7 @@ class WindowSystem:
             st.display.make_current(context.real, drawable.surface if drawable else None)
         st.current, st.current_drawable = context, drawable
         if switching:
-            st.on_program_change()
+            st.program_changed()
         if switching and context is not None:
             self.after_switch()
 
