@@ -126,8 +126,19 @@ typedef struct {
     int32_t proto; /* a proto id or one of SIG_* */
     uint32_t name_id;
     uint8_t row;
-    uint8_t work; /* its calls make the GPU work (retrace.gl.work) */
+    uint8_t work;  /* its calls make the GPU work (retrace.gl.work) */
+    uint8_t lists; /* Python compiles its calls while a display list compiles (glCallList) */
+    uint8_t memos; /* calls of it Python compiled into entries that calls like them reuse */
 } Sig;
+
+/* A Python entry that calls of one signature with the same values compile to (memo()): the
+   call's key (memo_key()) is `len` words at `key` of the code's memo keys. */
+typedef struct {
+    uint32_t sig, entry;
+    uint8_t frame_end; /* the op ends a frame: its index goes to the code's frame_ends */
+    size_t key, len;
+} Memo;
+#define MEMOS_PER_SIG 16 /* (window-system calls: one per drawable, typically) */
 
 typedef struct {
     uint32_t proto; /* a proto id, or PY_OP */
@@ -360,6 +371,8 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     Vec protos, sigs;
+    Vec memos, memo_keys, key;                /* Memo; their keys (uint64); scratch key */
+    PyObject *frame_ends;                     /* the list of frame-ending ops memos append to */
     Col ops, args;
     Data data;                                /* what input pointers point to */
     Col call_nos, name_ids, rows, checkable; /* per op */
@@ -492,6 +505,7 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
         ACTION((c)->after);                                                                   \
         ACTION((c)->ev.on_full);                                                              \
         ACTION((c)->data.where);                                                              \
+        ACTION((c)->frame_ends);                                                              \
         for (size_t i_ = 0; i_ < (c)->protos.len; i_++)                                       \
             for (int k_ = 0; k_ < MAX_ARGS; k_++)                                             \
                 ACTION(AT((c)->protos, Proto)[i_].table[k_]);                                 \
@@ -516,6 +530,7 @@ static void Code_dealloc(Code *c) {
     }
     free(c->data.stage);
     Vec *vecs[] = {&c->protos,           &c->sigs,             &c->data.chunks,
+                   &c->memos,            &c->memo_keys,        &c->key,
                    &c->data.scratch,     &c->ev.done[EV_CALL], &c->ev.done[EV_DRAW],
                    &c->ev.done[EV_FRAME], &c->ev.timestamps,   &c->ev.samples,
                    &c->ev.every,          &c->ev.brackets,     &c->ev.totals};
@@ -613,8 +628,8 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
 
 static PyObject *Code_set_sig(Code *c, PyObject *args) {
     unsigned int sig, name_id, row;
-    int proto, work = 0;
-    if (!PyArg_ParseTuple(args, "IiII|p", &sig, &proto, &name_id, &row, &work))
+    int proto, work = 0, lists = 0;
+    if (!PyArg_ParseTuple(args, "IiII|pp", &sig, &proto, &name_id, &row, &work, &lists))
         return NULL;
     if (proto >= (int)c->protos.len || proto < SIG_SKIP) {
         PyErr_SetString(PyExc_ValueError, "no such proto");
@@ -624,10 +639,11 @@ static PyObject *Code_set_sig(Code *c, PyObject *args) {
         if (vec_grow(&c->sigs, sizeof(Sig), sig + 1 - c->sigs.len))
             return NULL;
         for (size_t i = c->sigs.len; i <= sig; i++)
-            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0, 0};
+            AT(c->sigs, Sig)[i] = (Sig){SIG_UNKNOWN, 0, 0, 0, 0, 0};
         c->sigs.len = sig + 1;
     }
-    AT(c->sigs, Sig)[sig] = (Sig){proto, name_id, (uint8_t)row, (uint8_t)work};
+    Sig *old = &AT(c->sigs, Sig)[sig];
+    *old = (Sig){proto, name_id, (uint8_t)row, (uint8_t)work, (uint8_t)lists, old->memos};
     Py_RETURN_NONE;
 }
 
@@ -880,8 +896,121 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
     return 1;
 }
 
+/* --- memos: window-system calls compiled once per distinct call ----------------------------
+ *
+ * A program swaps thousands of times with the same arguments, and each swap compiled in Python
+ * cost about 20 us (its values decoded, its handler run, its op added).  Where Python says a
+ * call's entry depends on nothing but the call's values and compiling it changed nothing else
+ * (memo()), later calls of that signature with the same values become ops of the same entry
+ * here.  A call's key is its shape (argument and result slots) and every node of its values
+ * (tag, aux, payload); calls with strings or blobs, whose bytes are in the batch's pool, have
+ * no key.
+ */
+
+/* The key of call `r` into c->key; 0 when it has none. */
+static int memo_key(Code *c, const CallRec *r, const int32_t *slot, const Node *node) {
+    Vec *key = &c->key;
+    key->len = 0;
+    if (vec_grow(key, 8, 3 + (size_t)r->nargs + 2 * (size_t)r->node_count))
+        return -1;
+    uint64_t *w = key->data;
+    size_t n = 0;
+    w[n++] = r->nargs;
+    w[n++] = r->node_count;
+    w[n++] = (uint64_t)(int64_t)r->ret;
+    for (uint32_t k = 0; k < r->nargs; k++)
+        w[n++] = (uint64_t)(int64_t)slot[r->slot_start + k];
+    for (uint32_t k = 0; k < r->node_count; k++) {
+        const Node *v = &node[r->node_start + k];
+        if (v->tag == T_STRING || v->tag == T_BLOB || v->tag == T_WSTRING || v->tag > T_WSTRING)
+            return 0;
+        w[n++] = (uint64_t)v->tag | (uint64_t)v->aux << 32;
+        w[n++] = v->v.u;
+    }
+    key->len = n;
+    return 1;
+}
+
+/* Compile call `r` into an op of a memo of its signature if it has one with its key: 1 if
+   done, 0 if Python must compile it, -1 on error. */
+static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node *node) {
+    int has = memo_key(c, r, slot, node);
+    if (has <= 0)
+        return has;
+    const uint64_t *key = c->key.data, *keys = c->memo_keys.data;
+    const Sig *s = &AT(c->sigs, Sig)[r->sig];
+    for (size_t m = 0; m < c->memos.len; m++) {
+        const Memo *memo = &AT(c->memos, Memo)[m];
+        if (memo->sig != r->sig || memo->len != c->key.len ||
+            memcmp(keys + memo->key, key, memo->len * 8))
+            continue;
+        if (memo->frame_end) {
+            PyObject *at = PyLong_FromSize_t(c->ops.len);
+            int failed = !at || PyList_Append(c->frame_ends, at) < 0;
+            Py_XDECREF(at);
+            if (failed)
+                return -1;
+        }
+        if (push_meta(c, r->no, s->name_id, ROW_NONE, 0, 0))
+            return -1;
+        AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, memo->entry};
+        return 1;
+    }
+    return 0;
+}
+
 /*
- * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> stop
+ * memo(calls, slots, nodes, index, entry, frame_ends) -> whether memoised
+ *
+ * Call `index` of the batch, whose signature Python compiles, became an op of Python entry
+ * `entry`, which depends on nothing but the call's values, and compiling it changed nothing
+ * else: compile() makes later calls of its signature with the same values ops of that entry
+ * too, and where `frame_ends` is a list (not None) appends their op indices to it, as Python
+ * does for the calls that end frames.  False where the call has no key (strings, blobs) or its
+ * signature has MEMOS_PER_SIG already.
+ */
+static PyObject *Code_memo(Code *c, PyObject *args) {
+    Py_buffer calls, slots, nodes;
+    Py_ssize_t index;
+    unsigned int entry;
+    PyObject *frame_ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*nIO", &calls, &slots, &nodes, &index, &entry, &frame_ends))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = calls.len / (Py_ssize_t)sizeof(CallRec);
+    const CallRec *r = (const CallRec *)calls.buf + index;
+    if (index < 0 || index >= count || r->sig >= c->sigs.len ||
+        (frame_ends != Py_None && !PyList_Check(frame_ends)) ||
+        (frame_ends != Py_None && c->frame_ends && c->frame_ends != frame_ends)) {
+        PyErr_SetString(PyExc_ValueError, "memo(): no such call, or not a list of frame ends");
+        goto done;
+    }
+    Sig *s = &AT(c->sigs, Sig)[r->sig];
+    int has = s->memos < MEMOS_PER_SIG ? memo_key(c, r, slots.buf, nodes.buf) : 0;
+    if (has < 0)
+        goto done;
+    if (has) {
+        if (vec_grow(&c->memos, sizeof(Memo), 1) || vec_grow(&c->memo_keys, 8, c->key.len))
+            goto done;
+        memcpy(AT(c->memo_keys, uint64_t) + c->memo_keys.len, c->key.data, c->key.len * 8);
+        AT(c->memos, Memo)[c->memos.len++] =
+            (Memo){r->sig, entry, frame_ends != Py_None, c->memo_keys.len, c->key.len};
+        c->memo_keys.len += c->key.len;
+        s->memos++;
+        if (frame_ends != Py_None && !c->frame_ends)
+            c->frame_ends = Py_NewRef(frame_ends);
+    }
+    result = PyBool_FromLong(has);
+done:
+    PyBuffer_Release(&calls);
+    PyBuffer_Release(&slots);
+    PyBuffer_Release(&nodes);
+    return result;
+}
+
+/*
+ * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None,
+ *         compiling=False) -> stop
  *
  * Compiles the batch's calls from `start` on for as long as each one is a
  * direct call or skipped, of the given thread, and all its arguments are
@@ -890,15 +1019,17 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
  * batch length).  `in_list`/`in_begin`: whether a display list is being
  * compiled or a glBegin block is open, which decide the profiling row.
  * `stops`: one byte per call of the batch, non-zero where Python must decide
- * (a snapshot after the call, a call outside --calls).
+ * (a snapshot after the call, a call outside --calls).  `compiling`: a display list is
+ * being compiled, so calls of signatures set with `lists` go to Python (which refuses a
+ * glCallList that would make a list call itself).
  */
 static PyObject *Code_compile(Code *c, PyObject *args) {
     Py_buffer calls, slots, nodes, pool, stops = {0};
     Py_ssize_t start;
     unsigned int thread;
-    int in_list, in_begin;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*", &calls, &slots, &nodes, &pool, &start, &thread,
-                          &in_list, &in_begin, &stops))
+    int in_list, in_begin, compiling = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*p", &calls, &slots, &nodes, &pool, &start,
+                          &thread, &in_list, &in_begin, &stops, &compiling))
         return NULL;
     const uint8_t *stop = stops.buf;
     const CallRec *rec = calls.buf;
@@ -915,8 +1046,18 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         Sig s = sigs[r->sig];
         if (s.proto == SIG_SKIP)
             continue;
-        if (s.proto < 0 || r->thread != thread || (stop && i < stops.len && stop[i]))
+        if (r->thread != thread || (stop && i < stops.len && stop[i]) || (s.lists && compiling))
             break;
+        if (s.proto < 0) {
+            int reused = s.memos ? memo_reuse(c, r, slot, node) : 0;
+            if (reused < 0) {
+                failed = 1;
+                break;
+            }
+            if (!reused)
+                break;
+            continue;
+        }
         const Proto *p = &protos[s.proto];
         if (r->nargs != p->nargs)
             break;
@@ -991,14 +1132,117 @@ static PyObject *Code_add_py(Code *c, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/*
+ * Locations(fallback): the uniform locations of the program glUniform* sets now, looked up
+ * here rather than through a Python function per call (30% of a wz2100 trace's ops are
+ * glUniform*).  Python keeps it current (`set(table)`: the traced -> real dict of that
+ * program, or None where it has none); a negative location, or any with no table, passes
+ * unchanged, and one the table lacks (an array element past its array's base) is asked of
+ * `fallback`.  Called, it maps one location as a direct call's remapping does.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *table, *fallback;
+} Locations;
+
+static PyTypeObject LocationsType;
+
+/* A location through `l`: a new reference, or NULL with an exception set. */
+static PyObject *locations_get(Locations *l, PyObject *key) {
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(key, &overflow);
+    if (value == -1 && !overflow && PyErr_Occurred())
+        return NULL;
+    if (!l->table || value < 0 || overflow < 0)
+        return Py_NewRef(key);
+    PyObject *real = PyDict_GetItemWithError(l->table, key);
+    if (real)
+        return Py_NewRef(real);
+    return PyErr_Occurred() ? NULL : PyObject_CallOneArg(l->fallback, key);
+}
+
+static PyObject *Locations_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fallback;
+    if (!PyArg_ParseTuple(args, "O:Locations", &fallback))
+        return NULL;
+    Locations *l = (Locations *)PyType_GenericNew(type, NULL, NULL);
+    if (l)
+        l->fallback = Py_NewRef(fallback);
+    return (PyObject *)l;
+}
+
+static PyObject *Locations_set(Locations *l, PyObject *table) {
+    if (table != Py_None && !PyDict_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "Locations.set() takes a dict or None");
+        return NULL;
+    }
+    Py_XSETREF(l->table, table == Py_None ? NULL : Py_NewRef(table));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Locations_call(Locations *l, PyObject *args, PyObject *kwargs) {
+    PyObject *key;
+    if (kwargs || !PyArg_ParseTuple(args, "O!", &PyLong_Type, &key)) {
+        if (kwargs)
+            PyErr_SetString(PyExc_TypeError, "Locations() takes one location");
+        return NULL;
+    }
+    return locations_get(l, key);
+}
+
+static int Locations_traverse(Locations *l, visitproc visit, void *arg) {
+    Py_VISIT(l->table);
+    Py_VISIT(l->fallback);
+    return 0;
+}
+
+static int Locations_clear(Locations *l) {
+    Py_CLEAR(l->table);
+    Py_CLEAR(l->fallback);
+    return 0;
+}
+
+static void Locations_dealloc(Locations *l) {
+    PyObject_GC_UnTrack(l);
+    Locations_clear(l);
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static PyMethodDef Locations_methods[] = {
+    {"set", (PyCFunction)Locations_set, METH_O,
+     "set(table): the traced -> real dict of the program glUniform* sets now, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LocationsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "retrace.replay._vm.Locations",
+    .tp_basicsize = sizeof(Locations),
+    .tp_dealloc = (destructor)Locations_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Locations_traverse,
+    .tp_clear = (inquiry)Locations_clear,
+    .tp_call = (ternaryfunc)Locations_call,
+    .tp_doc = "Locations(fallback): uniform locations of the program in use (set(table)), "
+              "for direct glUniform* calls; called, it maps one.",
+    .tp_methods = Locations_methods,
+    .tp_new = Locations_new,
+};
+
 /* The driver's name for a traced one, through a name table; unchanged when absent. */
 static int remap(PyObject *table, uint8_t type, uint64_t *v) {
+    if (Py_IS_TYPE(table, &LocationsType)) {
+        Locations *l = (Locations *)table;
+        if (!l->table || (is_signed(type) && (int64_t)*v < 0))
+            return 0; /* (the common case without a Python object) */
+    }
     PyObject *key = is_signed(type) ? PyLong_FromLongLong((long long)*v)
                                     : PyLong_FromUnsignedLongLong(*v);
     if (!key)
         return -1;
     PyObject *real;
-    if (PyDict_Check(table)) {
+    if (Py_IS_TYPE(table, &LocationsType)) {
+        real = locations_get((Locations *)table, key);
+    } else if (PyDict_Check(table)) {
         real = PyDict_GetItemWithError(table, key);
         Py_XINCREF(real);
     } else {
@@ -2097,10 +2341,14 @@ static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
      "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
-     "set_sig(sig, proto, name_id, row[, work]): how calls of a trace signature compile"},
+     "set_sig(sig, proto, name_id, row[, work, lists]): how calls of a trace signature "
+     "compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
-     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None) -> "
-     "stop index"},
+     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None, "
+     "compiling=False) -> stop index"},
+    {"memo", (PyCFunction)Code_memo, METH_VARARGS,
+     "memo(calls, slots, nodes, index, entry, frame_ends) -> whether later calls like this one "
+     "compile to ops of the same entry"},
     {"keep", (PyCFunction)Code_keep, METH_O,
      "keep(data) -> address of a NUL-terminated copy in the data pool, for the next op"},
     {"add_py", (PyCFunction)Code_add_py, METH_VARARGS,
@@ -2266,13 +2514,14 @@ static int add_shared(PyObject *m) {
 }
 
 PyMODINIT_FUNC PyInit__vm(void) {
-    if (PyType_Ready(&CodeType) < 0)
+    if (PyType_Ready(&CodeType) < 0 || PyType_Ready(&LocationsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&vm_module);
     if (!m)
         return NULL;
     Py_INCREF(&CodeType);
-    if (PyModule_AddObject(m, "Code", (PyObject *)&CodeType) < 0 ||
+    if (PyModule_AddObjectRef(m, "Locations", (PyObject *)&LocationsType) < 0 ||
+        PyModule_AddObject(m, "Code", (PyObject *)&CodeType) < 0 ||
         PyModule_AddIntConstant(m, "NATIVE_CALLS", NATIVE_CALLS) < 0 ||
         PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
         PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0 ||

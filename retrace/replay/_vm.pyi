@@ -106,9 +106,19 @@ class Code:
     def __len__(self) -> int: ...
     def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
         """A direct-call prototype's id, or -1 when it cannot be called directly here."""
-    def set_sig(self, sig: int, proto: int, name_id: int, row: int, work: bool = ..., /) -> None:
-        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW), and
-        whether they make the GPU work."""
+    def set_sig(
+        self,
+        sig: int,
+        proto: int,
+        name_id: int,
+        row: int,
+        work: bool = ...,
+        lists: bool = ...,
+        /,
+    ) -> None:
+        """How calls of a trace signature compile (a proto id, SIG_SKIP or SIG_SLOW),
+        whether they make the GPU work, and whether Python compiles them while a display
+        list compiles (`compile`'s `compiling`)."""
     def compile(
         self,
         calls: _Bytes,
@@ -120,9 +130,25 @@ class Code:
         in_list: bool,
         in_begin: bool,
         stops: _Bytes | None = None,
+        compiling: bool = False,
         /,
     ) -> int:
-        """Compile calls from `start` on to direct ops; the index of the first left to Python."""
+        """Compile calls from `start` on to direct ops; the index of the first left to Python
+        (`stops`: non-zero where Python must decide; `compiling`: a display list compiles,
+        so signatures set with `lists` go to Python)."""
+    def memo(
+        self,
+        calls: _Bytes,
+        slots: _Bytes,
+        nodes: _Bytes,
+        index: int,
+        entry: int,
+        frame_ends: list[int] | None,
+        /,
+    ) -> bool:
+        """Call `index` of the batch compiled to Python entry `entry` and nothing else: later
+        calls of its signature with the same values compile to ops of that entry (their op
+        indices appended to `frame_ends` unless None); False where it cannot be keyed."""
     def keep(self, data: Buffer, /) -> int:
         """The address of a NUL-terminated copy of `data` in the data pool, for the next op."""
     def add_py(
@@ -186,3 +212,14 @@ class Code:
         """Whether op i is a direct call."""
     def share_gil(self, on: bool, /) -> None:
         """Whether `run` lets other threads run during runs of direct calls."""
+
+class Locations:
+    """The uniform locations of the program glUniform* sets now, for direct calls: `set` keeps
+    it current; a negative location, or any with no table, passes unchanged, one the table
+    lacks is asked of `fallback`."""
+
+    def __new__(cls, fallback: Callable[[int], int], /) -> Locations: ...
+    def set(self, table: dict[int, int] | None, /) -> None:
+        """The traced -> real table of the program in use, or None where it has none."""
+    def __call__(self, traced: int, /) -> int:
+        """One location, as a direct call maps it."""

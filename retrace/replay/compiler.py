@@ -110,7 +110,9 @@ _SPECIAL = (
 _SPECIAL_PATTERNS = (_MAP_BUFFER, _UNMAP_BUFFER, _APP_QUERY, _CONDITIONAL_RENDER)
 _END_FRAME, _NO_SIDE_EFFECTS = int(CallFlag.END_FRAME), int(CallFlag.NO_SIDE_EFFECTS)
 _FAKE = int(CallFlag.FAKE)
-_SCANNED, _FRAME_END = 1, 2  # what the read-ahead of window sizes does with a call
+# what the read-ahead of window sizes does with a call: a make-current is always read, a
+# viewport or framebuffer binding only while a window is looked for, a frame end stops looking
+_BINDS, _SCANNED, _FRAME_END = 3, 1, 2
 # How many calls past a window's first make-current the read-ahead looks for its first
 # viewport if no frame ends before (Qt's comes 1867 calls later): the replay holds back at
 # most these calls and their data (resident until they run) where a window never gets one.
@@ -131,8 +133,9 @@ class Unsupported(Exception):
 _NONE, _BEGIN, _END = int(OpKind.NONE), int(OpKind.BEGIN), int(OpKind.END)
 # calls that change how the calls after them are classified: compiled in Python
 _ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
-# ... and glCallList, checked in Python for display lists that would call themselves
-_PYTHON_ONLY = _ROW_STATE | {"glCallList"}
+# calls compiled in Python while a display list compiles, checked there for display lists
+# that would call themselves (`_follow_lists`); direct in C otherwise
+_LIST_CALLS = {"glCallList"}
 # direct-call parameter types of integers by size: (unsigned, signed)
 _INTEGER_ARGS = {
     1: (_vm.ARG_U8, _vm.ARG_I8),
@@ -155,7 +158,18 @@ class _Plan:
     """What all calls of one signature share (a plain class: a dataclass costs the replay's
     start-up the dataclasses module and its class's making)."""
 
-    __slots__ = ("name", "flags", "ends_frame", "row", "work", "route", "name_id", "compile")
+    __slots__ = (
+        "name",
+        "flags",
+        "ends_frame",
+        "row",
+        "work",
+        "route",
+        "lists",
+        "memo",
+        "name_id",
+        "compile",
+    )
 
     def __init__(self, name: str, flags: int, ends_frame: bool, name_id: int = 0) -> None:
         self.name = name
@@ -166,6 +180,10 @@ class _Plan:
         # how C compiles the calls: into direct calls of a prototype (`Code.add_proto`), to
         # nothing (SIG_SKIP), or by handing them to `_add_call` for `compile` (SIG_SLOW)
         self.route: int = _vm.SIG_SLOW
+        self.lists = False  # compiled here, not in C, while a display list compiles
+        # its entries depend on the call's values alone, and compiling one changes nothing
+        # else: calls with the values of one compiled before reuse its entry (`_vm.Code.memo`)
+        self.memo = False
         self.name_id = name_id  # the name's index in Program.names
         self.compile: Callable[[list[Any], Any, int], Entry | None] = _compile_nothing
 
@@ -284,8 +302,7 @@ class Compiler:
         self._query_handling, self._query_tolerance = "skip", 0
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
-        self._current_location = self._location([], None)  # glUniform*: the program in use
-        # by signature id: for the read-ahead, _SCANNED or _FRAME_END; for `_stops`, 1
+        # by signature id: for the read-ahead, _BINDS, _SCANNED or _FRAME_END; for `_stops`, 1
         self._read_ahead, self._image_targets = bytearray(), bytearray()
         self._watched = 0  # how many signatures they cover
 
@@ -323,7 +340,16 @@ class Compiler:
             unbound = self._thread in self._unbound_threads
             thread = _NO_THREAD if self._thread is None or unbound else self._thread
             i = code.compile(
-                calls, slots, nodes, batch.pool, i, thread, self._in_list, self._in_begin, stops
+                calls,
+                slots,
+                nodes,
+                batch.pool,
+                i,
+                thread,
+                self._in_list,
+                self._in_begin,
+                stops,
+                self._compiling is not None,
             )
             if i == count:
                 break
@@ -334,7 +360,7 @@ class Compiler:
             plan = self._plans.get(sig_id)
             if plan is None:
                 plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
-                code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work)
+                code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work, plan.lists)
             if plan.route == _vm.SIG_SKIP:
                 continue
             visited += 1
@@ -345,6 +371,8 @@ class Compiler:
                 if values is not None
                 else (NodeLists.of_call(batch, node_start, nodes_n), 0)
             )
+            program = self.program
+            ops, entries = len(program), len(program.entries)
             self._add_call(
                 plan,
                 bool(call_flags & _FAKE),
@@ -357,6 +385,11 @@ class Compiler:
                 call_values,
                 sigs,
             )
+            # one op of a new entry and nothing else (no thread switch, no hook): later calls
+            # with the same values compile to it in C
+            if plan.memo and len(program) == ops + 1 and len(program.entries) == entries + 1:
+                frame_ends = program.frame_ends if plan.ends_frame else None
+                code.memo(calls, slots, nodes, i - 1, entries, frame_ends)
 
     def _watch(self, sigs: Signatures) -> None:
         """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace
@@ -368,7 +401,9 @@ class Compiler:
         self._read_ahead, self._image_targets = bytearray(size), bytearray(size)
         for sig_id, sig in sigs.functions.items():
             name = sig.name
-            if name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name) or _MAKE_CURRENT.match(name):
+            if _MAKE_CURRENT.match(name):
+                self._read_ahead[sig_id] = _BINDS
+            elif name in _VIEWPORTS or _BIND_FRAMEBUFFER.match(name):
                 self._read_ahead[sig_id] = _SCANNED
             elif self._ends_frame(name, int(sig.flags)):
                 self._read_ahead[sig_id] = _FRAME_END
@@ -392,14 +427,18 @@ class Compiler:
         calls; what it learns is the window system's `size_hints`."""
         first = self._delivered
         self._delivered += len(batch)
-        for i in calls_of(batch.calls, self._read_ahead):
+        kinds, read_ahead = batch.column("sig"), self._read_ahead
+        for i in calls_of(batch.calls, read_ahead):
+            kind = read_ahead[kinds[i]]
+            if kind != _BINDS and not self._sizing:
+                continue  # (what a window's viewports and bindings say matters while sizing)
+            self._stop_sizing(first + i)
+            if kind == _FRAME_END:
+                self._sizing.clear()
+                continue
             _, _, sig_id, thread, _, node_start, nodes_n, slot_start, nargs, ret, _, _ = batch.call(
                 i
             )
-            self._stop_sizing(first + i)
-            if self._read_ahead[sig_id] == _FRAME_END:
-                self._sizing.clear()
-                continue
             name = sigs.functions[sig_id].name
             values = NodeLists.of_call(batch, node_start, nodes_n)
             slots = batch.arguments(slot_start, nargs)
@@ -593,6 +632,9 @@ class Compiler:
             # (the app's query readbacks too: glretrace's --query-handling=skip)
             plan.route = _vm.SIG_SKIP
         elif is_window_system_call(name) or name == "glFrameTerminatorGREMEDY":
+            if not self.ws.handles(name):  # its calls would all compile to nothing
+                plan.route = _vm.SIG_SKIP
+            plan.memo = self.ws.pure(name)
             plan.compile = lambda args, ret, thread: self._window_system(name, args, ret, thread)
         elif name == "memcpy":
             plan.compile = lambda args, ret, thread: self._memcpy(args)
@@ -638,7 +680,8 @@ class Compiler:
         else:
             plan.compile = lambda args, ret, thread: self._gl_call(command, fn, args, ret)
         # calls that end frames or change how the calls after them are rows stay in Python
-        if direct is not None and not (plan.ends_frame or name in _PYTHON_ONLY):
+        if direct is not None and not (plan.ends_frame or name in _ROW_STATE):
+            plan.lists = name in _LIST_CALLS
             types = bytes(code for code, _ in direct)
             tables = tuple(table for _, table in direct)
             address = ctypes.cast(fn, ctypes.c_void_p).value or 0
@@ -671,7 +714,7 @@ class Compiler:
             if p.name == "location" and function.startswith(_UNIFORM_PREFIXES):
                 if function.startswith("glProgramUniform"):
                     return None  # the program is another argument of the call
-                return code, self._current_location
+                return code, self.state.uniform_locations
             if p.object_class is None:
                 return code, None
             if function in _USE_PROGRAM:
@@ -838,7 +881,7 @@ class Compiler:
         if program_index is not None:
             traced_program = integer(args[program_index])
             return lambda v: st.location(traced_program, v)
-        return lambda v: st.location(st.uniform_program(), v)
+        return st.uniform_locations
 
     def _pointer(self, param, value, cls, index, before) -> Any:
         """Convert an input pointer argument; registers replay-time work for object names."""

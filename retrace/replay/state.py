@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TypeAlias
 
+from retrace.replay import _vm
 from retrace.replay.mapped import MappedMemory
 from retrace.replay.ws.headless import Context, ContextRequest, Drawable, EglDisplay, PixelFormat
 
@@ -115,6 +116,11 @@ class ReplayState:
         self.names: dict[str, dict[int, int]] = {}
         self.locations: dict[int, dict[int, int]] = {}  # traced program -> traced -> real
         self._location_keys: dict[int, list[int]] = {}
+        # glUniform*'s locations: the table of `uniform_program()`, kept current here, looked
+        # up in C by direct calls (`location` for those it lacks)
+        self.uniform_locations = _vm.Locations(
+            lambda traced: self.location(self.uniform_program(), traced)
+        )
         self.mapped = MappedMemory()
         self.app_queries = AppQueries()
         self.images: dict[int, int] = {}  # traced EGLImage -> the replay's (from GL objects)
@@ -149,6 +155,7 @@ class ReplayState:
             table.clear()
         self.locations.clear()
         self._location_keys.clear()
+        self.uniform_locations.set(None)
         self.mapped.clear()
         self.app_queries.clear()
         self.current = None
@@ -173,16 +180,27 @@ class ReplayState:
     def use_program(self, traced: int) -> None:
         if self.current is not None:
             self.current.program = traced
-            self.on_program_change()
+            self.program_changed()
+
+    def program_changed(self) -> None:
+        """The program in use may have changed (glUseProgram, a context switch)."""
+        self._uniforms_changed()
+        self.on_program_change()
+
+    def _uniforms_changed(self) -> None:
+        """The program glUniform* sets may have changed, or its table been made."""
+        self.uniform_locations.set(self.locations.get(self.uniform_program()))
 
     def bind_pipeline(self, traced: int) -> None:
         if self.current is not None:
             self.current.pipeline = traced
+            self._uniforms_changed()
 
     def set_active_program(self, pipeline: int, program: int) -> None:
         """glActiveShaderProgram: where glUniform* goes while the pipeline is bound."""
         if self.current is not None:
             self.current.active_programs[pipeline] = program
+            self._uniforms_changed()
 
     def uniform_program(self) -> int:
         """The traced program glUniform* sets: the one in use, else the active program of
@@ -195,7 +213,10 @@ class ReplayState:
     def record_location(self, program: int, traced: int, real: int) -> None:
         if traced < 0:
             return
-        table = self.locations.setdefault(program, {})
+        table = self.locations.get(program)
+        if table is None:
+            table = self.locations[program] = {}
+            self._uniforms_changed()
         if traced not in table:
             bisect.insort(self._location_keys.setdefault(program, []), traced)
         table[traced] = real

@@ -439,6 +439,76 @@ def test_rows_inside_display_lists_and_begin_blocks(tmp_path):
     assert [code.meta(i) for i in range(3)] == [(0, 9, 2, 1), (0, 9, 0, 1), (0, 9, 0, 0)]
 
 
+def test_list_calls_go_to_python_only_while_a_display_list_compiles(tmp_path):
+    batch, sigs = batch_of(tmp_path, [("f", (TraceWriter.int(1),), 0)])
+    f = Recorder([I32])
+    code = new_code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1, False, True)
+    assert compile_all(code, batch) == 1  # direct: no list compiles
+    args = (batch.calls, batch.slots, batch.nodes, batch.pool, 0, 0, True, False, None)
+    assert code.compile(*args, True) == 0  # a list compiles: Python checks the call
+    assert code.compile(*args, False) == 1  # (in_list alone decides only the row)
+    assert len(code) == 2 and code.is_direct(0) and code.is_direct(1)
+
+
+def test_memos_compile_calls_like_one_python_compiled_to_its_entry(tmp_path):
+    w = TraceWriter
+    calls = [
+        ("swap", (w.int(7), w.int(1)), 0),  # 0: compiled by Python, memoised
+        ("f", (w.int(2),), 0),
+        ("swap", (w.int(7), w.int(1)), 0),  # 2: its memo
+        ("swap", (w.int(7), w.int(2)), 0),  # 3: other values: Python
+        ("swap", (w.int(7), w.string("x")), 0),  # 4: a string: no key, Python
+        ("swap", (w.int(7), w.int(1)), 1),  # 5: another thread: Python
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    f = Recorder([I32])
+    code = new_code()
+    code.set_sig(sigs["swap"], _vm.SIG_SLOW, 3, 0)
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+    buffers = (batch.calls, batch.slots, batch.nodes)
+    frame_ends: list[int] = []
+    assert compile_all(code, batch) == 0
+    frame_ends.append(len(code))
+    code.add_py(0, 0, 3, 0, False)
+    assert code.memo(*buffers, 0, 0, frame_ends)
+    assert not code.memo(*buffers, 4, 0, frame_ends)  # (no key)
+    assert compile_all(code, batch, start=1) == 3
+    assert frame_ends == [0, 2] and len(code) == 3 and not code.is_direct(2)
+    assert code.meta(2) == (2, 3, 0, 0)
+    seen: list[object] = []
+    assert code.run(0, 3, [(seen.append, ("swapped",))]) == 3
+    assert seen == ["swapped", "swapped"] and f.calls == [(2,)]
+    assert compile_all(code, batch, start=4) == 4
+    assert compile_all(code, batch, start=5) == 5
+
+
+def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp_path):
+    w = TraceWriter
+    values = [w.int(3), w.int(5), w.int(-1), w.int(9)]
+    batch, sigs = batch_of(tmp_path, [("u", (v,), 0) for v in values])
+    f = Recorder([I32])
+    asked: list[int] = []
+    locations = _vm.Locations(lambda traced: asked.append(traced) or traced + 100)
+    code = new_code()
+    code.set_sig(sigs["u"], code.add_proto(f.address, f.types, (locations,)), 0, 1)
+    assert compile_all(code, batch) == 4
+    code.run(0, 4, [])  # no table: every location as traced
+    table = {3: 30, 5: -1}
+    locations.set(table)
+    code.run(0, 4, [])  # 9 is not in it: the fallback's
+    table[9] = 90  # (the table itself, as it fills)
+    code.run(0, 4, [])
+    locations.set(None)
+    code.run(0, 1, [])
+    no_table, first = [(3,), (5,), (-1,), (9,)], [(30,), (-1,), (-1,), (109,)]
+    filled = [(30,), (-1,), (-1,), (90,)]
+    assert f.calls == no_table + first + filled + [(3,)]
+    assert asked == [9]
+    locations.set(table)
+    assert (locations(5), locations(-7), locations(11)) == (-1, -7, 111)
+
+
 def test_python_entries_brackets_and_errors():
     code = new_code()
     seen: list[object] = []

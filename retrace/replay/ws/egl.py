@@ -99,6 +99,12 @@ def egl_context_request(attribs: Any, api: int) -> ContextRequest:
 class EglReader:
     """Reads EGL calls at compile time: config formats, the bound API, images made again."""
 
+    # handlers whose entries depend on the call's arguments and result alone and that
+    # change nothing: the swaps (`WsCompiler.pure`)
+    PURE = frozenset(
+        {"eglSwapBuffers", "eglSwapBuffersWithDamageKHR", "eglSwapBuffersWithDamageEXT"}
+    )
+
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
         self.formats: dict[int | tuple[str, int], PixelFormat] = {}  # traced config -> format

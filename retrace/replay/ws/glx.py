@@ -95,6 +95,10 @@ def glx_context_request(attribs: Any) -> ContextRequest:
 class GlxReader:
     """Reads GLX calls at compile time: the pixel format each visual or config stands for."""
 
+    # handlers whose entries depend on the call's arguments and result alone and that
+    # change nothing: the swaps (`WsCompiler.pure`)
+    PURE = frozenset({"glXSwapBuffers"})
+
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
         self.formats: dict[int | tuple[str, int], PixelFormat] = {}  # visual or config -> format

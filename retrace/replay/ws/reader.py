@@ -35,6 +35,36 @@ class WsCompiler:
         self.handlers: dict[str, Handler] = {
             "glFrameTerminatorGREMEDY": lambda args, ret, thread: (ws.frame_terminator, ()),
         }
+        # functions whose entries depend on nothing but the call's arguments and result, and
+        # whose handlers change nothing: the swaps (`pure`)
+        self._pure = {"glFrameTerminatorGREMEDY"}
+
+    def _reader(self, name: str) -> bool:
+        """Make the reader of the system `name` belongs to, at its first call; whether
+        there is one."""
+        prefix = name[:3]
+        where = _READERS.get(prefix)
+        if where is None:
+            return False
+        if prefix not in self.readers:
+            module = importlib.import_module(f"{__package__}.{where[0]}")
+            reader = self.readers[prefix] = getattr(module, where[1])(self.ws)
+            self.handlers.update(reader.handlers())
+            self._pure.update(getattr(reader, "PURE", ()))
+        return True
+
+    def handles(self, name: str) -> bool:
+        """Whether calls of `name` can compile to anything (else `compile` always gives
+        None)."""
+        if name not in self.handlers:
+            self._reader(name)
+        return name in self.handlers
+
+    def pure(self, name: str) -> bool:
+        """Whether `name`'s entries depend on nothing but the call's arguments and result,
+        and compiling one changes nothing else (calls like one compiled before may reuse its
+        entry)."""
+        return self.handles(name) and name in self._pure
 
     @property
     def gl_images(self) -> set[int]:
@@ -46,12 +76,8 @@ class WsCompiler:
         """The entry for a window-system call, or None when it needs no replay."""
         handler = self.handlers.get(name)
         if handler is None:
-            where = _READERS.get(name[:3])
-            if where is None or name[:3] in self.readers:
+            if name[:3] in self.readers or not self._reader(name):
                 return None
-            module = importlib.import_module(f"{__package__}.{where[0]}")
-            reader = self.readers[name[:3]] = getattr(module, where[1])(self.ws)
-            self.handlers.update(reader.handlers())
             return self.compile(name, args, ret, thread)
         try:
             entry = handler(args, ret, thread)

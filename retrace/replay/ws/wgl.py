@@ -100,6 +100,10 @@ def wgl_attrib_format(int_attribs: Any, float_attribs: Any) -> PixelFormat:
 class WglReader:
     """Reads WGL calls at compile time: pixel formats by index and by DC, pbuffers' DCs."""
 
+    # handlers whose entries depend on the call's arguments and result alone and that
+    # change nothing: the swaps (`WsCompiler.pure`)
+    PURE = frozenset({"wglSwapBuffers", "wglSwapLayerBuffers", "wglSwapMultipleBuffers"})
+
     def __init__(self, ws: WindowSystem) -> None:
         self.ws = ws
         self.formats: dict[int, PixelFormat] = {}  # format index -> what it was chosen for
