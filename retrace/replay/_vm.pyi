@@ -213,6 +213,7 @@ class Code:
     def share_gil(self, on: bool, /) -> None:
         """Whether `run` lets other threads run during runs of direct calls."""
 
+@final
 class Locations:
     """The uniform locations of the program glUniform* sets now, for direct calls: `set` keeps
     it current; a negative location, or any with no table, passes unchanged, one the table
