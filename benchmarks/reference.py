@@ -50,10 +50,12 @@ def need_peer(script: str) -> None:
 @dataclass(frozen=True)
 class Run:
     """One command, measured: wall seconds from its start until it was reaped, peak RSS in
-    KiB and CPU seconds (user and system; both of the process and the descendants it
-    reaped, as wait4 reports them), the seconds of its last "Rendered" line (NaN without
-    one), and when that line came (seconds since the start; NaN without one). CPU time is
-    what a loaded machine's drift disturbs least, but counts none of the overlap."""
+    KiB and CPU seconds (user and system; of the process and all its descendants, those
+    it reaped, as wait4 reports them, and those that outlived it: retrace's replaying
+    child ends after the command, `_orphans`), the seconds of its last "Rendered" line
+    (NaN without one), and when that line came (seconds since the start; NaN without
+    one). CPU time is what a loaded machine's drift disturbs least, but counts none of the
+    overlap."""
 
     wall: float
     rss: int
@@ -81,6 +83,8 @@ def measure(argv: list[str], env: dict[str, str], timeout: float = 600) -> Run |
     """Run `argv` to its end, its output read as it comes and dropped but for the "Rendered"
     line; None when it fails, or runs past `timeout` seconds and is killed (eglretrace's
     profiles poll for query results that GALLIUM_NOOP never makes available: forever)."""
+    _become_subreaper()
+    earlier = _children()
     start = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert child.stdout is not None
@@ -94,8 +98,32 @@ def measure(argv: list[str], env: dict[str, str], timeout: float = 600) -> Run |
     _, status, usage = os.wait4(child.pid, 0)
     watchdog.cancel()
     wall = time.perf_counter() - start
-    cpu = usage.ru_utime + usage.ru_stime
-    return Run(wall, usage.ru_maxrss, cpu, loop, said) if status == 0 else None
+    cpu, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    for orphan in _orphans(earlier):
+        cpu, rss = cpu + orphan.ru_utime + orphan.ru_stime, max(rss, orphan.ru_maxrss)
+    return Run(wall, rss, cpu, loop, said) if status == 0 else None
+
+
+def _become_subreaper() -> None:
+    """Have the descendants that outlive their parent become this process's children
+    (Linux's PR_SET_CHILD_SUBREAPER), so that `_orphans` can count them."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _children() -> set[int]:
+    """This process's children (of all its threads)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def _orphans(earlier: set[int]) -> list[os.struct_rusage]:
+    """The resource use of the descendants of a command just reaped that outlived it (the
+    kernel reparents them here before the command's own wait ends), each waited for."""
+    return [os.wait4(pid, 0)[2] for pid in sorted(_children() - earlier)]
 
 
 @contextmanager

@@ -32,9 +32,10 @@ import mmap
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from retrace.errors import Interrupted, RetraceError
 from retrace.libc import libc
@@ -44,6 +45,7 @@ _STOPS = (signal.SIGINT, signal.SIGTERM)
 _DESCRIPTION_CHARS = 200
 GRACE_SECONDS = 5
 _stopping: list[int] = []  # in a graceful child: the stop signals received
+_saying: list[int] = []  # in a child: the pipe on which it says its exit status
 
 
 class Ending(NamedTuple):
@@ -106,13 +108,18 @@ def supervise(
 
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
+    done, said = os.pipe2(os.O_CLOEXEC)
     try:
         with sandbox.prepared(writes, display) as confine:
-            child.append(_fork(body, words, errors_to, graceful, confine))
+            try:
+                child.append(_fork(body, words, errors_to, graceful, confine, said))
+            finally:
+                os.close(said)
             if received:  # a signal came between the handler and the fork
                 stop(received.pop(), None)
-            _, status = os.waitpid(child[0], 0)
+            status = _wait(child[0], done)
     finally:
+        os.close(done)
         signal.alarm(0)
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -127,15 +134,28 @@ def supervise(
     )
 
 
+def _wait(child: int, done: int) -> int:
+    """The child's wait status: the exit status it says on `done` before it exits, else
+    (it died first) what waiting for it gives. The child's exit unmaps the driver (4-5 ms
+    for llvmpipe, more with a GPU's), which the parent need not wait for: a thread reaps
+    the child meanwhile."""
+    said = os.read(done, 1)
+    if not said:  # the pipe closed unsaid: killed by a signal, or it died in `_exit`
+        return os.waitpid(child, 0)[1]
+    threading.Thread(target=os.waitpid, args=(child, 0), daemon=True).start()
+    return said[0] << 8  # (an exit status, as a wait status says it)
+
+
 def _fork(
     body: Callable[[], None],
     words: mmap.mmap,
     errors_to: str | None,
     graceful: bool,
     confine: Callable[[], None] | None,
+    said: int,
 ) -> int:
     """Fork; the child publishes its replay progress in `words`, confines itself (`confine`,
-    under --sandbox), runs `body` and exits."""
+    under --sandbox), runs `body`, says its exit status on `said` and exits."""
     from retrace.replay import _guard, _vm
 
     sys.stdout.flush()
@@ -153,11 +173,26 @@ def _fork(
         _guard.watch(memoryview(words)[_vm.PROGRESS_WORDS * 8 :])
         if errors_to is not None:
             sys.stderr = open(errors_to, "w")  # noqa: SIM115 - the child's until it exits
+        _saying.append(said)
         code = _run_reporting(body if confine is None else partial(_confined, confine, body))
+    finally:
+        _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    """End the child: its output flushed and closed (a reader of a pipe it shares sees the
+    end when the parent exits, not when the kernel has torn the child down), then its exit
+    status said to the parent."""
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
         sys.stderr.flush()
-    finally:
-        os._exit(code)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    if _saying:
+        with contextlib.suppress(OSError):
+            os.write(_saying[0], bytes([code & 0xFF]))
+    os._exit(code)
 
 
 def _confined(confine: Callable[[], None], body: Callable[[], None]) -> None:
@@ -174,11 +209,9 @@ def stop_requested() -> bool:
     return bool(_stopping)
 
 
-def stop_here() -> None:
+def stop_here() -> NoReturn:
     """End a graceful child that has saved what it measured: the parent reports the stop."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    _exit(0)
 
 
 def contained(
