@@ -4,6 +4,7 @@ the scripts that check frames against glretrace."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -116,7 +117,8 @@ def _children() -> set[int]:
     """This process's children (of all its threads)."""
     found: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        found.update(int(pid) for pid in (task / "children").read_text().split())
+        with contextlib.suppress(FileNotFoundError):  # (a thread that has just ended)
+            found.update(int(pid) for pid in (task / "children").read_text().split())
     return found
 
 

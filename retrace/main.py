@@ -65,6 +65,7 @@ def main(run: Callable[[], object] | None = None) -> None:
     import click
 
     from retrace.exits import outlive_stderr, run_reporting
+    from retrace.replay.contain import let_children_linger
 
     # retrace never multiplies matrices, but importing numpy starts an OpenBLAS thread per
     # core that spins: 15-20 ms of CPU per command on 2 cores, more on bigger machines
@@ -73,6 +74,7 @@ def main(run: Callable[[], object] | None = None) -> None:
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
     outlive_stderr()
+    let_children_linger()  # (this process ends with the command)
     if run is None:
         from retrace.commands import cli
 

@@ -32,20 +32,40 @@ import mmap
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple, NoReturn
 
 from retrace.errors import Interrupted, RetraceError
-from retrace.libc import libc
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 _DESCRIPTION_CHARS = 200
 GRACE_SECONDS = 5
 _stopping: list[int] = []  # in a graceful child: the stop signals received
-_saying: list[int] = []  # in a child: the pipe on which it says its exit status
+_channel: list[_Channel] = []  # in a child: its channel to the parent
+_lingering: list[tuple[int, int]] = []  # children (pid, hold) that wait for this process's end
+_linger: list[bool] = []  # whether children may (`let_children_linger`)
+
+
+class _Channel:
+    """A child's two pipes to its parent: on `said` it writes its exit status before it
+    exits; `hold` keeps it from exiting once it has (it reads until the parent closes its
+    end, or ends). The kernel's teardown of a child that exits (unmapping the driver and
+    the memory it shares with the parent: 4-5 ms for llvmpipe, more with a GPU's) holds
+    up a parent that touches that memory meanwhile; held, the child exits after the
+    parent instead."""
+
+    def __init__(self) -> None:
+        self.said_r, self.said_w = os.pipe2(os.O_CLOEXEC)
+        self.hold_r, self.hold_w = os.pipe2(os.O_CLOEXEC)
+
+    def keep(self, *ends: int) -> None:
+        """Close the ends but `ends` (the parent keeps said_r and hold_w, the child the
+        others)."""
+        for fd in (self.said_r, self.said_w, self.hold_r, self.hold_w):
+            if fd not in ends:
+                os.close(fd)
 
 
 class Ending(NamedTuple):
@@ -106,20 +126,20 @@ def supervise(
         else:
             kill()
 
+    release_lingering()
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
-    done, said = os.pipe2(os.O_CLOEXEC)
+    channel = _Channel()
     try:
         with sandbox.prepared(writes, display) as confine:
             try:
-                child.append(_fork(body, words, errors_to, graceful, confine, said))
+                child.append(_fork(body, words, errors_to, graceful, confine, channel))
             finally:
-                os.close(said)
+                channel.keep(channel.said_r, channel.hold_w)
             if received:  # a signal came between the handler and the fork
                 stop(received.pop(), None)
-            status = _wait(child[0], done)
+            status = _wait(child[0], channel)
     finally:
-        os.close(done)
         signal.alarm(0)
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -134,16 +154,32 @@ def supervise(
     )
 
 
-def _wait(child: int, done: int) -> int:
-    """The child's wait status: the exit status it says on `done` before it exits, else
-    (it died first) what waiting for it gives. The child's exit unmaps the driver (4-5 ms
-    for llvmpipe, more with a GPU's), which the parent need not wait for: a thread reaps
-    the child meanwhile."""
-    said = os.read(done, 1)
-    if not said:  # the pipe closed unsaid: killed by a signal, or it died in `_exit`
-        return os.waitpid(child, 0)[1]
-    threading.Thread(target=os.waitpid, args=(child, 0), daemon=True).start()
-    return said[0] << 8  # (an exit status, as a wait status says it)
+def _wait(child: int, channel: _Channel) -> int:
+    """The child's wait status. One that said its exit status lingers where children may
+    (`let_children_linger`), else is released and waited for."""
+    said = os.read(channel.said_r, 1)
+    os.close(channel.said_r)
+    if said and _linger:
+        _lingering.append((child, channel.hold_w))
+        return said[0] << 8  # (an exit status, as a wait status says it)
+    os.close(channel.hold_w)
+    return os.waitpid(child, 0)[1]
+
+
+def let_children_linger() -> None:
+    """In a process that ends once its command is done (the command line's): a child that
+    has said its exit status stays until this process ends, or forks the next child, and
+    only then exits (`_Channel`). A longer-lived one (the Python API's caller) releases
+    each at once, since it would keep the driver's memory."""
+    _linger[:] = [True]
+
+
+def release_lingering() -> None:
+    """Let the children that linger exit, and reap them."""
+    while _lingering:
+        pid, hold = _lingering.pop()
+        os.close(hold)
+        os.waitpid(pid, 0)
 
 
 def _fork(
@@ -152,10 +188,10 @@ def _fork(
     errors_to: str | None,
     graceful: bool,
     confine: Callable[[], None] | None,
-    said: int,
+    channel: _Channel,
 ) -> int:
     """Fork; the child publishes its replay progress in `words`, confines itself (`confine`,
-    under --sandbox), runs `body`, says its exit status on `said` and exits."""
+    under --sandbox), runs `body`, says its exit status on `channel` and exits."""
     from retrace.replay import _guard, _vm
 
     sys.stdout.flush()
@@ -173,7 +209,8 @@ def _fork(
         _guard.watch(memoryview(words)[_vm.PROGRESS_WORDS * 8 :])
         if errors_to is not None:
             sys.stderr = open(errors_to, "w")  # noqa: SIM115 - the child's until it exits
-        _saying.append(said)
+        channel.keep(channel.said_w, channel.hold_r)
+        _channel.append(channel)
         code = _run_reporting(body if confine is None else partial(_confined, confine, body))
     finally:
         _exit(code)
@@ -181,17 +218,18 @@ def _fork(
 
 def _exit(code: int) -> NoReturn:
     """End the child: its output flushed and closed (a reader of a pipe it shares sees the
-    end when the parent exits, not when the kernel has torn the child down), then its exit
-    status said to the parent."""
+    end when the parent exits), its exit status said to the parent, then held until the
+    parent releases it (`_Channel`)."""
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
         sys.stderr.flush()
     for fd in (1, 2):
         with contextlib.suppress(OSError):
             os.close(fd)
-    if _saying:
+    if _channel:
         with contextlib.suppress(OSError):
-            os.write(_saying[0], bytes([code & 0xFF]))
+            os.write(_channel[0].said_w, bytes([code & 0xFF]))
+            os.read(_channel[0].hold_r, 1)
     os._exit(code)
 
 
@@ -295,6 +333,8 @@ def _die_with(parent: int) -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux only)."""
     if not sys.platform.startswith("linux"):
         return
+    from retrace.libc import libc  # (ctypes: the child's, not the parent's before the fork)
+
     try:
         libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retrace.trace.callset import frame_range
-
 if TYPE_CHECKING:
     from retrace.replay.options import ReplayOptions
     from retrace.replay.snapshot import Image
@@ -39,7 +37,7 @@ def _replay(trace: str, options: ReplayOptions) -> None:
     digest_ahead(trace)  # (a first read's hashing, on a thread too)
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered
-    from retrace.trace.callset import CallSet
+    from retrace.trace.callset import CallSet, frame_range
 
     first_frame, last_frame = frame_range(options.frames_spec)
     snapshots = (

@@ -1,7 +1,8 @@
 """How the parent learns that the replaying child ended: the child says its exit status
-before the kernel tears it down, and the parent reaps it meanwhile (no zombie is left in
-a process that replays many times, as the Python API's callers do); a child that dies
-without saying is waited for, and its signal reported."""
+on a pipe, and then waits to exit until the parent lets it: at once in a process that
+replays many times (the Python API's caller: no zombie, no driver memory kept), else
+when the parent ends or forks the next child (`let_children_linger`, the command line's).
+A child that dies without saying is waited for, and its signal reported."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from retrace.replay import contain
 from retrace.replay.contain import supervise
 
 
-def _reaped(pid: int, seconds: float = 10.0) -> bool:
+def _gone(pid: int, seconds: float = 10.0) -> bool:
     """Whether `pid` is gone (reaped), waiting up to `seconds`; a zombie stays."""
     deadline = time.monotonic() + seconds
     while Path(f"/proc/{pid}").exists():
@@ -24,17 +27,33 @@ def _reaped(pid: int, seconds: float = 10.0) -> bool:
     return True
 
 
-def test_the_exit_status_said_and_the_child_reaped(tmp_path):
-    said = tmp_path / "pid"
-
+def _exiting_with(code: int, said: Path):
     def body() -> None:
         said.write_text(str(os.getpid()))
-        raise SystemExit(3)
+        raise SystemExit(code)
 
+    return body
+
+
+def test_the_exit_status_said_and_the_child_reaped(tmp_path):
     for _ in range(3):  # each run's child reaped, not one zombie each
-        ending = supervise(body, errors_to=str(tmp_path / "err"))
+        ending = supervise(_exiting_with(3, tmp_path / "pid"), errors_to=str(tmp_path / "e"))
         assert (ending.code, ending.signal, ending.crashed) == (3, 0, False)
-        assert _reaped(int(said.read_text()))
+        assert not Path(f"/proc/{(tmp_path / 'pid').read_text()}").exists()
+
+
+def test_a_child_lingers_until_released(tmp_path, monkeypatch):
+    monkeypatch.setattr(contain, "_linger", [])
+    contain.let_children_linger()
+    pids = []
+    for _ in range(2):
+        ending = supervise(_exiting_with(4, tmp_path / "pid"), errors_to=str(tmp_path / "e"))
+        assert (ending.code, ending.signal) == (4, 0)
+        pids.append(int((tmp_path / "pid").read_text()))
+        assert Path(f"/proc/{pids[-1]}").exists()  # said its status; not exited yet
+    assert _gone(pids[0])  # released when the next child was forked
+    contain.release_lingering()
+    assert _gone(pids[1])
 
 
 def test_a_child_that_dies_unsaid_is_waited_for(tmp_path):
@@ -45,19 +64,7 @@ def test_a_child_that_dies_unsaid_is_waited_for(tmp_path):
     assert (ending.code, ending.signal, ending.killed) == (0, signal.SIGKILL, True)
 
 
-def test_the_parent_does_not_wait_for_the_teardown():
-    done, said = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # a child whose exit takes long (a GPU driver's unmapping, say)
-        os.write(said, bytes([5]))
-        time.sleep(30)
-        os._exit(0)
-    os.close(said)
-    try:
-        status = contain._wait(pid, done)
-        assert os.WEXITSTATUS(status) == 5
-        assert Path(f"/proc/{pid}").exists()  # still running: its exit not waited for
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.close(done)
-    assert _reaped(pid)  # by the thread `_wait` left waiting
+@pytest.fixture(autouse=True)
+def _no_lingering():
+    yield
+    contain.release_lingering()
