@@ -36,7 +36,7 @@ REPLAYING = ("replay", "profile", "trim")
 # loaded, besides the reader's (standard ones that are built in on some Pythons import as
 # cheaply; one a Python lacks is passed over).
 LIBRARIES = (
-    "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_heapq", "_json", "_lzma", "_opcode",
+    "_bisect", "_bz2", "_csv", "_ctypes", "_datetime", "_json", "_lzma", "_opcode",
     "_random", "_sha2", "_sha512", "_socket", "_struct", "_typing", "_uuid", "array", "fcntl",
     "math", "mmap", "select", "retrace.replay._guard", "retrace.replay._vm",
     "retrace.trace._scanner",

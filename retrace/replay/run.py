@@ -29,11 +29,12 @@ def run_replay(trace: str, options: ReplayOptions) -> None:
 
 def _replay(trace: str, options: ReplayOptions) -> None:
     from retrace.replay.ws.driver_process import open_ahead
-    from retrace.trace.cache import digest_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()
-    open_ahead()
+    open_ahead()  # first: the driver's loading is what the replay waits for
+    from retrace.trace.cache import digest_ahead
+
     digest_ahead(trace)  # (a first read's hashing, on a thread too)
     # Imported in the child that replays: the parent only waits, and exits sooner without them.
     from retrace.replay.replayer import LOOP_CAVEAT, Replayer, StopReplay, rendered
