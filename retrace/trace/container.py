@@ -28,16 +28,20 @@ ZSTD_SEEKABLE_MAGIC = b"\xb1\xea\x92\x8f"  # last 4 bytes of a seekable zstd fil
 
 
 def load_libraries() -> None:
-    """Load the shared libraries a replay's reading uses, the decompressors of the common
-    containers (apitrace writes snappy) and the read-ahead's queue, before the display
-    opens in a thread of its own (`driver_process.open_ahead`): that thread holds the dynamic
-    loader's lock while the driver loads, and an extension module imported meanwhile
-    waits for it (15-35 ms measured) instead of importing alongside. This module imports
-    little, so the display starts opening sooner; tests/unit/test_startup.py checks that
-    nothing else the replay imports loads a library."""
-    import _queue  # noqa: F401  (the read-ahead's)
+    """In the replaying child, before its display opens in a thread of its own
+    (`driver_process.open_ahead`): load the shared libraries the child imports while the
+    display opens (the reader's and the replay's) that the command line has not loaded
+    already. That thread holds the dynamic loader's lock while the driver loads, and an
+    extension module imported meanwhile would wait for it (15-35 ms measured) instead of
+    importing alongside; tests/unit/test_startup.py checks that nothing the replay
+    imports loads one after these."""
+    import array  # noqa: F401  (the call records')
+    import bisect  # noqa: F401  (the call sets')
+    import queue  # noqa: F401  (the read-ahead's, with heapq)
 
-    import cramjam  # noqa: F401  (zlib came with this module, the scanner with its callers')
+    import cramjam  # noqa: F401  (snappy, which apitrace writes; zlib comes with it)
+
+    from retrace.trace import _scanner  # noqa: F401
 
 
 # How apitrace's `info` names each container.

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 REPLAY_MODULES = (
     "retrace.commands.replay",
     "retrace.commands.profile",
@@ -29,31 +31,41 @@ def test_replay_modules_import_no_numpy():
     assert r.stdout.strip() == "[]"
 
 
-# The replay's modules, imported from the command line's to the replaying child's first steps
-REPLAY_STEPS = (
-    "import retrace.commands.replay, retrace.commands.profile, retrace.replay.run, "
-    "retrace.profile.commands",
+# What each replaying command's parent imports before the fork (`contain.supervise`), and
+# what its child imports from its first steps (`load_libraries`, then the display opening
+# ahead) until the replay.
+PARENT_STEPS = {
+    "replay": ("import retrace.commands.replay, retrace.replay.run",),
+    "profile": ("import retrace.commands.profile, retrace.profile.commands",),
+}
+CHILD_FIRST = (
     "from retrace.replay import _guard, _vm, contain, sandbox",
-    "import retrace.replay.replayer, retrace.profile.driver, retrace.replay.ws.headless",
+    "from retrace.replay.ws.driver_process import open_ahead",
     "from retrace.trace.container import load_libraries",
     "load_libraries()",
-    "from retrace.backends.registry import load_backends",
-    "load_backends()",
 )
+CHILD_STEPS = {
+    "replay": ("import retrace.replay.replayer, retrace.trace.cache",),
+    "profile": (
+        "import retrace.replay.replayer, retrace.profile.driver, retrace.trace.cache",
+        "from retrace.backends.registry import load_backends",
+        "load_backends()",
+    ),
+}
 
 
 def libraries_loaded_after(steps: tuple[str, ...], first: tuple[str, ...]) -> list[str]:
     """The shared-library modules that `steps` load in a fresh interpreter after `first`."""
     check = "\n".join(
         (
-            "import sys",
+            "import json, sys",
             "def libraries():",
             "    return {n for n, m in list(sys.modules.items())",
             "            if (getattr(m, '__file__', None) or '').endswith('.so')}",
             *first,
             "before = libraries()",
             *steps,
-            "import json; print(json.dumps(sorted(libraries() - before)))",
+            "print(json.dumps(sorted(libraries() - before)))",
         )
     )
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
@@ -61,42 +73,11 @@ def libraries_loaded_after(steps: tuple[str, ...], first: tuple[str, ...]) -> li
     return loaded
 
 
-def test_the_replay_loads_no_library_while_the_display_opens():
+@pytest.mark.parametrize("command", sorted(PARENT_STEPS))
+def test_the_replay_loads_no_library_while_the_display_opens(command):
     """The replaying child opens the display in a thread (`open_ahead`) after
     `load_libraries`; an extension module imported after that waits for the driver to
     load (the dynamic loader's lock) instead of importing alongside it."""
-    parent = REPLAY_STEPS[:2]  # up to the fork (`contain.supervise`), then the child's
-    first = (*parent, "from retrace.replay.ws.driver_process import open_ahead", *REPLAY_STEPS[3:5])
-    assert libraries_loaded_after(REPLAY_STEPS, first) == []
-
-
-def test_the_program_loads_every_library_the_replaying_child_would_wait_for():
-    """`retrace.main` loads its LIBRARIES before the command line, and the replaying child
-    inherits them: nothing the command line, the fork and the child import up to the
-    replay is a library left out of that list (in the child it would wait for the driver's
-    loading, on its thread, instead of importing alongside it)."""
-    first = ("import retrace.main", "retrace.main.import_libraries()")
-    assert libraries_loaded_after(REPLAY_STEPS, first) == []
-
-
-def test_the_commands_that_replay_are_told_apart_before_parsing(tmp_path):
-    """The libraries load early for `replay`, `profile` and glretrace's forms of them, not
-    for the other commands, help or the version."""
-    from retrace.commands import COMMANDS
-    from retrace.main import REPLAYING, replays
-
-    assert set(REPLAYING) <= set(COMMANDS)
-    trace = tmp_path / "t.trace"
-    trace.write_bytes(b"")
-    for args in (
-        ["replay", "-b", "T"],
-        ["profile", "T"],
-        ["trim", "T"],
-        ["-b", "T"],
-        ["--pcalls=x", "T"],
-    ):
-        assert replays(args), args
-    assert replays([str(trace)])
-    for args in ([], ["dump", "T"], ["info", "T"], ["batch", "x.yml"], ["--help"],
-                 ["replay", "--help"], ["--version"], ["nosuchfile"]):  # fmt: skip
-        assert not replays(args), args
+    first = (*PARENT_STEPS[command], *CHILD_FIRST)
+    assert libraries_loaded_after(CHILD_STEPS[command], first) == []
+    assert libraries_loaded_after(CHILD_STEPS[command], PARENT_STEPS[command])  # (some, else)
