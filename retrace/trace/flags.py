@@ -52,11 +52,9 @@ _GL_MISC_DRAW = (
 # std::regex_match (ECMAScript, whole string); fullmatch with re.ASCII is the same
 # test, ASCII making \w and \d mean [A-Za-z0-9_] and [0-9] as they do there.
 # apitrace tries the gl* rules only for names starting with 'g' and the D3D rules
-# only for names starting with 'I'; every pattern starts with that letter, so
-# trying all of them gives the same answers.
-_PATTERN_RULES: tuple[tuple[re.Pattern[str], CallFlag], ...] = tuple(
-    (re.compile(pattern, re.ASCII), flags)
-    for pattern, flags in (
+# only for names starting with 'I', as `_rules` does.
+_PATTERN_TEXTS: dict[str, tuple[tuple[str, CallFlag], ...]] = {
+    "g": (
         # GL draws: glDrawArrays, glMultiDrawElementsIndirect, glDrawMeshArraysSUN, ...
         (r"gl(?:[A-Z][a-z]+)*Draw(?:Range|Mesh)?(?:Arrays|Elements)(?:[A-Z][a-zA-Z]*)?", _F.RENDER),
         (_GL_MISC_DRAW, _F.RENDER),
@@ -67,6 +65,8 @@ _PATTERN_RULES: tuple[tuple[re.Pattern[str], CallFlag], ...] = tuple(
             r"gl(?:GetFloat|GetInteger|GetVertexAttrib|GetTex(?:ture)?(?:Level)?Parameter)\w+",
             _F.NO_SIDE_EFFECTS,
         ),
+    ),
+    "I": (
         # D3D10 device / D3D11 device-context draws and command-list execution
         (r"ID3D1(?:0Device|1DeviceContext)\d*::(?:Draw\w*|ExecuteCommandList)", _F.RENDER),
         (r"ID3D1(?:0Device|1DeviceContext)\d*::OMSetRenderTargets\w*", _F.SWAP_RENDERTARGET),
@@ -76,8 +76,17 @@ _PATTERN_RULES: tuple[tuple[re.Pattern[str], CallFlag], ...] = tuple(
             r"ID3D1[01]Device\d*::(?:CheckFormatSupport|CheckMultisampleQualityLevels)",
             _F.NO_SIDE_EFFECTS | _F.VERBOSE,
         ),
+    ),
+}
+
+
+@functools.cache
+def _rules(first: str) -> tuple[tuple[re.Pattern[str], CallFlag], ...]:
+    """The pattern rules for names starting with `first`, compiled at the first such name
+    (a GL replay compiles none of Direct3D's)."""
+    return tuple(
+        (re.compile(text, re.ASCII), flags) for text, flags in _PATTERN_TEXTS.get(first, ())
     )
-)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -314,7 +323,7 @@ def call_flags(name: str) -> CallFlag:
     Same result as apitrace's ``Parser::lookupCallFlags``.  Per-call adjustments
     (see ``adjust_flags``) and the FAKE/INCOMPLETE flags are not included.
     """
-    for pattern, flags in _PATTERN_RULES:
+    for pattern, flags in _rules(name[:1]):
         if pattern.fullmatch(name):
             return flags
     return _TABLE.get(name, CallFlag.NONE)
