@@ -11,7 +11,6 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
@@ -228,7 +227,7 @@ def resume_profile(path: str, run: ProfileRun) -> None:
     store.close(flush=False)
     job.check_trace(path)
     if run.output:
-        job = replace(job, output=os.path.abspath(run.output))
+        job = job._replace(output=os.path.abspath(run.output))
     _measure_and_write(job, chosen, path, run.keep_store, run.progress, resumed=True)
 
 

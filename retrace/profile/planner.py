@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import UsageError
@@ -23,12 +22,11 @@ B = TypeVar("B")  # a backend, or what stands for one (`checks`)
 OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
 
 
-@dataclass
-class Plan:
+class Plan(NamedTuple):
     """The columns of each table, in glretrace's order, and the passes, in order."""
 
-    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
-    passes: list[PassPlan] = field(default_factory=list)
+    metrics: dict[Boundary, list[Metric]]
+    passes: list[PassPlan]
 
 
 def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBackend]) -> Plan:
@@ -58,7 +56,7 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
                 chosen.append(metric)
     for line in warnings.values():
         print(line, file=sys.stderr)
-    result = Plan()
+    result = Plan({}, [])
     for boundary, per_backend in wanted.items():
         columns: list[Metric] = []
         for name in order:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from retrace.errors import UsageError
 
@@ -24,8 +24,7 @@ ALIASES = {"gpu time": "gpu duration", "cpu time": "cpu duration"}
 _ID = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*\]$")
 
 
-@dataclass(frozen=True)
-class MetricRef:
+class MetricRef(NamedTuple):
     """A metric as the user wrote it: a name, or (group, id)."""
 
     text: str
