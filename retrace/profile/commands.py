@@ -20,12 +20,12 @@ from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.checks import check_part_ahead, needs_counts
 from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
+from retrace.profile.results import Profile, meta_key  # (the child inherits it: one import)
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
 
 if TYPE_CHECKING:
     from retrace.profile.driver import Profiler
-    from retrace.profile.results import Profile
 
 
 def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
@@ -283,8 +283,6 @@ def measure(
         from retrace.profile.progress import CLEAR_LINE
 
         progress.write(CLEAR_LINE)
-    from retrace.profile.results import Profile
-
     store = Store.load(path, keep=True)
     try:
         if (ending.interrupted and "finish" not in store.meta) or ending.signal:
@@ -335,7 +333,6 @@ def _deliver_what_is_kept(
     """After a signal: the tables of what was measured, then the error that says what
     happened (and, where measuring again can help, how to resume)."""
     from retrace.profile.repeats import combine_runs_done
-    from retrace.profile.results import Profile
 
     state = store.meta.get("progress")
     complete = state is not None and state["expected"] is not None
@@ -396,8 +393,6 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
 def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
     """After a crash: count what the child measured after its last checkpoint, up to its
     last frame end (and, if the first pass never completed, its frames and names)."""
-    from retrace.profile.results import meta_key
-
     for index, key in enumerate(store):
         store[key].recover(live.length(index))
     live.ring.recover(store)  # the events the loop read, not moved into the store yet
