@@ -215,7 +215,7 @@ class MetricWriter:
             block, floats, missing = _row_list(values, start, stop)
             if floats:  # missing: NaN, the one value unequal to itself
                 gone = [j for j, v in enumerate(block) if v != v]
-            elif missing is not None:
+            elif missing is not None and missing in block:  # (the scan in C first: usually none)
                 gone = [j for j, v in enumerate(block) if v == missing]
             else:
                 gone = []
