@@ -10,7 +10,6 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 from __future__ import annotations
 
 from array import array
-from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
@@ -233,7 +232,7 @@ class Profile:
         column = self.columns.get((metric, boundary))
         return {
             "metric": {
-                **asdict(metric),
+                **metric.fields(),
                 "num_type": metric.num_type.value,
                 "kind": metric.kind.value,
             },
@@ -277,7 +276,7 @@ class Profile:
         if entry["column"] is not None and entry["column"] in store:
             self.columns[metric, boundary] = store[entry["column"]]
         stats = [
-            (replace(metric, name=s["name"], num_type=NumType.DOUBLE), store[s["column"]])
+            (metric.replace(name=s["name"], num_type=NumType.DOUBLE), store[s["column"]])
             for s in entry["stats"]
             if s["column"] in store
         ]
