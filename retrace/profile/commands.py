@@ -71,7 +71,7 @@ def _on_a_terminal() -> bool:
 def _list_metrics(trace: str, as_json: bool, width: int | None) -> None:
     with ExitStack() as stack:
         profiler = _profiler(trace, ProfileOptions())
-        stack.callback(profiler.close)
+        stack.callback(profiler.close, driver=False)  # (this child ends)
         rows: list[dict] = []
 
         def collect() -> None:
@@ -171,7 +171,7 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
             for number, plan in enumerate(profiler.plan, 1):
                 print(plan.describe(number), file=sys.stderr)
     finally:
-        profiler.close()
+        profiler.close(driver=False)  # (this child ends)
 
 
 def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, strict: bool) -> None:
@@ -387,7 +387,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         }
         store.flush()
     finally:
-        profiler.close()
+        profiler.close(driver=False)  # (this child ends)
 
 
 def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
