@@ -51,8 +51,7 @@ def check_selection(selections: Mapping[Boundary, str]) -> None:
     without a driver (opengl, cpu, pipeline) exists and is measurable at its boundary. The
     counters of GL_AMD_performance_monitor and GL_INTEL_performance_query come from the
     driver: only a replay can check them."""
-    from retrace.profile.planner import OPTION, find_backend, find_metric
-    from retrace.profile.selection import parse_selection
+    from retrace.profile.selection import OPTION, find_backend, find_metric, parse_selection
 
     backends = _driverless_backends()
     for boundary, spec in selections.items():
