@@ -19,8 +19,8 @@ Values go straight into the `Store` columns the driver hands the backend, one
 row per event, so nothing per-event stays in Python lists.
 
 Backends are plug-ins: a module in this package that defines a subclass with a
-`name` registers itself through `__init_subclass__`; `backends.registry`
-imports every module of the package, so a new backend is one new file.
+`name` registers itself through `__init_subclass__` when `backends.registry`
+imports it, so a new backend is one new file and its line in `registry.MODULES`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ is only for the backends that extend it).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Boundary(enum.IntEnum):
@@ -72,27 +71,45 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, eq=False)
 class Metric:
     """One measurable quantity of a backend, identified by (group, id) or by name.
 
     Each backend defines its metrics once, so identity is equality: that keeps
-    them cheap dictionary keys on the per-event path.
+    them cheap dictionary keys on the per-event path. (A plain class: a frozen
+    dataclass costs a millisecond to define, in every profile's start-up.)
     """
 
-    backend: str
-    group: int
-    id: int
-    name: str
-    description: str
-    num_type: NumType
-    kind: Kind
-    unit: str  # "ns", "bytes", "pixels", "%", "" ...
-    group_name: str = ""
+    __slots__ = (
+        "backend", "group", "id", "name", "description", "num_type", "kind", "unit", "group_name"
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        backend: str,
+        group: int,
+        id: int,
+        name: str,
+        description: str,
+        num_type: NumType,
+        kind: Kind,
+        unit: str,  # "ns", "bytes", "pixels", "%", "" ...
+        group_name: str = "",
+    ) -> None:
+        self.backend, self.group, self.id, self.name = backend, group, id, name
+        self.description, self.num_type, self.kind = description, num_type, kind
+        self.unit, self.group_name = unit, group_name
 
     @property
     def key(self) -> tuple[str, int, int]:
         return (self.backend, self.group, self.id)
+
+    def fields(self) -> dict[str, Any]:
+        """Every field by name, in the constructor's order."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def replace(self, **changes: Any) -> Metric:
+        """A new metric: this one with some fields changed."""
+        return Metric(**{**self.fields(), **changes})
 
 
 class NativeEvents(NamedTuple):

@@ -31,7 +31,6 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from retrace.vocabulary import Boundary, Metric
@@ -88,7 +87,6 @@ def read_rows(values: Values, start: int, stop: int) -> np.ndarray:
     return np.asarray(values[start:stop])
 
 
-@dataclass
 class Table:
     """One profiled boundary's results, as `MetricWriter` needs them.
 
@@ -112,22 +110,30 @@ class Table:
     - `contexts`: optional, per event of a call table the number of the replay
       context it ran in (from 1; 0 or missing: unknown). Not printed: glretrace's
       layout has no such column (the metadata keeps it, for the timeline).
+
+    (A plain class: a dataclass costs a millisecond to define, in every profile's start-up.)
     """
 
-    boundary: Boundary
-    metrics: Sequence[Metric]
-    values: Sequence[Values]
-    call_nos: Values | None = None
-    programs: Values | None = None
-    names: Values | None = None
-    name_table: Sequence[str] = ()
-    frame_of_event: Values | None = None
-    frames_ended: int = 0
-    rows: int | None = None
-    errors: Sequence[Values | None] | None = None
-    contexts: Values | None = None
-
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        boundary: Boundary,
+        metrics: Sequence[Metric],
+        values: Sequence[Values],
+        call_nos: Values | None = None,
+        programs: Values | None = None,
+        names: Values | None = None,
+        name_table: Sequence[str] = (),
+        frame_of_event: Values | None = None,
+        frames_ended: int = 0,
+        rows: int | None = None,
+        errors: Sequence[Values | None] | None = None,
+        contexts: Values | None = None,
+    ) -> None:
+        self.boundary, self.metrics, self.values = boundary, metrics, values
+        self.call_nos, self.programs, self.names = call_nos, programs, names
+        self.name_table, self.frame_of_event = name_table, frame_of_event
+        self.frames_ended, self.rows = frames_ended, rows
+        self.errors, self.contexts = errors, contexts
         if len(self.values) != len(self.metrics):
             raise ValueError(f"{len(self.metrics)} metrics but {len(self.values)} value columns")
         if self.errors is not None and len(self.errors) != len(self.metrics):
@@ -209,7 +215,7 @@ class MetricWriter:
             block, floats, missing = _row_list(values, start, stop)
             if floats:  # missing: NaN, the one value unequal to itself
                 gone = [j for j, v in enumerate(block) if v != v]
-            elif missing is not None:
+            elif missing is not None and missing in block:  # (the scan in C first: usually none)
                 gone = [j for j, v in enumerate(block) if v == missing]
             else:
                 gone = []

@@ -243,10 +243,8 @@ def profile(
         commands.run_legacy_profile(trace, legacy, run, options.strict)
     else:
         if perfetto:
-            from dataclasses import replace
-
             selections = outputs.timeline_selection(dict(options.selections))
-            options = replace(options, selections=selections)
+            options = options.replace(selections=selections)
         if not options.selections:
             raise click.UsageError(
                 "nothing to profile: give --pframes, --pcalls or --pdrawcalls "

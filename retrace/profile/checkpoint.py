@@ -23,15 +23,13 @@ import mmap
 import os
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from retrace.errors import RetraceError
 from retrace.profile.options import ProfileOptions
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """The options a profile was started with, the trace it measures and where its tables go."""
 
     trace: str  # absolute

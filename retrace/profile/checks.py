@@ -21,6 +21,7 @@ from retrace.vocabulary import Boundary
 
 if TYPE_CHECKING:
     from retrace.backends.base import MetricBackend
+    from retrace.backends.registry import Backends
     from retrace.profile.options import ProfileOptions
     from retrace.trace.reader import TraceCounts
 
@@ -50,8 +51,7 @@ def check_selection(selections: Mapping[Boundary, str]) -> None:
     without a driver (opengl, cpu, pipeline) exists and is measurable at its boundary. The
     counters of GL_AMD_performance_monitor and GL_INTEL_performance_query come from the
     driver: only a replay can check them."""
-    from retrace.profile.planner import OPTION, find_backend, find_metric
-    from retrace.profile.selection import parse_selection
+    from retrace.profile.selection import OPTION, find_backend, find_metric, parse_selection
 
     backends = _driverless_backends()
     for boundary, spec in selections.items():
@@ -63,20 +63,20 @@ def check_selection(selections: Mapping[Boundary, str]) -> None:
                     find_metric(backend, ref, boundary, option)
 
 
-def _driverless_backends() -> dict[str, MetricBackend | None]:
-    """Every backend by name, made without a replay; None for those that need one."""
-    from retrace.backends.registry import load_backends
+def _driverless_backends() -> Backends[MetricBackend | None]:
+    """Every backend by name, made without a replay when looked up; None for those that
+    need one."""
+    from retrace.backends.registry import Backends
 
-    made: dict[str, MetricBackend | None] = {}
-    for name, cls in load_backends().items():
-        backend = cls(None)
+    def made(backend: type[MetricBackend]) -> MetricBackend | None:
+        instance = backend(None)
         try:
-            backend.metrics()
+            instance.metrics()
         except RuntimeError:  # its metrics come from the driver ("made without a replay")
-            made[name] = None
-        else:
-            made[name] = backend
-    return made
+            return None
+        return instance
+
+    return Backends(made)
 
 
 def check_part_ahead(trace: str, options: ProfileOptions) -> Callable[[], list[str]]:

@@ -11,7 +11,6 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
@@ -21,12 +20,12 @@ from retrace.profile import outputs
 from retrace.profile.checkpoint import Job, Live
 from retrace.profile.checks import check_part_ahead, needs_counts
 from retrace.profile.options import LegacyOptions, ProfileOptions, ProfileRun
+from retrace.profile.results import Profile, meta_key  # (the child inherits it: one import)
 from retrace.vocabulary import Boundary
 from retrace.writer.store import Store
 
 if TYPE_CHECKING:
     from retrace.profile.driver import Profiler
-    from retrace.profile.results import Profile
 
 
 def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
@@ -72,7 +71,7 @@ def _on_a_terminal() -> bool:
 def _list_metrics(trace: str, as_json: bool, width: int | None) -> None:
     with ExitStack() as stack:
         profiler = _profiler(trace, ProfileOptions())
-        stack.callback(profiler.close)
+        stack.callback(profiler.close, driver=False)  # (this child ends)
         rows: list[dict] = []
 
         def collect() -> None:
@@ -172,7 +171,7 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
             for number, plan in enumerate(profiler.plan, 1):
                 print(plan.describe(number), file=sys.stderr)
     finally:
-        profiler.close()
+        profiler.close(driver=False)  # (this child ends)
 
 
 def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, strict: bool) -> None:
@@ -228,7 +227,7 @@ def resume_profile(path: str, run: ProfileRun) -> None:
     store.close(flush=False)
     job.check_trace(path)
     if run.output:
-        job = replace(job, output=os.path.abspath(run.output))
+        job = job._replace(output=os.path.abspath(run.output))
     _measure_and_write(job, chosen, path, run.keep_store, run.progress, resumed=True)
 
 
@@ -284,8 +283,6 @@ def measure(
         from retrace.profile.progress import CLEAR_LINE
 
         progress.write(CLEAR_LINE)
-    from retrace.profile.results import Profile
-
     store = Store.load(path, keep=True)
     try:
         if (ending.interrupted and "finish" not in store.meta) or ending.signal:
@@ -336,7 +333,6 @@ def _deliver_what_is_kept(
     """After a signal: the tables of what was measured, then the error that says what
     happened (and, where measuring again can help, how to resume)."""
     from retrace.profile.repeats import combine_runs_done
-    from retrace.profile.results import Profile
 
     state = store.meta.get("progress")
     complete = state is not None and state["expected"] is not None
@@ -391,14 +387,12 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         }
         store.flush()
     finally:
-        profiler.close()
+        profiler.close(driver=False)  # (this child ends)
 
 
 def _recover(store: Store, state: dict[str, Any], live: Live) -> None:
     """After a crash: count what the child measured after its last checkpoint, up to its
     last frame end (and, if the first pass never completed, its frames and names)."""
-    from retrace.profile.results import meta_key
-
     for index, key in enumerate(store):
         store[key].recover(live.length(index))
     live.ring.recover(store)  # the events the loop read, not moved into the store yet

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import retrace.replay.contain as contain
 from retrace.backends.base import MetricBackend
-from retrace.backends.registry import load_backends
+from retrace.backends.registry import Backends
 from retrace.errors import RetraceError, UsageError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
@@ -89,7 +89,7 @@ class Profiler(ReplayListener):
         self._store = store
         self._store_dir, self._keep_store = store_dir, keep_store
         self.live, self.progress = live, progress
-        self.backends: dict[str, MetricBackend] = {}
+        self.backends: Backends[MetricBackend] = Backends(lambda backend: backend(self.view))
         self.plan: list[PassPlan] = []
         self._planned = False  # `plan` is made (at the first context)
         self.profile = Profile(window=options.frames, calls=options.call_range)
@@ -121,8 +121,12 @@ class Profiler(ReplayListener):
             self._store = Store(self._store_dir, keep=self._keep_store)
         return self._store
 
-    def close(self) -> None:
-        self.replayer.close()
+    def close(self, driver: bool = True) -> None:
+        """Close the store, and the replay's contexts and display unless `driver` is False:
+        in a child that ends once measured (`contain`'s os._exit) the kernel frees the
+        driver's all at once, and destroying them first cost 2-4 ms of the driver's work."""
+        if driver:
+            self.replayer.close()
         if self._store is not None:
             # with checkpoints, the last one stays what the manifest says (not a partial pass)
             self._store.close(flush=self.live is None)
@@ -131,10 +135,9 @@ class Profiler(ReplayListener):
         """glretrace's closing `Rendered ...` line for the last pass."""
         return rendered(self.replayer.frame, self._last_seconds)
 
-    def backends_now(self) -> dict[str, MetricBackend]:
-        """Every backend, created on the current context."""
-        if not self.backends:
-            self.backends = {name: cls(self.view) for name, cls in load_backends().items()}
+    def backends_now(self) -> Backends[MetricBackend]:
+        """Every backend, each made on the current context when first looked up (those a
+        selection names, at the first context)."""
         return self.backends
 
     def tables(self) -> list[Table]:

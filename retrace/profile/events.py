@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import RetraceError
@@ -51,13 +50,17 @@ class ProfileError(RetraceError):
     """The profile cannot be trusted (passes disagree); names where."""
 
 
-@dataclass
 class PassPlan:
-    """One replay: which backend's pass it runs and the boundaries that pass measures."""
+    """One replay: which backend's pass it runs and the boundaries that pass measures. (A
+    plain class: a dataclass costs a millisecond to define, and a NamedTuple's `index`
+    would be tuple.index.)"""
 
-    backend: MetricBackend
-    index: int  # the backend's own pass number
-    boundaries: frozenset[Boundary]
+    __slots__ = ("backend", "index", "boundaries")
+
+    def __init__(self, backend: MetricBackend, index: int, boundaries: frozenset[Boundary]) -> None:
+        self.backend = backend
+        self.index = index  # the backend's own pass number
+        self.boundaries = boundaries
 
     def describe(self, number: int) -> str:
         """The backend's line for this pass, as replay `number` (1-based) of the profile:

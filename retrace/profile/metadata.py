@@ -23,9 +23,7 @@ import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace import __version__
 from retrace.errors import RetraceError
@@ -33,6 +31,8 @@ from retrace.vocabulary import TABLE_NAMES, Boundary, Metric
 from retrace.writer.atomic import replaced
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from retrace.profile.events import PassPlan
     from retrace.profile.results import Profile
     from retrace.replay.fidelity import Fidelity
@@ -45,8 +45,7 @@ TABLE_KEYS = TABLE_NAMES  # the tables' names in the metadata, as in the API
 GL_VENDOR = 0x1F00
 
 
-@dataclass(frozen=True)
-class TraceFile:
+class TraceFile(NamedTuple):
     """Which trace this is, whatever its path: two results of one trace share `sha256`."""
 
     path: str  # absolute
@@ -54,10 +53,13 @@ class TraceFile:
     sha256: str
 
 
-@dataclass(frozen=True)
-class TraceIdentity(TraceFile):
-    """A trace's identity as a profile's metadata gives it: with its calls and frames."""
+class TraceIdentity(NamedTuple):
+    """A trace's identity as a profile's metadata gives it: a `TraceFile`'s, with its calls
+    and frames."""
 
+    path: str
+    size: int
+    sha256: str
     calls: int
     frames: int  # frame-ending calls
 
@@ -89,7 +91,7 @@ def trace_identity(path: str, counts: dict[str, int] | None = None) -> TraceIden
         from retrace.trace.reader import read_counts
 
         counts = read_counts(file.path)[0]._asdict()
-    return TraceIdentity(**asdict(file), calls=counts["calls"], frames=counts["frames"])
+    return TraceIdentity(*file, calls=counts["calls"], frames=counts["frames"])
 
 
 def context_facts(replayer: Replayer) -> dict[str, Any]:
@@ -226,7 +228,7 @@ def describe(
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "retrace": __version__,
-        "trace": asdict(trace),
+        "trace": trace._asdict(),
         "gl": run.get("gl", {}),
         "egl": run.get("egl", {}),
         "host": host_facts(),
@@ -267,6 +269,8 @@ def read_metadata(tables: str | Path) -> dict[str, Any]:
 
     Raises `RetraceError` for a file that is there but not a JSON object.
     """
+    from pathlib import Path  # (here: a profile's start-up need not import it, 5 ms)
+
     beside = Path(f"{tables}.json")
     try:
         document = json.loads(beside.read_text(encoding="utf-8"))

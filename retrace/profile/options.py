@@ -4,7 +4,6 @@ and handed down whole, rather than option by option through every layer."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
 from retrace.errors import UsageError
@@ -12,35 +11,55 @@ from retrace.trace.callset import CallSet, frame_range
 from retrace.vocabulary import Boundary
 
 
-@dataclass(frozen=True)
 class ProfileOptions:
-    """The selection per table, and how each pass is repeated."""
+    """The selection per table, and how each pass is repeated. (A plain class: a frozen
+    dataclass costs a millisecond to define, in every profile's start-up.)"""
 
-    selections: Mapping[Boundary, str] = field(default_factory=dict)  # in glretrace's syntax
-    repeat: int = 1  # measured runs per pass: the table has their median
-    warmup: int = 0  # runs per pass before those, not kept (with --loop: loops)
-    stats: bool = False  # min, p95 and stddev of the runs beside the median
-    strict: bool = False  # a replay that departs from its trace fails (exit 3)
-    frames: tuple[int, int | None] = (0, None)  # measure frames first..last (0-based) only
-    call_range: str | None = None  # --calls: the call set whose rows are measured
-    # --loop N: then replay the frames measured N more times, measured (N < 0: until
-    # interrupted, the tables holding the loops measured; 0, as in glretrace: no loop)
-    loop: int | None = None
+    __slots__ = (
+        "selections",
+        "repeat",
+        "warmup",
+        "stats",
+        "strict",
+        "frames",
+        "call_range",
+        "loop",
+    )
 
-    def __post_init__(self) -> None:
-        if self.repeat < 1 or self.warmup < 0:
+    def __init__(
+        self,
+        selections: Mapping[Boundary, str] | None = None,  # in glretrace's syntax (None: {})
+        repeat: int = 1,  # measured runs per pass: the table has their median
+        warmup: int = 0,  # runs per pass before those, not kept (with --loop: loops)
+        stats: bool = False,  # min, p95 and stddev of the runs beside the median
+        strict: bool = False,  # a replay that departs from its trace fails (exit 3)
+        frames: tuple[int, int | None] = (0, None),  # measure frames first..last (0-based) only
+        call_range: str | None = None,  # --calls: the call set whose rows are measured
+        # --loop N: then replay the frames measured N more times, measured (N < 0: until
+        # interrupted, the tables holding the loops measured; 0, as in glretrace: no loop)
+        loop: int | None = None,
+    ) -> None:
+        if repeat < 1 or warmup < 0:
             raise UsageError("--repeat must be at least 1 and --warmup at least 0")
-        if self.stats and self.repeat < 2:
+        if stats and repeat < 2:
             raise UsageError(
                 "--stats is over --repeat's runs (min, p95, stddev): give --repeat N, N >= 2"
             )
-        if self.loop == 0:
-            object.__setattr__(self, "loop", None)
-        if self.loop is not None and self.loop < 0 and self.repeat > 1:
+        if loop == 0:
+            loop = None
+        if loop is not None and loop < 0 and repeat > 1:
             raise UsageError(
                 "--loop without a count loops until interrupted: --repeat would never repeat "
                 "it (give --loop=N)"
             )
+        self.selections: Mapping[Boundary, str] = {} if selections is None else selections
+        self.repeat, self.warmup, self.stats, self.strict = repeat, warmup, stats, strict
+        self.frames, self.call_range, self.loop = frames, call_range, loop
+
+    def replace(self, **changes: Any) -> ProfileOptions:
+        """These options with some changed (checked again)."""
+        given = {name: getattr(self, name) for name in self.__slots__}
+        return ProfileOptions(**{**given, **changes})
 
     @property
     def warmup_runs(self) -> int:

@@ -13,8 +13,7 @@ import shutil
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace.errors import UsageError
 from retrace.profile.loops import loop_lines, loop_statistics
@@ -38,8 +37,7 @@ PERFETTO_SELECTION = dict.fromkeys(
 TIMELINE_METRICS = ("CPU Start", "CPU Duration")  # opengl's, which place the slices
 
 
-@dataclass(frozen=True)
-class Outputs:
+class Outputs(NamedTuple):
     """`format`: of the tables (tsv, csv, json); `metadata`: where the metadata goes (None:
     beside the tables when they go to a file); `perfetto`: a timeline file, or None;
     `started`: when the profile began (seconds since the epoch)."""
@@ -92,7 +90,7 @@ def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
 
 
 def save(store: Store, outputs: Outputs) -> None:
-    store.meta["outputs"] = asdict(outputs)
+    store.meta["outputs"] = outputs._asdict()
 
 
 def of(store: Store) -> Outputs:

@@ -10,25 +10,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple
 
 from retrace.backends.base import MetricBackend
 from retrace.errors import UsageError
 from retrace.profile.events import PassPlan
-from retrace.profile.selection import MetricRef, closest, parse_selection
+from retrace.profile.selection import OPTION, find_backend, find_metric, parse_selection
 from retrace.vocabulary import Boundary, Metric, MetricError
 
-B = TypeVar("B")  # a backend, or what stands for one (`checks`)
-OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
 
-
-@dataclass
-class Plan:
+class Plan(NamedTuple):
     """The columns of each table, in glretrace's order, and the passes, in order."""
 
-    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
-    passes: list[PassPlan] = field(default_factory=list)
+    metrics: dict[Boundary, list[Metric]]
+    passes: list[PassPlan]
 
 
 def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBackend]) -> Plan:
@@ -58,7 +53,7 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
                 chosen.append(metric)
     for line in warnings.values():
         print(line, file=sys.stderr)
-    result = Plan()
+    result = Plan({}, [])
     for boundary, per_backend in wanted.items():
         columns: list[Metric] = []
         for name in order:
@@ -70,34 +65,3 @@ def plan(selections: Mapping[Boundary, str], backends: Mapping[str, MetricBacken
         for index in range(backend.generate_passes()):
             result.passes.append(PassPlan(backend, index, backend.pass_boundaries(index)))
     return result
-
-
-def find_metric(backend: MetricBackend, ref: MetricRef, boundary: Boundary, option: str) -> Metric:
-    """The metric `ref` names in `backend`, measurable per `boundary`; else a UsageError that
-    names the closest."""
-    if ref.name is not None:
-        metric = backend.metric_by_name(ref.name)
-    else:  # the grammar gives a name, or a group and an id
-        assert ref.group is not None and ref.id is not None
-        metric = backend.metric_by_id(ref.group, ref.id)
-    if metric is None:
-        hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
-        raise UsageError(f'{option}: backend "{backend.name}" has no metric "{ref.text}"{hint}')
-    if boundary not in backend.boundaries(metric):
-        raise UsageError(
-            f'{option}: "{metric.name}" of {backend.name} cannot be measured per '
-            f"{boundary.name.lower()}"
-        )
-    return metric
-
-
-def find_backend(name: str, backends: Mapping[str, B], option: str) -> B:
-    """A backend by name, matched exactly or else case-insensitively."""
-    key = (
-        name
-        if name in backends
-        else next((n for n in backends if n.casefold() == name.casefold()), None)
-    )
-    if key is None:
-        raise UsageError(f'{option}: no backend "{name}"{closest(name, list(backends))}')
-    return backends[key]

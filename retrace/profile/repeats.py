@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -138,5 +137,5 @@ class Repeats:
                 for name, values in extra.items():
                     column = self._column(metric, boundary, f".{name}")
                     column.extend(values)
-                    derived = replace(metric, name=f"{metric.name} {name}", num_type=NumType.DOUBLE)
+                    derived = metric.replace(name=f"{metric.name} {name}", num_type=NumType.DOUBLE)
                     profile.stats.setdefault((metric, boundary), []).append((derived, column))

@@ -10,7 +10,6 @@ back with `Profile.from_json`. The same `tables` serves both sides.
 from __future__ import annotations
 
 from array import array
-from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from retrace.vocabulary import Boundary, Kind, Metric, NumType
@@ -39,23 +38,34 @@ def meta_column(store: Store, boundary: Boundary, what: str) -> Column:
     return store.column(meta_key(boundary, what), INT64)
 
 
-@dataclass
 class Profile:
-    """What a run measured: columns per boundary, in output order, plus event metadata."""
+    """What a run measured: columns per boundary, in output order, plus event metadata.
+    (A plain class: a dataclass costs a millisecond to define, in every profile's start-up.)"""
 
-    metrics: dict[Boundary, list[Metric]] = field(default_factory=dict)
-    columns: dict[tuple[Metric, Boundary], Column] = field(default_factory=dict)
-    names: list[str] = field(default_factory=list)
-    frames: int = 0  # frames that ended with a SwapBuffers
-    frame_events: int = 0  # rows of the frames table: those frames and the partial one after them
-    # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
-    stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = field(default_factory=dict)
-    # with --repeat/--warmup: per measured column, the columns of its measured runs
-    runs: dict[tuple[Metric, Boundary], list[Column]] = field(default_factory=dict)
-    window: tuple[int, int | None] = (0, None)  # --frames: the frames measured (0-based)
-    calls: str | None = None  # --calls: the call set whose rows the call tables keep
-    loops: int = 0  # --loop: the tables hold this many loops of the window's frames
-    contexts: list[str] = field(default_factory=list)  # context n's name is contexts[n - 1]
+    def __init__(
+        self,
+        *,
+        names: list[str] | None = None,
+        frames: int = 0,
+        frame_events: int = 0,
+        window: tuple[int, int | None] = (0, None),
+        calls: str | None = None,
+        loops: int = 0,
+        contexts: list[str] | None = None,
+    ) -> None:
+        self.metrics: dict[Boundary, list[Metric]] = {}
+        self.columns: dict[tuple[Metric, Boundary], Column] = {}
+        self.names = names if names is not None else []
+        self.frames = frames  # frames that ended with a SwapBuffers
+        self.frame_events = frame_events  # rows of the frames table: those and the partial one
+        # with --stats: per measured column, (derived metric, column) for min, p95 and stddev
+        self.stats: dict[tuple[Metric, Boundary], list[tuple[Metric, Column]]] = {}
+        # with --repeat/--warmup: per measured column, the columns of its measured runs
+        self.runs: dict[tuple[Metric, Boundary], list[Column]] = {}
+        self.window = window  # --frames: the frames measured (0-based)
+        self.calls = calls  # --calls: the call set whose rows the call tables keep
+        self.loops = loops  # --loop: the tables hold this many loops of the window's frames
+        self.contexts = contexts if contexts is not None else []  # context n's: contexts[n - 1]
 
     def measured_nothing(self) -> bool:
         """Whether the window holds no frame of the trace (--frames or --calls past its end)."""
@@ -222,7 +232,7 @@ class Profile:
         column = self.columns.get((metric, boundary))
         return {
             "metric": {
-                **asdict(metric),
+                **metric.fields(),
                 "num_type": metric.num_type.value,
                 "kind": metric.kind.value,
             },
@@ -266,7 +276,7 @@ class Profile:
         if entry["column"] is not None and entry["column"] in store:
             self.columns[metric, boundary] = store[entry["column"]]
         stats = [
-            (replace(metric, name=s["name"], num_type=NumType.DOUBLE), store[s["column"]])
+            (metric.replace(name=s["name"], num_type=NumType.DOUBLE), store[s["column"]])
             for s in entry["stats"]
             if s["column"] in store
         ]

@@ -8,24 +8,35 @@ Unlike glretrace, which warns and carries on, an unknown backend or metric is
 an error that names the closest existing ones: a profile silently missing a
 column is worse than no profile. The spelling of the user's design card,
 "GPU time" and "CPU time", selects "GPU Duration" and "CPU Duration".
+
+Here too, finding the backends and metrics a selection names (`find_backend`,
+`find_metric`): the command line checks a selection before the replay forks
+(`checks`) with this module only, the planner in the replaying child.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from retrace.errors import UsageError
+from retrace.vocabulary import Boundary
+
+if TYPE_CHECKING:
+    from retrace.backends.base import MetricBackend
+    from retrace.vocabulary import Metric
 
 # Names people write for glretrace's metrics (the design card says "GPU time").
 ALIASES = {"gpu time": "gpu duration", "cpu time": "cpu duration"}
 
 _ID = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*\]$")
+OPTION = {Boundary.FRAME: "--pframes", Boundary.CALL: "--pcalls", Boundary.DRAWCALL: "--pdrawcalls"}
+B = TypeVar("B")  # a backend, or what stands for one (`checks`)
 
 
-@dataclass(frozen=True)
-class MetricRef:
+class MetricRef(NamedTuple):
     """A metric as the user wrote it: a name, or (group, id)."""
 
     text: str
@@ -87,3 +98,34 @@ def closest(word: str, candidates: list[str]) -> str:
     if not matches:
         return f" (available: {', '.join(candidates)})" if candidates else ""
     return f" (did you mean: {', '.join(folded[m] for m in matches)}?)"
+
+
+def find_metric(backend: MetricBackend, ref: MetricRef, boundary: Boundary, option: str) -> Metric:
+    """The metric `ref` names in `backend`, measurable per `boundary`; else a UsageError that
+    names the closest."""
+    if ref.name is not None:
+        metric = backend.metric_by_name(ref.name)
+    else:  # the grammar gives a name, or a group and an id
+        assert ref.group is not None and ref.id is not None
+        metric = backend.metric_by_id(ref.group, ref.id)
+    if metric is None:
+        hint = closest(ref.name or ref.text, [m.name for m in backend.metrics()])
+        raise UsageError(f'{option}: backend "{backend.name}" has no metric "{ref.text}"{hint}')
+    if boundary not in backend.boundaries(metric):
+        raise UsageError(
+            f'{option}: "{metric.name}" of {backend.name} cannot be measured per '
+            f"{boundary.name.lower()}"
+        )
+    return metric
+
+
+def find_backend(name: str, backends: Mapping[str, B], option: str) -> B:
+    """A backend by name, matched exactly or else case-insensitively."""
+    key = (
+        name
+        if name in backends
+        else next((n for n in backends if n.casefold() == name.casefold()), None)
+    )
+    if key is None:
+        raise UsageError(f'{option}: no backend "{name}"{closest(name, list(backends))}')
+    return backends[key]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def profile(
 
 
 def at_first_context(
-    trace: Path | str, model: ExtensionModel, action: Callable[[dict[str, MetricBackend]], Any]
+    trace: Path | str, model: ExtensionModel, action: Callable[[Mapping[str, MetricBackend]], Any]
 ) -> Any:
     """`action(backends)` on the trace's first context, the model installed (listing metrics)."""
     profiler = Profiler(str(TRACES / trace), ProfileOptions())

@@ -260,6 +260,36 @@ def test_keep_decided_late(tmp_path: Path) -> None:
     assert os.path.isdir(kept) and not os.path.exists(dropped)  # never closed: exit decides
 
 
+def test_a_flush_writes_only_the_columns_whose_rows_changed(tmp_path: Path) -> None:
+    """An msync waits for the disk: a column that is empty, or that no row was added to or
+    rewritten in since the last flush, is not written again."""
+
+    class Counted:  # the column's mapping, its msyncs counted
+        def __init__(self, mm: object) -> None:
+            self.mm, self.flushes = mm, 0
+
+        def flush(self) -> None:
+            self.flushes += 1
+
+    with Store(str(tmp_path)) as store:
+        col = store.column("a", np.int64)
+        col.append(1)  # (mapped now)
+        col._mm = counted = Counted(col._mm)  # type: ignore[assignment]
+        col.flush()
+        col.flush()
+        assert counted.flushes == 1
+        col.set(0, 7)  # a row rewritten
+        col.flush()
+        col.extend([2, 3])
+        col.set(2, 4)  # a row added since the last flush, rewritten: written once
+        col.flush()
+        col.flush()
+        assert counted.flushes == 3
+        col._mm = counted.mm  # type: ignore[assignment]
+        assert col.view().tolist() == [7, 2, 4]
+        assert store.column("empty", np.int64)._mm is None
+
+
 def test_a_flush_is_a_checkpoint_a_later_writer_cannot_spoil(tmp_path: Path) -> None:
     """What the profiler's resume relies on: `meta` and the lengths of the last flush come
     back; rows and columns a writer added after it (then died) are not part of the store,
