@@ -356,11 +356,13 @@ class Compiler:
             call = batch.call(i)
             no, offset, sig_id, thread, call_flags = call[:5]
             node_start, nodes_n, slot_start, nargs, ret = call[5:10]
-            i += 1
             plan = self._plans.get(sig_id)
             if plan is None:
                 plan = self._plans[sig_id] = self._plan(sigs.functions[sig_id])
                 code.set_sig(sig_id, plan.route, plan.name_id, plan.row, plan.work, plan.lists)
+                if plan.route != _vm.SIG_SLOW:
+                    continue  # C compiles (or skips) it now that it knows how, or hands it back
+            i += 1
             if plan.route == _vm.SIG_SKIP:
                 continue
             visited += 1
@@ -663,28 +665,32 @@ class Compiler:
             plan.compile = self._get_synciv
             return
         command = self.dispatch.command(name)
-        fn = self.dispatch.function(name) if command is not None else None
-        problem = _why_not_issued(name, command, fn, nargs)
+        address = self.dispatch.address(name) if command is not None else 0
+        problem = _why_not_issued(name, command, address, nargs)
         if problem is not None:
             plan.compile = _unsupported(problem)
             return
-        assert command is not None and fn is not None
+        assert command is not None
+        # (typed by ctypes only when a call first needs a Python entry: most functions'
+        # calls are all direct, and typing one costs more than the rest of its plan)
+        function = self.dispatch.function
         if _IMAGE_TARGETS.match(name):
-            plan.compile = lambda args, ret, thread: self._image_target(fn, args)
+            plan.compile = lambda args, ret, thread: self._image_target(function(name), args)
             return
         direct = self._direct_params(command)
         if direct is not None and all(
             code < _vm.ARG_PTR and table is None for code, table in direct
         ):
-            plan.compile = _numbers_only(command, fn)
+            plan.compile = _numbers_only(command, function)
         else:
-            plan.compile = lambda args, ret, thread: self._gl_call(command, fn, args, ret)
+            plan.compile = lambda args, ret, thread: self._gl_call(
+                command, function(name), args, ret
+            )
         # calls that end frames or change how the calls after them are rows stay in Python
         if direct is not None and not (plan.ends_frame or name in _ROW_STATE):
             plan.lists = name in _LIST_CALLS
             types = bytes(code for code, _ in direct)
             tables = tuple(table for _, table in direct)
-            address = ctypes.cast(fn, ctypes.c_void_p).value or 0
             plan.route = self.program.code.add_proto(address, types, tables)
 
     def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:
@@ -1160,11 +1166,12 @@ class Compiler:
         return (self.state.mapped.write, (int(dest), self.program.keep(data), len(data)))
 
 
-def _why_not_issued(name: str, command: Command | None, fn: Any, nargs: int) -> str | None:
-    """Why a GL function's calls cannot be issued, if they cannot."""
+def _why_not_issued(name: str, command: Command | None, address: int, nargs: int) -> str | None:
+    """Why a GL function's calls cannot be issued, if they cannot (`address`: the driver's
+    entry point, 0 for none)."""
     if command is None:
         return "not in the Khronos registry"
-    if fn is None:
+    if not address:
         return "the driver does not provide it"
     if nargs != len(command.params):
         return f"the trace gives {nargs} arguments, the registry {len(command.params)}"
@@ -1176,12 +1183,16 @@ def _why_not_issued(name: str, command: Command | None, fn: Any, nargs: int) -> 
     return None
 
 
-def _numbers_only(command: Command, fn: Any) -> Callable[[list[Any], Any, int], Entry]:
+def _numbers_only(
+    command: Command, function: Callable[[str], Any]
+) -> Callable[[list[Any], Any, int], Entry]:
     """How calls whose arguments are all plain numbers compile: converted once, nothing
     to look up at replay time."""
     scalars = [_scalar(ctypes_type(p)) for p in command.params]
+    name = command.name
 
     def compile_(args: list[Any], ret: Any, thread: int) -> Entry:
+        fn = function(name)
         return (fn, tuple(convert(v) for convert, v in zip(scalars, args, strict=True)))
 
     return compile_

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+from _ctypes import dlsym
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -990,9 +991,9 @@ class EglDisplay:
                 lib = gl_library(library)
                 if lib is None:
                     continue
-                try:
-                    address = ctypes.cast(lib[name], VP).value or 0
-                except AttributeError:
+                try:  # (dlsym itself: `lib[name]` makes a function object to cast)
+                    address = dlsym(lib._handle, name) or 0
+                except OSError:  # not in this library
                     continue
                 break
             if not address:
