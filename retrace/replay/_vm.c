@@ -896,10 +896,11 @@ static int convert(const Node *n, uint8_t type, uint64_t *out) {
     return 1;
 }
 
-/* --- memos: window-system calls compiled once per distinct call ----------------------------
+/* --- memos: calls compiled in Python once per distinct call -------------------------------
  *
  * A program swaps thousands of times with the same arguments, and each swap compiled in Python
- * cost about 20 us (its values decoded, its handler run, its op added).  Where Python says a
+ * cost about 20 us (its values decoded, its handler run, its op added); so do GL calls that need
+ * Python when they run (a glViewport, a glBeginQuery each frame).  Where Python says a
  * call's entry depends on nothing but the call's values and compiling it changed nothing else
  * (memo()), later calls of that signature with the same values become ops of the same entry
  * here.  A call's key is its shape (argument and result slots) and every node of its values
@@ -932,8 +933,10 @@ static int memo_key(Code *c, const CallRec *r, const int32_t *slot, const Node *
 }
 
 /* Compile call `r` into an op of a memo of its signature if it has one with its key: 1 if
-   done, 0 if Python must compile it, -1 on error. */
-static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node *node) {
+   done, 0 if Python must compile it, -1 on error.  Its row, checkable and work flags follow
+   the direct calls' rule (a window-system call's row is ROW_NONE: none of them). */
+static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node *node,
+                      int in_list, int in_begin) {
     int has = memo_key(c, r, slot, node);
     if (has <= 0)
         return has;
@@ -951,7 +954,9 @@ static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node
             if (failed)
                 return -1;
         }
-        if (push_meta(c, r->no, s->name_id, ROW_NONE, 0, 0))
+        uint8_t row = (in_list || in_begin) ? ROW_NONE : s->row;
+        if (push_meta(c, r->no, s->name_id, row, s->row != ROW_NONE && !in_begin,
+                      row != ROW_NONE && s->work))
             return -1;
         AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, memo->entry};
         return 1;
@@ -1049,7 +1054,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         if (r->thread != thread || (stop && i < stops.len && stop[i]) || (s.lists && compiling))
             break;
         if (s.proto < 0) {
-            int reused = s.memos ? memo_reuse(c, r, slot, node) : 0;
+            int reused = s.memos ? memo_reuse(c, r, slot, node, in_list, in_begin) : 0;
             if (reused < 0) {
                 failed = 1;
                 break;

@@ -692,6 +692,9 @@ class Compiler:
             types = bytes(code for code, _ in direct)
             tables = tuple(table for _, table in direct)
             plan.route = self.program.code.add_proto(address, types, tables)
+        # (the entries `_gl_call` and `_numbers_only` make depend on the call's values alone;
+        # those of glBegin, glNewList... change how the calls after them compile)
+        plan.memo = plan.route == _vm.SIG_SLOW and name not in _ROW_STATE
 
     def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:
         """The rule for whether a GL function's calls need nothing but the driver call: how

@@ -28,6 +28,7 @@ I8, U8, I16, U16, I32, U32 = (_vm.ARG_I8, _vm.ARG_U8, _vm.ARG_I16, _vm.ARG_U16,
                               _vm.ARG_I32, _vm.ARG_U32)  # fmt: skip
 I64, U64, F32, F64 = _vm.ARG_I64, _vm.ARG_U64, _vm.ARG_F32, _vm.ARG_F64
 PTR, PTR_OF = _vm.ARG_PTR, _vm.ARG_PTR_OF
+ROW_NONE, ROW_DRAW = _vm.ROW_NONE, _vm.ROW_DRAW
 
 CTYPES = {
     PTR: ctypes.c_void_p,
@@ -481,6 +482,19 @@ def test_memos_compile_calls_like_one_python_compiled_to_its_entry(tmp_path):
     assert seen == ["swapped", "swapped"] and f.calls == [(2,)]
     assert compile_all(code, batch, start=4) == 4
     assert compile_all(code, batch, start=5) == 5
+
+
+def test_memoised_gl_calls_are_the_rows_direct_calls_would_be(tmp_path):
+    batch, sigs = batch_of(tmp_path, [("g", (TraceWriter.int(1),), 0)] * 3)
+    code = new_code()
+    code.set_sig(sigs["g"], _vm.SIG_SLOW, 4, ROW_DRAW, True)
+    assert compile_all(code, batch) == 0
+    code.add_py(0, 0, 4, ROW_DRAW, True, True)
+    assert code.memo(batch.calls, batch.slots, batch.nodes, 0, 0, None)
+    assert compile_all(code, batch, start=1) == 3
+    assert compile_all(code, batch, start=2, in_list=True) == 3  # (no row while a list compiles)
+    assert [code.meta(i)[2:] for i in range(4)] == [(ROW_DRAW, 1)] * 3 + [(ROW_NONE, 1)]
+    assert code.column("work", 0, 4).tolist() == [1, 1, 1, 0]
 
 
 def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp_path):
