@@ -382,6 +382,7 @@ typedef struct {
     PyObject *before, *after;                 /* callbacks around marked ops, or NULL */
     Events ev;                                /* what the loop measures around events */
     int share_gil;                            /* run() lets the GIL go around direct calls */
+    int in_begin;                             /* compiling: a glBegin block is open */
 } Code;
 
 #define AT(vec, type) ((type *)(vec).data)
@@ -932,11 +933,33 @@ static int memo_key(Code *c, const CallRec *r, const int32_t *slot, const Node *
     return 1;
 }
 
+/*
+ * The profiling row of an op of signature `s` compiled now, and its checkable and work flags,
+ * by glretrace's rules (Python's Compiler._row and _emit): no rows while a display list
+ * compiles; a glBegin..glEnd block is one draw row, its glBegin not checkable (glGetError is
+ * an error inside the block) and the calls inside no rows.  A glBegin or glEnd opens or
+ * closes the block (c->in_begin).
+ */
+static uint8_t op_row(Code *c, const Sig *s, int in_list, uint8_t *check, uint8_t *work) {
+    uint8_t row = s->row;
+    if (in_list || row == ROW_NONE)
+        row = ROW_NONE;
+    else if (row == ROW_BEGIN)
+        c->in_begin = 1;
+    else if (row == ROW_END)
+        c->in_begin = 0;
+    else if (c->in_begin)
+        row = ROW_NONE;
+    *check = s->row != ROW_NONE && row != ROW_BEGIN && !c->in_begin;
+    *work = row != ROW_NONE && s->work;
+    return row;
+}
+
 /* Compile call `r` into an op of a memo of its signature if it has one with its key: 1 if
    done, 0 if Python must compile it, -1 on error.  Its row, checkable and work flags follow
-   the direct calls' rule (a window-system call's row is ROW_NONE: none of them). */
+   op_row() (a window-system call's row is ROW_NONE: none of them). */
 static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node *node,
-                      int in_list, int in_begin) {
+                      int in_list) {
     int has = memo_key(c, r, slot, node);
     if (has <= 0)
         return has;
@@ -954,9 +977,8 @@ static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node
             if (failed)
                 return -1;
         }
-        uint8_t row = (in_list || in_begin) ? ROW_NONE : s->row;
-        if (push_meta(c, r->no, s->name_id, row, s->row != ROW_NONE && !in_begin,
-                      row != ROW_NONE && s->work))
+        uint8_t check, work, row = op_row(c, s, in_list, &check, &work);
+        if (push_meta(c, r->no, s->name_id, row, check, work))
             return -1;
         AT(c->ops, Op)[c->ops.len++] = (Op){PY_OP, memo->entry};
         return 1;
@@ -1014,15 +1036,16 @@ done:
 }
 
 /*
- * compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None,
- *         compiling=False) -> stop
+ * compile(calls, slots, nodes, pool, start, thread, in_list, stops=None, compiling=False)
+ *     -> stop
  *
  * Compiles the batch's calls from `start` on for as long as each one is a
  * direct call or skipped, of the given thread, and all its arguments are
  * numbers or data it can keep; returns the index of the first call Python
  * must handle (or the
- * batch length).  `in_list`/`in_begin`: whether a display list is being
- * compiled or a glBegin block is open, which decide the profiling row.
+ * batch length).  `in_list`: whether a display list is being compiled, which with
+ * `in_begin` (a glBegin block is open, kept here as the calls open and close it)
+ * decides the profiling row (op_row()).
  * `stops`: one byte per call of the batch, non-zero where Python must decide
  * (a snapshot after the call, a call outside --calls).  `compiling`: a display list is
  * being compiled, so calls of signatures set with `lists` go to Python (which refuses a
@@ -1032,9 +1055,9 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
     Py_buffer calls, slots, nodes, pool, stops = {0};
     Py_ssize_t start;
     unsigned int thread;
-    int in_list, in_begin, compiling = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nIpp|z*p", &calls, &slots, &nodes, &pool, &start,
-                          &thread, &in_list, &in_begin, &stops, &compiling))
+    int in_list, compiling = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nIp|z*p", &calls, &slots, &nodes, &pool, &start,
+                          &thread, &in_list, &stops, &compiling))
         return NULL;
     const uint8_t *stop = stops.buf;
     const CallRec *rec = calls.buf;
@@ -1054,7 +1077,7 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         if (r->thread != thread || (stop && i < stops.len && stop[i]) || (s.lists && compiling))
             break;
         if (s.proto < 0) {
-            int reused = s.memos ? memo_reuse(c, r, slot, node, in_list, in_begin) : 0;
+            int reused = s.memos ? memo_reuse(c, r, slot, node, in_list) : 0;
             if (reused < 0) {
                 failed = 1;
                 break;
@@ -1089,9 +1112,8 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             failed = ok < 0;
             break;
         }
-        uint8_t row = (in_list || in_begin) ? ROW_NONE : s.row;
-        if (push_meta(c, r->no, s.name_id, row, s.row != ROW_NONE && !in_begin,
-                      row != ROW_NONE && s.work)) {
+        uint8_t check, work, row = op_row(c, &s, in_list, &check, &work);
+        if (push_meta(c, r->no, s.name_id, row, check, work)) {
             failed = 1;
             break;
         }
@@ -2342,6 +2364,23 @@ static PyObject *Code_get_position(Code *c, void *closure) {
     return PyLong_FromSsize_t(c->position);
 }
 
+static PyObject *Code_get_in_begin(Code *c, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(c->in_begin);
+}
+
+static int Code_set_in_begin(Code *c, PyObject *value, void *closure) {
+    (void)closure;
+    int on = value ? PyObject_IsTrue(value) : -1;
+    if (on < 0) {
+        if (!value)
+            PyErr_SetString(PyExc_TypeError, "in_begin cannot be deleted");
+        return -1;
+    }
+    c->in_begin = on;
+    return 0;
+}
+
 static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
      "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
@@ -2349,7 +2388,7 @@ static PyMethodDef Code_methods[] = {
      "set_sig(sig, proto, name_id, row[, work, lists]): how calls of a trace signature "
      "compile"},
     {"compile", (PyCFunction)Code_compile, METH_VARARGS,
-     "compile(calls, slots, nodes, pool, start, thread, in_list, in_begin, stops=None, "
+     "compile(calls, slots, nodes, pool, start, thread, in_list, stops=None, "
      "compiling=False) -> stop index"},
     {"memo", (PyCFunction)Code_memo, METH_VARARGS,
      "memo(calls, slots, nodes, index, entry, frame_ends) -> whether later calls like this one "
@@ -2388,6 +2427,8 @@ static PyMethodDef Code_methods[] = {
 
 static PyGetSetDef Code_getset[] = {
     {"position", (getter)Code_get_position, NULL, "the op running now", NULL},
+    {"in_begin", (getter)Code_get_in_begin, (setter)Code_set_in_begin,
+     "compiling: a glBegin block is open (compile() opens and closes it too)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

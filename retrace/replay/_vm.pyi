@@ -103,6 +103,8 @@ class Code:
     @property
     def position(self) -> int:
         """The op running now."""
+    in_begin: bool
+    """Compiling: a glBegin block is open (`compile` opens and closes it too)."""
     def __len__(self) -> int: ...
     def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
         """A direct-call prototype's id, or -1 when it cannot be called directly here."""
@@ -128,14 +130,14 @@ class Code:
         start: int,
         thread: int,
         in_list: bool,
-        in_begin: bool,
         stops: _Bytes | None = None,
         compiling: bool = False,
         /,
     ) -> int:
         """Compile calls from `start` on to direct ops; the index of the first left to Python
         (`stops`: non-zero where Python must decide; `compiling`: a display list compiles,
-        so signatures set with `lists` go to Python)."""
+        so signatures set with `lists` go to Python). glBegin and glEnd open and close
+        `in_begin`."""
     def memo(
         self,
         calls: _Bytes,

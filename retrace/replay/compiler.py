@@ -131,8 +131,9 @@ class Unsupported(Exception):
 
 # plain ints for the per-call path (enum comparisons are slow)
 _NONE, _BEGIN, _END = int(OpKind.NONE), int(OpKind.BEGIN), int(OpKind.END)
-# calls that change how the calls after them are classified: compiled in Python
-_ROW_STATE = {"glBegin", "glEnd", "glNewList", "glEndList"}
+# calls that change how the calls after them are classified: compiled in Python (C keeps
+# glBegin..glEnd blocks itself, `_vm.Code.in_begin`)
+_ROW_STATE = {"glNewList", "glEndList"}
 # calls compiled in Python while a display list compiles, checked there for display lists
 # that would call themselves (`_follow_lists`); direct in C otherwise
 _LIST_CALLS = {"glCallList"}
@@ -284,7 +285,6 @@ class Compiler:
         self._in_list = False  # between glNewList and glEndList
         self._compiling: int | None = None  # the display list being compiled
         self._list_calls: dict[int, set[int]] = {}  # display list -> lists it calls
-        self._in_begin = False  # between glBegin and glEnd
         self._hook_calls: CallSet | None = None
         self._call_no = 0  # the call being compiled
         self._image_shared_at = -2  # the last glEGLImageTarget*OES call made to share an image
@@ -347,7 +347,6 @@ class Compiler:
                 i,
                 thread,
                 self._in_list,
-                self._in_begin,
                 stops,
                 self._compiling is not None,
             )
@@ -616,6 +615,15 @@ class Compiler:
             return _NONE
         return row
 
+    @property
+    def _in_begin(self) -> bool:
+        """Between glBegin and glEnd (kept by the code: `compile` opens and closes it too)."""
+        return self.program.code.in_begin
+
+    @_in_begin.setter
+    def _in_begin(self, on: bool) -> None:
+        self.program.code.in_begin = on
+
     def _ends_frame(self, name: str, flags: int) -> bool:
         """Whether a call of this function ends a frame (with --sb, glFlush and glFinish)."""
         return bool(flags & _END_FRAME) or (self._single_buffer and name in ("glFlush", "glFinish"))
@@ -693,7 +701,7 @@ class Compiler:
             tables = tuple(table for _, table in direct)
             plan.route = self.program.code.add_proto(address, types, tables)
         # (the entries `_gl_call` and `_numbers_only` make depend on the call's values alone;
-        # those of glBegin, glNewList... change how the calls after them compile)
+        # glNewList and glEndList change how the calls after them compile)
         plan.memo = plan.route == _vm.SIG_SLOW and name not in _ROW_STATE
 
     def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:

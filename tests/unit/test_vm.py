@@ -28,7 +28,7 @@ I8, U8, I16, U16, I32, U32 = (_vm.ARG_I8, _vm.ARG_U8, _vm.ARG_I16, _vm.ARG_U16,
                               _vm.ARG_I32, _vm.ARG_U32)  # fmt: skip
 I64, U64, F32, F64 = _vm.ARG_I64, _vm.ARG_U64, _vm.ARG_F32, _vm.ARG_F64
 PTR, PTR_OF = _vm.ARG_PTR, _vm.ARG_PTR_OF
-ROW_NONE, ROW_DRAW = _vm.ROW_NONE, _vm.ROW_DRAW
+ROW_NONE, ROW_DRAW, ROW_BEGIN, ROW_END = _vm.ROW_NONE, _vm.ROW_DRAW, _vm.ROW_BEGIN, _vm.ROW_END
 
 CTYPES = {
     PTR: ctypes.c_void_p,
@@ -102,10 +102,8 @@ def batch_of(tmp_path, calls: list[tuple[str, tuple[bytes, ...], int]]):
     return batch, sig_ids
 
 
-def compile_all(code, batch, start=0, thread=0, in_list=False, in_begin=False) -> int:
-    return code.compile(
-        batch.calls, batch.slots, batch.nodes, batch.pool, start, thread, in_list, in_begin
-    )
+def compile_all(code, batch, start=0, thread=0, in_list=False) -> int:
+    return code.compile(batch.calls, batch.slots, batch.nodes, batch.pool, start, thread, in_list)
 
 
 def test_every_parameter_type_reaches_the_function_as_declared(tmp_path):
@@ -434,10 +432,34 @@ def test_rows_inside_display_lists_and_begin_blocks(tmp_path):
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 9, 2)
     compile_all(code, batch)
     compile_all(code, batch, in_list=True)
-    compile_all(code, batch, in_begin=True)
+    code.in_begin = True
+    compile_all(code, batch)
     # (call no, name id, row, checkable): no profiling row while a list compiles or a
     # glBegin block is open; no glGetError inside glBegin/glEnd
     assert [code.meta(i) for i in range(3)] == [(0, 9, 2, 1), (0, 9, 0, 1), (0, 9, 0, 0)]
+
+
+def test_begin_blocks_open_and_close_as_they_compile(tmp_path):
+    w = TraceWriter
+    calls = [("glBegin", (w.int(4),), 0), ("f", (w.int(1),), 0), ("glEnd", (), 0)]
+    batch, sigs = batch_of(tmp_path, calls)
+    code = new_code()
+    for name, row in (("glBegin", ROW_BEGIN), ("f", ROW_DRAW), ("glEnd", ROW_END)):
+        f = Recorder([I32] if name != "glEnd" else [])
+        code.set_sig(sigs[name], code.add_proto(f.address, f.types, (None,) * len(f.types)), 0, row)
+    assert compile_all(code, batch) == 3 and not code.in_begin
+    # the block is one draw row: its glBegin not checkable, the calls inside no rows
+    rows = [code.meta(i)[2:] for i in range(3)]
+    assert rows == [(ROW_BEGIN, 0), (ROW_NONE, 0), (ROW_END, 1)]
+    assert compile_all(code, batch, start=0) == 3 and len(code) == 6
+    code.in_begin = True  # (Python opened a block)
+    compile_all(code, batch, start=1)
+    assert [code.meta(i)[2:] for i in (6, 7)] == [(ROW_NONE, 0), (ROW_END, 1)]
+    assert not code.in_begin
+    # a display list compiles: no rows, and the block is the list's, not opened here
+    compile_all(code, batch, in_list=True)
+    assert [code.meta(i)[2:] for i in (8, 9, 10)] == [(ROW_NONE, 1), (ROW_NONE, 1), (ROW_NONE, 1)]
+    assert not code.in_begin
 
 
 def test_list_calls_go_to_python_only_while_a_display_list_compiles(tmp_path):
@@ -446,7 +468,7 @@ def test_list_calls_go_to_python_only_while_a_display_list_compiles(tmp_path):
     code = new_code()
     code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1, False, True)
     assert compile_all(code, batch) == 1  # direct: no list compiles
-    args = (batch.calls, batch.slots, batch.nodes, batch.pool, 0, 0, True, False, None)
+    args = (batch.calls, batch.slots, batch.nodes, batch.pool, 0, 0, True, None)
     assert code.compile(*args, True) == 0  # a list compiles: Python checks the call
     assert code.compile(*args, False) == 1  # (in_list alone decides only the row)
     assert len(code) == 2 and code.is_direct(0) and code.is_direct(1)
