@@ -120,6 +120,8 @@ typedef struct {
     uint8_t type[MAX_ARGS];
     uint16_t lookups;           /* bit k: argument k is an object name to remap */
     PyObject *table[MAX_ARGS];  /* per remapped argument: traced name -> driver name (dict) */
+    PyObject *effect;           /* NULL, or what the replay records of the result ("effects") */
+    uint8_t result;             /* with an effect: the result's type (A_*) */
 } Proto;
 
 typedef struct {
@@ -145,12 +147,14 @@ typedef struct {
     uint32_t arg;   /* into the argument pool, or the Python entry's index */
 } Op;
 
-typedef void (*Trampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double,
-                           double, double, double, double, double, double, double);
-typedef void (*LongTrampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double,
-                               double, double, double, double, double, double, double, uint64_t,
-                               uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                               uint64_t, uint64_t, uint64_t);
+/* (the integer result register: read only where a proto has an effect, and narrowed to the
+   result's type, since a callee returning less leaves the rest undefined) */
+typedef uint64_t (*Trampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                               double, double, double, double, double, double, double, double);
+typedef uint64_t (*LongTrampoline)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                                   double, double, double, double, double, double, double,
+                                   double, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                                   uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 
 typedef struct {
     void *data;
@@ -507,9 +511,11 @@ static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, u
         ACTION((c)->ev.on_full);                                                              \
         ACTION((c)->data.where);                                                              \
         ACTION((c)->frame_ends);                                                              \
-        for (size_t i_ = 0; i_ < (c)->protos.len; i_++)                                       \
+        for (size_t i_ = 0; i_ < (c)->protos.len; i_++) {                                     \
             for (int k_ = 0; k_ < MAX_ARGS; k_++)                                             \
                 ACTION(AT((c)->protos, Proto)[i_].table[k_]);                                 \
+            ACTION(AT((c)->protos, Proto)[i_].effect);                                        \
+        }                                                                                     \
     } while (0)
 
 static int Code_traverse(Code *c, visitproc visit, void *arg) {
@@ -585,21 +591,27 @@ static PyObject *Code_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 static Py_ssize_t Code_len(Code *c) { return (Py_ssize_t)c->ops.len; }
 
 /*
- * add_proto(address, types, tables) -> id, or -1
+ * add_proto(address, types, tables, effect=None, result=0) -> id, or -1
  *
  * `types`: one A_* code per parameter; `tables`: per parameter None, or the
  * dict its object names are remapped through, or a function that remaps
- * them.  -1 when the function cannot be called directly here.
+ * them.  `effect`: None, or what the replay records of each call's result,
+ * of type `result` (an integer A_* code): see "effects".  -1 when the
+ * function cannot be called directly here.
  */
 static PyObject *Code_add_proto(Code *c, PyObject *args) {
     unsigned long long address;
     Py_buffer types;
-    PyObject *tables;
-    if (!PyArg_ParseTuple(args, "Ky*O!", &address, &types, &PyTuple_Type, &tables))
+    PyObject *tables, *effect = Py_None;
+    unsigned char result = 0;
+    if (!PyArg_ParseTuple(args, "Ky*O!|Ob", &address, &types, &PyTuple_Type, &tables, &effect,
+                          &result))
         return NULL;
-    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}, 0, {NULL}};
+    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}, 0, {NULL}, NULL, result};
     int ints = 0, floats = 0, ok = NATIVE_CALLS && address && types.len <= MAX_ARGS &&
-                                   PyTuple_GET_SIZE(tables) == types.len;
+                                   PyTuple_GET_SIZE(tables) == types.len &&
+                                   (effect == Py_None || (PyCallable_Check(effect) &&
+                                                          result < A_NUMBERS && !IS_FLOAT(result)));
     for (Py_ssize_t i = 0; ok && i < types.len; i++) {
         uint8_t t = ((uint8_t *)types.buf)[i];
         PyObject *table = PyTuple_GET_ITEM(tables, i);
@@ -623,6 +635,8 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
         return NULL;
     for (int k = 0; k < MAX_ARGS; k++)
         Py_XINCREF(p.table[k]);
+    if (effect != Py_None)
+        p.effect = Py_NewRef(effect);
     AT(c->protos, Proto)[c->protos.len] = p;
     return PyLong_FromSize_t(c->protos.len++);
 }
@@ -1051,6 +1065,8 @@ done:
  * being compiled, so calls of signatures set with `lists` go to Python (which refuses a
  * glCallList that would make a list call itself).
  */
+static int traced_result(const CallRec *r, const Node *node, uint8_t type);
+
 static PyObject *Code_compile(Code *c, PyObject *args) {
     Py_buffer calls, slots, nodes, pool, stops = {0};
     Py_ssize_t start;
@@ -1087,9 +1103,9 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             continue;
         }
         const Proto *p = &protos[s.proto];
-        if (r->nargs != p->nargs)
+        if (r->nargs != p->nargs || (p->effect && !traced_result(r, node, p->result)))
             break;
-        if (col_grow(&c->data, &c->args, 8, p->nargs)) {
+        if (col_grow(&c->data, &c->args, 8, p->nargs + (p->effect != NULL))) {
             failed = 1;
             break;
         }
@@ -1119,6 +1135,9 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
         }
         AT(c->ops, Op)[c->ops.len++] = (Op){(uint32_t)s.proto, (uint32_t)c->args.len};
         c->args.len += r->nargs;
+        if (p->effect) /* the traced result, after the arguments */
+            convert(&node[r->node_start + (uint32_t)r->ret], p->result,
+                    AT(c->args, uint64_t) + c->args.len++);
     }
     PyBuffer_Release(&calls);
     PyBuffer_Release(&slots);
@@ -1286,9 +1305,46 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
     return 0;
 }
 
+/* --- effects: what the replay records of a direct call's result -------------------------
+ *
+ * glGetUniformLocation, glCreateShader, glFenceSync and the like are direct calls but for
+ * one thing: the replay records what the driver returned (a uniform's location, the driver's
+ * name for a created object), keyed by what the trace recorded, for the calls after them to
+ * remap.  Compiled in Python, each cost about 20 us to compile and a Python entry to run;
+ * direct, the call stores the traced result after its arguments, and the loop calls the
+ * proto's effect with (its first traced argument or 0, the traced result, the driver's), as
+ * integers of the result's type: the call's only Python.
+ */
+
+/* Whether call `r` has a traced result an effect can take: an integer (a handle too). */
+static int traced_result(const CallRec *r, const Node *node, uint8_t type) {
+    if (r->ret < 0)
+        return 0;
+    uint8_t tag = node[r->node_start + (uint32_t)r->ret].tag;
+    return (tag == T_SINT || tag == T_UINT || tag == T_OPAQUE) && !IS_FLOAT(type);
+}
+
+static PyObject *as_int(uint64_t v, uint8_t type) {
+    return is_signed(type) ? PyLong_FromLongLong((long long)v) : PyLong_FromUnsignedLongLong(v);
+}
+
+static int call_effect(const Proto *p, const uint64_t *a, uint64_t result) {
+    PyObject *first = p->nargs ? as_int(a[0], p->type[0]) : PyLong_FromLong(0);
+    PyObject *traced = as_int(a[p->nargs], p->result);
+    PyObject *real = as_int(narrow(result, p->result), p->result);
+    PyObject *res = first && traced && real
+                        ? PyObject_CallFunctionObjArgs(p->effect, first, traced, real, NULL)
+                        : NULL;
+    Py_XDECREF(first);
+    Py_XDECREF(traced);
+    Py_XDECREF(real);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
 static inline int call_direct(const Proto *p, const uint64_t *a) {
 #if NATIVE_CALLS
-    uint64_t r[LONG_INTS] = {0};
+    uint64_t r[LONG_INTS] = {0}, result;
     double f[FLOAT_REGS] = {0};
     int ni = 0, nf = 0;
     for (int k = 0; k < p->nargs; k++) {
@@ -1302,12 +1358,14 @@ static inline int call_direct(const Proto *p, const uint64_t *a) {
         }
     }
     if (ni <= INT_REGS)
-        ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4],
-                            f[5], f[6], f[7]);
+        result = ((Trampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3],
+                                     f[4], f[5], f[6], f[7]);
     else
-        ((LongTrampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2], f[3], f[4],
-                                f[5], f[6], f[7], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-                                r[13], r[14], r[15]);
+        result = ((LongTrampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2],
+                                         f[3], f[4], f[5], f[6], f[7], r[6], r[7], r[8], r[9],
+                                         r[10], r[11], r[12], r[13], r[14], r[15]);
+    if (p->effect && call_effect(p, a, result))
+        return -1;
 #else
     (void)p;
     (void)a;
@@ -2052,8 +2110,8 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         uint8_t work = c->ev.busy ? AT(c->work, uint8_t)[i] : 0;
         uint8_t row = c->ev.per_op || work ? AT(c->rows, uint8_t)[i] : ROW_NONE;
         if (c->share_gil) {
-            int pure = op.proto != PY_OP && !mark && row == ROW_NONE && !work &&
-                       !AT(c->protos, Proto)[op.proto].lookups;
+            const Proto *p = op.proto != PY_OP ? &AT(c->protos, Proto)[op.proto] : NULL;
+            int pure = p && !mark && row == ROW_NONE && !work && !p->lookups && !p->effect;
             if (pure && !released) {
                 released = PyEval_SaveThread();
             } else if (!pure && released) {
@@ -2383,7 +2441,8 @@ static int Code_set_in_begin(Code *c, PyObject *value, void *closure) {
 
 static PyMethodDef Code_methods[] = {
     {"add_proto", (PyCFunction)Code_add_proto, METH_VARARGS,
-     "add_proto(address, types, tables) -> id, or -1 when it cannot be called directly"},
+     "add_proto(address, types, tables, effect=None, result=0) -> id, or -1 when it cannot be "
+     "called directly"},
     {"set_sig", (PyCFunction)Code_set_sig, METH_VARARGS,
      "set_sig(sig, proto, name_id, row[, work, lists]): how calls of a trace signature "
      "compile"},

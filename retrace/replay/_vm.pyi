@@ -106,8 +106,18 @@ class Code:
     in_begin: bool
     """Compiling: a glBegin block is open (`compile` opens and closes it too)."""
     def __len__(self) -> int: ...
-    def add_proto(self, address: int, types: Buffer, tables: tuple[_NameTable, ...], /) -> int:
-        """A direct-call prototype's id, or -1 when it cannot be called directly here."""
+    def add_proto(
+        self,
+        address: int,
+        types: Buffer,
+        tables: tuple[_NameTable, ...],
+        effect: Callable[[int, int, int], object] | None = None,
+        result: int = 0,
+        /,
+    ) -> int:
+        """A direct-call prototype's id, or -1 when it cannot be called directly here;
+        `effect(first traced argument, traced result, the driver's)` is called after each
+        call, its results typed `result` (an integer ARG_*)."""
     def set_sig(
         self,
         sig: int,

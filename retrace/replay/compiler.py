@@ -98,8 +98,7 @@ _FOREIGN_HANDLES = {"GLeglImageOES", "GLeglClientBufferEXT", "GLvdpauSurfaceNV"}
 _IMAGE_TARGETS = re.compile(r"glEGLImageTarget(Texture2D|RenderbufferStorage)OES$")
 # GL functions whose calls need work beside the driver's (`_gl_call`): never direct in C
 _SPECIAL = (
-    _LOCATION_QUERIES
-    | _VIEWPORTS
+    _VIEWPORTS
     | _BLITS
     | READBACKS.keys()
     | _BIND_PIPELINE
@@ -686,6 +685,7 @@ class Compiler:
             plan.compile = lambda args, ret, thread: self._image_target(function(name), args)
             return
         direct = self._direct_params(command)
+        kept = self._kept_result(command)
         if direct is not None and all(
             code < _vm.ARG_PTR and table is None for code, table in direct
         ):
@@ -699,26 +699,50 @@ class Compiler:
             plan.lists = name in _LIST_CALLS
             types = bytes(code for code, _ in direct)
             tables = tuple(table for _, table in direct)
-            plan.route = self.program.code.add_proto(address, types, tables)
+            effect, result = kept or (None, 0)
+            plan.route = self.program.code.add_proto(address, types, tables, effect, result)
         # (the entries `_gl_call` and `_numbers_only` make depend on the call's values alone;
         # glNewList and glEndList change how the calls after them compile)
         plan.memo = plan.route == _vm.SIG_SLOW and name not in _ROW_STATE
 
     def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:
-        """The rule for whether a GL function's calls need nothing but the driver call: how
-        each parameter is passed (`_direct_param`), or None when Python must do more -- a
-        result to keep (object names, handles), work before or after the call (`_SPECIAL`,
-        `_SPECIAL_PATTERNS`) or a parameter only Python can pass."""
+        """The rule for whether a GL function's calls need nothing but the driver call (and
+        what C records of its result, `_kept_result`): how each parameter is passed
+        (`_direct_param`), or None when Python must do more -- a result to keep that C does
+        not, work before or after the call (`_SPECIAL`, `_SPECIAL_PATTERNS`) or a parameter
+        only Python can pass."""
         name = command.name
-        if (
+        keeps = (
             command.return_class is not None
             or command.return_ctype in _HANDLE_TYPES
+            or name in _LOCATION_QUERIES
+        )
+        if (
+            (keeps and self._kept_result(command) is None)
             or name in _SPECIAL
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
             return None
         direct = [self._direct_param(name, p) for p in command.params]
         return None if None in direct else direct  # type: ignore[return-value]
+
+    def _kept_result(self, command: Command) -> tuple[Callable[[int, int, int], None], int] | None:
+        """What the replay records of a call's result, where that is all it does beside the
+        driver's call, and the result's `_vm` type: effect(the first traced argument, the
+        traced result, the driver's) -- a uniform's location, by program (glGetUniformLocation);
+        the driver's name for an object it made (glCreateShader, glFenceSync). C calls it
+        after a direct call (`_vm.c`'s "effects"), `_result_mapping` after a Python entry."""
+        name, cls = command.name, _returned_class(command)
+        location = name in _LOCATION_QUERIES
+        result = _result_type(command) if location or cls is not None else None
+        if result is None:
+            return None
+        if location:
+            return self.state.record_location, result
+        if cls is None or name == "glGenLists":
+            return None
+        table = self.state.name_table(cls)
+        return (lambda first, traced, real: table.__setitem__(traced, real or 0)), result
 
     def _direct_param(self, function: str, p: Param) -> tuple[int, Any] | None:
         """How a direct call passes one parameter: its `_vm` type code and how the traced
@@ -758,7 +782,7 @@ class Compiler:
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
         template = self._gl_arguments(command, args, before, after)
-        self._result_mapping(command, ret, after)
+        self._result_mapping(command, args, ret, after)
         effect = self._after_effect(command, args, ret)
         if effect is not None:
             after.append(effect)
@@ -829,11 +853,6 @@ class Compiler:
         """What the replay records after a call besides the driver's state: a uniform's
         location, the program or pipeline in use, the window's size, a buffer's mapping."""
         name, st = command.name, self.state
-        if name in _LOCATION_QUERIES:
-            if not isinstance(ret, int):
-                return None
-            traced_program, traced = integer(args[0]), ret
-            return lambda a, r: st.record_location(traced_program, traced, r)
         if name in _USE_PROGRAM:
             traced_program = integer(args[0])
             return lambda a, r: st.use_program(traced_program)
@@ -977,22 +996,24 @@ class Compiler:
             after.append(record)
         return out
 
-    def _result_mapping(self, command: Command, ret: Any, after: list) -> None:
-        """Map names the driver returns (glCreateProgram, glFenceSync...) to the traced ones."""
-        cls = command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
-        if cls is None or ret is None:
+    def _result_mapping(self, command: Command, args: list[Any], ret: Any, after: list) -> None:
+        """Record what the driver returns (`_kept_result`; glGenLists' range of lists)."""
+        name, kept = command.name, self._kept_result(command)
+        if ret is None or (name in _LOCATION_QUERIES and not isinstance(ret, int)):
             return
-        traced = integer(ret)
-        table = self.state.name_table(cls)
-        if command.name == "glGenLists":
+        if kept is not None:
+            effect, _ = kept
+            first = integer(args[0]) if name in _LOCATION_QUERIES else 0  # (the program)
+            traced = integer(ret)
+            after.append(lambda a, r: effect(first, traced, r))
+        elif name == "glGenLists" and (cls := _returned_class(command)) is not None:
+            traced, table = integer(ret), self.state.name_table(cls)
 
             def record_lists(a, r):
                 for i in range(a[0] if r else 0):  # 0: the driver made none (a range too big)
                     table[traced + i] = r + i
 
             after.append(record_lists)
-            return
-        after.append(lambda a, r: table.__setitem__(traced, r or 0))
 
     def _map_buffer(
         self, command: Command, args: list[Any], ret: Any
@@ -1244,6 +1265,17 @@ def _arg_type(ctype: CType | None) -> int | None:
     if ctype is None or code not in _INTEGER_CODES:
         return None
     return _INTEGER_ARGS[ctypes.sizeof(ctype)][code.islower()]
+
+
+def _returned_class(command: Command) -> str | None:
+    """The object class of the name a command returns (GLhandleARB: a handle), if any."""
+    return command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
+
+
+def _result_type(command: Command) -> int | None:
+    """A command's integer result as `_vm.Code.add_proto` types it (handles as 64 bits)."""
+    ctype = ctypes_type(command.return_ctype)
+    return _vm.ARG_U64 if ctype is ctypes.c_void_p else _arg_type(ctype)
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:

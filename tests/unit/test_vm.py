@@ -519,6 +519,34 @@ def test_memoised_gl_calls_are_the_rows_direct_calls_would_be(tmp_path):
     assert code.column("work", 0, 4).tolist() == [1, 1, 1, 0]
 
 
+def test_effects_get_each_direct_calls_first_argument_and_traced_and_real_results(tmp_path):
+    w = TraceWriter()
+    for program, traced in ((7, -2), (8, 5)):
+        w.call("loc", ("p", "name"), {0: w.int(program), 1: w.string("u")}, ret=w.int(traced))
+    w.call("loc", ("p", "name"), {0: w.int(9), 1: w.string("u")})  # no result: Python
+    path = tmp_path / "t.trace"
+    path.write_bytes(w.snappy())
+    reader = TraceReader(str(path))
+    (batch,) = reader.batches()
+    sig = next(iter(reader.signatures.functions))
+    seen: list[tuple] = []
+    names: list[bytes] = []
+    fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint32, ctypes.c_char_p)(
+        lambda program, name: names.append(name) or -program
+    )
+    code = new_code()
+    table = {7: 70}  # (the call is made with the driver's program, the effect gets the traced)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    proto = code.add_proto(
+        address, bytes([U32, PTR]), (table, None), lambda *a: seen.append(a), I32
+    )
+    code.set_sig(sig, proto, 0, 1)
+    assert compile_all(code, batch) == 2
+    code.run(0, 2, [])
+    assert seen == [(7, -2, -70), (8, 5, -8)] and names == [b"u", b"u"]
+    assert code.add_proto(address, bytes([U32, PTR]), (table, None), seen.append, F32) == -1
+
+
 def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp_path):
     w = TraceWriter
     values = [w.int(3), w.int(5), w.int(-1), w.int(9)]
