@@ -97,11 +97,14 @@ static Py_buffer progress_view; /* keeps the published buffer alive */
 
 /* Parameter types of direct calls, as add_proto() receives them (exported as ARG_*):
    numbers, an input pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that
-   type). */
+   type), or to object names (A_NAMES_IN, A_NAMES_OUT: see "name arrays"). */
 enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUMBERS };
 #define A_PTR 10
 #define A_PTR_OF 16
-#define A_COUNT (A_PTR_OF + A_NUMBERS)
+#define A_NAMES_IN (A_PTR_OF + A_NUMBERS)
+#define A_NAMES_OUT (A_NAMES_IN + 1)
+#define A_COUNT (A_NAMES_OUT + 1)
+#define IS_NAMES(t) ((t) == A_NAMES_IN || (t) == A_NAMES_OUT)
 #define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
 #define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
 #define DATA_CHUNK (1u << 20)
@@ -119,6 +122,7 @@ typedef struct {
     uint8_t nargs;
     uint8_t type[MAX_ARGS];
     uint16_t lookups;           /* bit k: argument k is an object name to remap */
+    uint16_t names;             /* bit k: argument k is an array of them ("name arrays") */
     PyObject *table[MAX_ARGS];  /* per remapped argument: traced name -> driver name (dict) */
     PyObject *effect;           /* NULL, or what the replay records of the result ("effects") */
     uint8_t result;             /* with an effect: the result's type (A_*) */
@@ -607,7 +611,7 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Ky*O!|Ob", &address, &types, &PyTuple_Type, &tables, &effect,
                           &result))
         return NULL;
-    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}, 0, {NULL}, NULL, result};
+    Proto p = {(void *)(uintptr_t)address, (uint8_t)types.len, {0}, 0, 0, {NULL}, NULL, result};
     int ints = 0, floats = 0, ok = NATIVE_CALLS && address && types.len <= MAX_ARGS &&
                                    PyTuple_GET_SIZE(tables) == types.len &&
                                    (effect == Py_None || (PyCallable_Check(effect) &&
@@ -615,9 +619,11 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
     for (Py_ssize_t i = 0; ok && i < types.len; i++) {
         uint8_t t = ((uint8_t *)types.buf)[i];
         PyObject *table = PyTuple_GET_ITEM(tables, i);
+        int remapped = (t < A_NUMBERS && !IS_FLOAT(t)) || IS_NAMES(t);
         ok = t < A_COUNT && (t < A_NUMBERS || IS_POINTER(t)) &&
-             (table == Py_None || (t < A_NUMBERS && !IS_FLOAT(t) &&
-                                   (PyDict_Check(table) || PyCallable_Check(table))));
+             (table == Py_None ? !IS_NAMES(t)
+                               : remapped && (PyDict_Check(table) || PyCallable_Check(table))) &&
+             (t != A_NAMES_OUT || (i > 0 && p.type[0] < A_NUMBERS && !IS_FLOAT(p.type[0])));
         p.type[i] = t;
         if (IS_FLOAT(t))
             floats++;
@@ -625,6 +631,7 @@ static PyObject *Code_add_proto(Code *c, PyObject *args) {
             ints++;
         if (ok && table != Py_None) {
             p.lookups |= (uint16_t)(1u << i);
+            p.names |= (uint16_t)(IS_NAMES(t) << i);
             p.table[i] = table;
         }
     }
@@ -807,6 +814,46 @@ static size_t data_first(const Data *d, size_t op) {
 static int number_tag(uint8_t tag) {
     return tag <= T_DOUBLE || tag == T_ENUM || tag == T_BITMASK || tag == T_OPAQUE;
 }
+
+/* --- name arrays: glGen* and glDelete* -----------------------------------------------------
+ *
+ * glDeleteTextures(n, names) passes the driver's names for the trace's, which only the
+ * replay knows; glGenTextures(n, names) has the driver write names the replay must record
+ * against those the trace recorded there.  Compiled in Python, each such call cost about
+ * 20 us and ran as a Python entry.  Direct, the traced names are kept in the pool after
+ * their count (a uint32 each), and the argument points at the first; when the call runs,
+ * the loop passes an array of its own: the names remapped through the parameter's table
+ * (A_NAMES_IN), or room for the driver's, stored in the table under the traced ones after
+ * the call (A_NAMES_OUT: as many as argument 0 says, which compile() checks the trace
+ * recorded).  A table is a dict, or a function: for A_NAMES_IN it remaps one name, for
+ * A_NAMES_OUT it returns the dict (the current context's, for names per context).
+ */
+
+/* The traced names of array `n` into the pool, after their count: 0 where they are not
+   all integers (Python decides), -1 on error. */
+static int names_put(Code *c, const Node *n, uint64_t *out) {
+    size_t count = n->aux;
+    if (n->v.u != count || count > UINT32_MAX - 1)
+        return 0;
+    for (size_t k = 0; k < count; k++)
+        if (n[1 + k].tag != T_SINT && n[1 + k].tag != T_UINT)
+            return 0;
+    Vec *scratch = &c->data.scratch;
+    scratch->len = 0;
+    if (vec_grow(scratch, 1, (count + 1) * 4)) /* (in bytes, as convert_pointer() grows it) */
+        return -1;
+    uint32_t *dst = scratch->data;
+    dst[0] = (uint32_t)count;
+    for (size_t k = 0; k < count; k++)
+        dst[1 + k] = (uint32_t)n[1 + k].v.u;
+    const char *at = data_put(&c->data, (const char *)dst, (count + 1) * 4, c->ops.len);
+    if (!at)
+        return -1;
+    *out = (uint64_t)(uintptr_t)(at + 4);
+    return 1;
+}
+
+static uint32_t names_count(uint64_t arg) { return ((const uint32_t *)(uintptr_t)arg)[-1]; }
 
 /*
  * An input pointer's argument: NULL, a buffer offset, or data kept in the pool
@@ -1115,12 +1162,21 @@ static PyObject *Code_compile(Code *c, PyObject *args) {
             int32_t at = slot[r->slot_start + k];
             uint64_t *a = AT(c->args, uint64_t) + c->args.len + k;
             const Node *n = &node[r->node_start + (uint32_t)(at < 0 ? 0 : at)];
-            if (at < 0)
+            if (IS_NAMES(p->type[k])) /* an array of the trace's names, else Python decides */
+                ok = at >= 0 && n->tag == T_ARRAY ? names_put(c, n, a) : 0;
+            else if (at < 0)
                 *a = 0; /* the trace holds no value: pass zero */
             else if (IS_POINTER(p->type[k]))
                 ok = convert_pointer(c, n, p->type[k], pool.buf, pool.len, a);
             else
                 ok = convert(n, p->type[k], a);
+            if (ok == 1 && p->type[k] == A_NAMES_OUT) { /* room for what argument 0 says */
+                int32_t count_at = slot[r->slot_start];
+                uint8_t tag = count_at >= 0 ? node[r->node_start + (uint32_t)count_at].tag : T_NULL;
+                int64_t wanted = (int64_t)AT(c->args, uint64_t)[c->args.len];
+                /* (the trace's count of names: the pool's copy is not in the file yet) */
+                ok = (tag == T_SINT || tag == T_UINT) && wanted >= 0 && (uint64_t)wanted <= n->aux;
+            }
         }
         if (ok != 1) {
             if (c->data.chunks.len == chunks) /* give back data kept for earlier arguments */
@@ -1342,18 +1398,88 @@ static int call_effect(const Proto *p, const uint64_t *a, uint64_t result) {
     return res ? 0 : -1;
 }
 
+#define NAMES_ON_STACK 64 /* names a call's arrays hold on the stack; more are on the heap */
+
+/* How many names array argument k of a call holds when it runs ("name arrays"). */
+static size_t names_wanted(const Proto *p, const uint64_t *a, int k) {
+    return p->type[k] == A_NAMES_IN ? names_count(a[k]) : (uint32_t)a[0];
+}
+
+/* After the call: the driver's names in `room`, stored under the traced ones. */
+static int names_record(const Proto *p, const uint64_t *a, const uint32_t *room) {
+    for (int k = 0; k < p->nargs; k++) {
+        if (!((p->names >> k) & 1))
+            continue;
+        size_t count = names_wanted(p, a, k);
+        if (p->type[k] == A_NAMES_OUT) {
+            PyObject *table = p->table[k];
+            PyObject *dict = PyDict_Check(table) ? Py_NewRef(table) : PyObject_CallNoArgs(table);
+            if (!dict || !PyDict_Check(dict)) {
+                if (dict)
+                    PyErr_SetString(PyExc_TypeError, "a names table is a dict");
+                Py_XDECREF(dict);
+                return -1;
+            }
+            const uint32_t *traced = (const uint32_t *)(uintptr_t)a[k];
+            for (size_t i = 0; i < count; i++) {
+                PyObject *key = PyLong_FromUnsignedLong(traced[i]);
+                PyObject *real = PyLong_FromUnsignedLong(room[i]);
+                int failed = !key || !real || PyDict_SetItem(dict, key, real) < 0;
+                Py_XDECREF(key);
+                Py_XDECREF(real);
+                if (failed) {
+                    Py_DECREF(dict);
+                    return -1;
+                }
+            }
+            Py_DECREF(dict);
+        }
+        room += count;
+    }
+    return 0;
+}
+
 static inline int call_direct(const Proto *p, const uint64_t *a) {
 #if NATIVE_CALLS
     uint64_t r[LONG_INTS] = {0}, result;
     double f[FLOAT_REGS] = {0};
-    int ni = 0, nf = 0;
+    int ni = 0, nf = 0, failed = 0;
+    uint32_t on_stack[NAMES_ON_STACK], *room = on_stack, *heap = NULL;
+    if (p->names) {
+        size_t total = 0;
+        for (int k = 0; k < p->nargs; k++)
+            if ((p->names >> k) & 1)
+                total += names_wanted(p, a, k);
+        if (total > NAMES_ON_STACK && !(room = heap = malloc(total * 4))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    uint32_t *next = room;
     for (int k = 0; k < p->nargs; k++) {
-        if (IS_FLOAT(p->type[k])) {
+        if ((p->names >> k) & 1) {
+            const uint32_t *traced = (const uint32_t *)(uintptr_t)a[k];
+            size_t count = names_wanted(p, a, k);
+            if (p->type[k] == A_NAMES_OUT)
+                memset(next, 0, count * 4); /* (what a call that fails leaves) */
+            for (size_t i = 0; p->type[k] == A_NAMES_IN && i < count; i++) {
+                uint64_t v = traced[i];
+                if (remap(p->table[k], A_U32, &v)) {
+                    failed = 1;
+                    goto done;
+                }
+                next[i] = (uint32_t)v;
+            }
+            r[ni++] = (uint64_t)(uintptr_t)next;
+            next += count;
+        } else if (IS_FLOAT(p->type[k])) {
             memcpy(&f[nf++], &a[k], 8);
         } else {
             r[ni] = a[k];
-            if ((p->lookups >> k) & 1 && remap(p->table[k], p->type[k], &r[ni]))
-                return -1;
+            if ((p->lookups >> k) & 1 && remap(p->table[k], p->type[k], &r[ni])) {
+                failed = 1;
+                goto done;
+            }
             ni++;
         }
     }
@@ -1364,13 +1490,15 @@ static inline int call_direct(const Proto *p, const uint64_t *a) {
         result = ((LongTrampoline)p->fn)(r[0], r[1], r[2], r[3], r[4], r[5], f[0], f[1], f[2],
                                          f[3], f[4], f[5], f[6], f[7], r[6], r[7], r[8], r[9],
                                          r[10], r[11], r[12], r[13], r[14], r[15]);
-    if (p->effect && call_effect(p, a, result))
-        return -1;
+    failed = (p->names && names_record(p, a, room)) || (p->effect && call_effect(p, a, result));
+done:
+    free(heap);
+    return failed ? -1 : 0;
 #else
     (void)p;
     (void)a;
-#endif
     return 0;
+#endif
 }
 
 static int call_entry(PyObject *entries, uint32_t index) {
@@ -2611,6 +2739,8 @@ static int add_shared(PyObject *m) {
         {"ARG_F64", A_F64},
         {"ARG_PTR", A_PTR},
         {"ARG_PTR_OF", A_PTR_OF},
+        {"ARG_NAMES_IN", A_NAMES_IN},
+        {"ARG_NAMES_OUT", A_NAMES_OUT},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)

@@ -72,7 +72,9 @@ GL_SAMPLES_PASSED: int
 ARG_I8: int
 """`Code.add_proto` parameter types: numbers (signed and unsigned integers of 8 to 64 bits,
 floats of 32 and 64), all below ARG_PTR; an input pointer to anything (ARG_PTR), or to
-numbers of one type (ARG_PTR_OF + that number's type)."""
+numbers of one type (ARG_PTR_OF + that number's type); an array of object names remapped
+through its table (ARG_NAMES_IN), or one the driver writes as many names into as the first
+argument says, recorded in its table, a dict or a function giving one (ARG_NAMES_OUT)."""
 ARG_U8: int
 ARG_I16: int
 ARG_U16: int
@@ -84,6 +86,8 @@ ARG_F32: int
 ARG_F64: int
 ARG_PTR: int
 ARG_PTR_OF: int
+ARG_NAMES_IN: int
+ARG_NAMES_OUT: int
 
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""

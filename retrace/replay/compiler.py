@@ -22,6 +22,7 @@ per function name, so the replay can say what it left out.
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 from array import array
 from collections.abc import Callable, Iterable
@@ -723,8 +724,28 @@ class Compiler:
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
             return None
-        direct = [self._direct_param(name, p) for p in command.params]
+        direct = [self._direct_param(command, p) for p in command.params]
         return None if None in direct else direct  # type: ignore[return-value]
+
+    def _names_param(self, command: Command, p: Param) -> tuple[int, Any] | None:
+        """An array of object names: glDeleteTextures' (remapped as `_pointer` does), or
+        glGenTextures' (written by the driver, as many as the first argument says, and
+        recorded as `_output` does), passed by C (`_vm.c`'s "name arrays"); None for
+        others."""
+        cls, st, count = p.object_class, self.state, command.params[0]
+        try:
+            names = ctypes_type(p.base) is ctypes.c_uint
+        except ValueError:  # (a type ctypes has no mapping for: a struct)
+            names = False
+        if cls is None or not names:
+            return None
+        container = cls in CONTAINER_CLASSES
+        if p.const:
+            return _vm.ARG_NAMES_IN, self._lookup(cls) if container else st.name_table(cls)
+        if not p.output or p is count or count.pointer_depth or p.length != count.name:
+            return None
+        table = functools.partial(st.container_table, cls) if container else st.name_table(cls)
+        return _vm.ARG_NAMES_OUT, table
 
     def _kept_result(self, command: Command) -> tuple[Callable[[int, int, int], None], int] | None:
         """What the replay records of a call's result, where that is all it does beside the
@@ -744,10 +765,13 @@ class Compiler:
         table = self.state.name_table(cls)
         return (lambda first, traced, real: table.__setitem__(traced, real or 0)), result
 
-    def _direct_param(self, function: str, p: Param) -> tuple[int, Any] | None:
+    def _direct_param(self, command: Command, p: Param) -> tuple[int, Any] | None:
         """How a direct call passes one parameter: its `_vm` type code and how the traced
         value is remapped (None, a name table, or a function); None when only Python can
         pass it."""
+        function = command.name
+        if p.pointer_depth == 1 and p.object_class is not None:
+            return self._names_param(command, p)
         if p.pointer_depth == 0:
             code = _arg_type(ctypes_type(p)) if p.base not in _HANDLE_TYPES else None
             if code is None:

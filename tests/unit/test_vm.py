@@ -547,6 +547,65 @@ def test_effects_get_each_direct_calls_first_argument_and_traced_and_real_result
     assert code.add_proto(address, bytes([U32, PTR]), (table, None), seen.append, F32) == -1
 
 
+def test_name_arrays_are_remapped_in_and_recorded_out(tmp_path):
+    w = TraceWriter
+    names = w.array(w.int(5), w.int(6))
+    calls = [
+        ("gen", (w.int(2), names), 0),
+        ("gen", (w.int(3), names), 0),  # more than the trace recorded: Python
+        ("delete", (w.int(2), w.array(w.int(5), w.int(9))), 0),
+        ("delete", (w.int(1), w.array(w.float(5.0))), 0),  # not names: Python
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    seen: list[list[int]] = []
+    gen = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32))(
+        lambda n, out: [out.__setitem__(i, 50 + i) for i in range(n)] and None
+    )
+    delete = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32))(
+        lambda n, names: seen.append([names[i] for i in range(n)])
+    )
+    table: dict[int, int] = {}
+    code = new_code()
+    for name, fn, kind in (("gen", gen, _vm.ARG_NAMES_OUT), ("delete", delete, _vm.ARG_NAMES_IN)):
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        code.set_sig(sigs[name], code.add_proto(address, bytes([I32, kind]), (None, table)), 0, 1)
+    assert compile_all(code, batch) == 1
+    assert compile_all(code, batch, start=2) == 3
+    code.run(0, 2, [])
+    # the driver's names recorded under the traced ones; a traced name the table lacks passes
+    assert table == {5: 50, 6: 51} and seen == [[50, 9]]
+    # a table may be a function giving the dict (a context's); the output's count comes first
+    address = ctypes.cast(gen, ctypes.c_void_p).value
+    assert code.add_proto(address, bytes([I32, _vm.ARG_NAMES_OUT]), (None, lambda: table)) >= 0
+    assert code.add_proto(address, bytes([_vm.ARG_NAMES_OUT, I32]), (table, None)) == -1
+    assert code.add_proto(address, bytes([I32, _vm.ARG_NAMES_IN]), (None, None)) == -1
+
+
+def test_long_name_arrays_after_arrays_of_numbers(tmp_path):
+    w = TraceWriter
+    # more names than the loop holds on the stack, and more bytes than the array of numbers
+    # before grew the compiler's scratch to
+    many = list(range(1, 1101))
+    calls = [
+        ("f", (w.array(w.float(1.0)),), 0),
+        ("delete", (w.int(len(many)), w.array(*map(w.int, many))), 0),
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    f = Recorder([PTR_OF + F32])
+    seen: list[list[int]] = []
+    delete = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32))(
+        lambda n, names: seen.append([names[i] for i in range(n)])
+    )
+    code = new_code()
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+    address = ctypes.cast(delete, ctypes.c_void_p).value
+    proto = code.add_proto(address, bytes([I32, _vm.ARG_NAMES_IN]), (None, {1100: 7}))
+    code.set_sig(sigs["delete"], proto, 0, 1)
+    assert compile_all(code, batch) == 2
+    code.run(0, 2, [])
+    assert seen == [many[:-1] + [7]]
+
+
 def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp_path):
     w = TraceWriter
     values = [w.int(3), w.int(5), w.int(-1), w.int(9)]
