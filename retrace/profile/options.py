@@ -11,34 +11,37 @@ from retrace.trace.callset import CallSet, frame_range
 from retrace.vocabulary import Boundary
 
 
-class ProfileOptions:
-    """The selection per table, and how each pass is repeated. (A plain class: a frozen
-    dataclass costs a millisecond to define, in every profile's start-up.)"""
+class _ProfileFields(NamedTuple):
+    selections: Mapping[Boundary, str]  # in glretrace's syntax
+    repeat: int  # measured runs per pass: the table has their median
+    warmup: int  # runs per pass before those, not kept (with --loop: loops)
+    stats: bool  # min, p95 and stddev of the runs beside the median
+    strict: bool  # a replay that departs from its trace fails (exit 3)
+    frames: tuple[int, int | None]  # measure frames first..last (0-based) only
+    call_range: str | None  # --calls: the call set whose rows are measured
+    # --loop N: then replay the frames measured N more times, measured (N < 0: until
+    # interrupted, the tables holding the loops measured; 0, as in glretrace: no loop)
+    loop: int | None
 
-    __slots__ = (
-        "selections",
-        "repeat",
-        "warmup",
-        "stats",
-        "strict",
-        "frames",
-        "call_range",
-        "loop",
-    )
 
-    def __init__(
-        self,
-        selections: Mapping[Boundary, str] | None = None,  # in glretrace's syntax (None: {})
-        repeat: int = 1,  # measured runs per pass: the table has their median
-        warmup: int = 0,  # runs per pass before those, not kept (with --loop: loops)
-        stats: bool = False,  # min, p95 and stddev of the runs beside the median
-        strict: bool = False,  # a replay that departs from its trace fails (exit 3)
-        frames: tuple[int, int | None] = (0, None),  # measure frames first..last (0-based) only
-        call_range: str | None = None,  # --calls: the call set whose rows are measured
-        # --loop N: then replay the frames measured N more times, measured (N < 0: until
-        # interrupted, the tables holding the loops measured; 0, as in glretrace: no loop)
+class ProfileOptions(_ProfileFields):
+    """The selection per table, and how each pass is repeated, checked when made. (A
+    NamedTuple, as `ReplayOptions` is: a frozen dataclass costs a millisecond to define, in
+    every profile's start-up.)"""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        selections: Mapping[Boundary, str] | None = None,
+        repeat: int = 1,
+        warmup: int = 0,
+        stats: bool = False,
+        strict: bool = False,
+        frames: tuple[int, int | None] = (0, None),
+        call_range: str | None = None,
         loop: int | None = None,
-    ) -> None:
+    ) -> ProfileOptions:
         if repeat < 1 or warmup < 0:
             raise UsageError("--repeat must be at least 1 and --warmup at least 0")
         if stats and repeat < 2:
@@ -52,14 +55,12 @@ class ProfileOptions:
                 "--loop without a count loops until interrupted: --repeat would never repeat "
                 "it (give --loop=N)"
             )
-        self.selections: Mapping[Boundary, str] = {} if selections is None else selections
-        self.repeat, self.warmup, self.stats, self.strict = repeat, warmup, stats, strict
-        self.frames, self.call_range, self.loop = frames, call_range, loop
+        fields = ({} if selections is None else selections, repeat, warmup, stats, strict)
+        return super().__new__(cls, *fields, frames, call_range, loop)
 
     def replace(self, **changes: Any) -> ProfileOptions:
         """These options with some changed (checked again)."""
-        given = {name: getattr(self, name) for name in self.__slots__}
-        return ProfileOptions(**{**given, **changes})
+        return ProfileOptions(**{**self._asdict(), **changes})
 
     @property
     def warmup_runs(self) -> int:

@@ -134,8 +134,10 @@ def supervise(
         with sandbox.prepared(writes, display) as confine:
             try:
                 child.append(_fork(body, words, errors_to, graceful, confine, channel))
-            finally:
-                channel.keep(channel.said_r, channel.hold_w)
+            except BaseException:  # (no child: none of the pipes is kept)
+                channel.keep()
+                raise
+            channel.keep(channel.said_r, channel.hold_w)
             if received:  # a signal came between the handler and the fork
                 stop(received.pop(), None)
             status = _wait(child[0], channel)
