@@ -142,9 +142,14 @@ def long_trace(tmp_path_factory) -> str:
 
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB file system, for what a full disk does."""
+    """A 1 MiB file system, for what a full disk does; mounted by this process (`tiny.pid`
+    says which), so that a later run can unmount one whose run was killed before its
+    teardown: pytest could not remove that run's folder, and every later run would fail
+    cleaning up old ones."""
+    _unmount_orphaned_tmpfs(tmp_path)
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
+    (tmp_path / "tiny.pid").write_text(str(os.getpid()))
     try:
         subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(mount_point)],
@@ -155,7 +160,27 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     except (OSError, subprocess.SubprocessError):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False, timeout=30)
+    subprocess.run(["umount", "-l", str(mount_point)], check=False, timeout=30)
+
+
+def _unmount_orphaned_tmpfs(tmp_path: Path) -> None:
+    """Lazily unmount `tiny_tmpfs` mounts under pytest's folder of runs (pytest-of-USER)
+    whose mounting process is gone (a run killed before its teardown); those of runs
+    still going stay."""
+    root = next((p for p in tmp_path.parents if p.name.startswith("pytest-of-")), None)
+    if root is None:  # (--basetemp: no folder of earlier runs to clean)
+        return
+    with open("/proc/self/mounts") as mounts:
+        points = [Path(line.split()[1]) for line in mounts if line.split()[2:3] == ["tmpfs"]]
+    for point in points:
+        if point.name != "tiny" or root not in point.parents:
+            continue
+        try:
+            os.kill(int((point.parent / "tiny.pid").read_text()), 0)
+            continue  # (its run still goes on)
+        except (OSError, ValueError):
+            pass
+        subprocess.run(["umount", "-l", str(point)], check=False, timeout=30)
 
 
 @pytest.fixture(scope="session")
