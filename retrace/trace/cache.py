@@ -227,29 +227,42 @@ class Kept:
         self.stream_bytes = stream_bytes  # decompressed bytes the read went through
         self.mapped = mapped  # the whole file
 
-    def batches(self) -> Iterator[tuple[Taken, int]]:
+    def batches(self, lag: int = 1) -> Iterator[tuple[Taken, int]]:
         """Each batch as `Scanner.take()` gave it, and the stream position it reached,
         every buffer's CRC-32 checked first: `Damaged` where one fails, the batches before
         it handed out already (the reader reads the rest from the trace itself).
 
         Checking a batch as it is handed out, rather than the whole file before the first,
         starts the replay sooner (126 ms for a 341 MiB scan), and touches each page once:
-        checked, then used while it is in the CPU's caches. Once the next batch is asked
-        for, the pages of the one before leave the process's resident set (they stay in
-        the page cache, and come back if touched again): peak RSS is then what reading
-        the trace costs, not the whole file's size (`_released`).
+        checked, then used while it is in the CPU's caches. A batch's pages leave the
+        process's resident set (they stay in the page cache, and come back if touched
+        again) once `lag` more batches have been asked for: the caller is done with it
+        then (1 where it asks for the next when done with one; 3 where a thread checks
+        a batch ahead of it, `ReadAhead`), and the rest once it is done with all
+        (`release`). Peak RSS is then what reading the trace costs, not the whole file's
+        size (`_released`).
         """
         view = memoryview(self.mapped)
-        end = 0
+        handed: list[tuple[tuple[int, int, int], ...]] = []  # sections not released yet
         for sections, definitions, stream_bytes in self.index:
+            if len(handed) == lag:
+                _released(self.mapped, handed.pop(0))
             parts = [view[at : at + n] for at, n, _crc in sections]
             for part, (_at, _n, crc) in zip(parts, sections, strict=True):
                 if zlib.crc32(part) != crc:
                     raise Damaged("batch damaged")
             calls, slots, nodes, pool, backtraces = parts
             yield (calls, slots, nodes, pool, backtraces, definitions), stream_bytes
-            end = _released(self.mapped, sections)
-        _release(self.mapped, end, len(self.mapped))  # what reading the last mapped after it
+            handed.append(sections)
+
+    def release(self) -> None:
+        """Take the whole file out of the resident set: the caller is done with every batch."""
+        _release(self.mapped, 0, len(self.mapped))
+
+    @property
+    def many_batches(self) -> bool:
+        """Whether checking the batches costs enough to be worth a thread (`ReadAhead`)."""
+        return len(self.index) > 1
 
     def error(self, path: str) -> TraceError | None:
         """The damage the read ended at, as it was raised then."""
@@ -412,12 +425,11 @@ def _verified(mapped: mmap.mmap, key: tuple[Any, ...]) -> Kept:
 _FAULT_AROUND = 2 << 20
 
 
-def _released(mapped: mmap.mmap, sections: tuple[tuple[int, int, int], ...]) -> int:
+def _released(mapped: mmap.mmap, sections: tuple[tuple[int, int, int], ...]) -> None:
     """Take a batch of the file (its `sections`) out of the resident set, and what reading
-    it mapped again of the file before it (`_FAULT_AROUND`); where the batch ends."""
+    it mapped again of the file before it (`_FAULT_AROUND`)."""
     (start, _, _), (at, n, _) = sections[0], sections[-1]
     _release(mapped, max(start - _FAULT_AROUND, 0), at + n)
-    return at + n
 
 
 def _release(mapped: mmap.mmap, start: int, end: int) -> None:

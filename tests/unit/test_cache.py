@@ -37,13 +37,14 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def read(path: Path | str) -> tuple[dict[str, Any], bool]:
-    """Everything a reader delivers, and whether it came from the cache."""
+def read(path: Path | str, ahead: bool = False) -> tuple[dict[str, Any], bool]:
+    """Everything a reader delivers (reading `ahead` on a thread or not), and whether it
+    came from the cache."""
     reader = TraceReader(path)
     batches = []
     error = None
     try:
-        for batch in reader.batches():
+        for batch in reader.batches(ahead):
             arrays = (batch.calls, batch.slots, batch.nodes, batch.backtraces)
             batches.append((*(bytes(a) for a in arrays), bytes(batch.pool)))
     except TraceError as e:
@@ -94,6 +95,7 @@ def test_cold_and_warm_reads_deliver_what_the_trace_does(trace: Path, cache_dir:
     assert from_cache
     assert cold == expected
     assert warm == expected
+    assert read(trace, ahead=True) == (expected, True)  # (checked on a thread)
 
 
 @pytest.mark.parametrize("damage", ["cut", "corrupt"])
@@ -107,6 +109,7 @@ def test_a_damaged_trace_ends_at_the_same_call_with_the_same_error(
     warm, from_cache = read(trace)
     assert from_cache
     assert warm == expected
+    assert read(trace, ahead=True) == (expected, True)
 
 
 @pytest.mark.parametrize(
@@ -116,9 +119,13 @@ def test_a_damaged_trace_ends_at_the_same_call_with_the_same_error(
         "truncated", "empty", "another build's key",
     ],
 )  # fmt: skip
-def test_a_damaged_cache_file_is_rebuilt_never_trusted(damage: str, cache_dir: Path) -> None:
-    """Batches are checked as they are handed out: where one fails, what follows the
-    batches handed out already comes from the trace itself, and the file is kept anew."""
+@pytest.mark.parametrize("ahead", [False, True], ids=["here", "ahead"])
+def test_a_damaged_cache_file_is_rebuilt_never_trusted(
+    damage: str, ahead: bool, cache_dir: Path
+) -> None:
+    """Batches are checked as they are handed out (here, or on a thread a batch ahead):
+    where one fails, what follows the batches handed out already comes from the trace
+    itself, and the file is kept anew."""
     expected = read_uncached(BIG)
     read(BIG)
     (scan,) = scans(cache_dir)
@@ -154,7 +161,7 @@ def test_a_damaged_cache_file_is_rebuilt_never_trusted(damage: str, cache_dir: P
         struct.pack_into("<II", data, 8, cache.FORMAT, zlib.crc32(index))
         data[24:32] = len(index).to_bytes(8, "little")
     scan.write_bytes(bytes(data))
-    again, from_cache = read(BIG)
+    again, from_cache = read(BIG, ahead)
     assert not from_cache  # read from the trace, and kept again
     assert again == expected
     rebuilt, from_cache = read(BIG)
@@ -201,8 +208,9 @@ def resident_kib(path: Path) -> int:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux's /proc")
+@pytest.mark.parametrize("ahead", [False, True], ids=["here", "ahead"])
 def test_a_warm_read_leaves_none_of_the_scan_resident(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ahead: bool, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each batch read leaves the resident set at the next, and so does what reading it
     mapped again of the batches before (Linux maps the cached pages around a fault too):
@@ -216,7 +224,7 @@ def test_a_warm_read_leaves_none_of_the_scan_resident(
     reader = TraceReader(BIG)
     assert reader.from_cache
     count = 0
-    for batch in reader.batches():
+    for batch in reader.batches(ahead):
         for part in (batch.calls, batch.slots, batch.nodes, batch.pool):
             bytes(part)  # read every page, as compiling does
         count += 1
