@@ -144,9 +144,7 @@ def long_trace(tmp_path_factory) -> str:
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 1 MiB file system, for what a full disk does; mounted by this process (`tiny.pid`
     says which), so that a later run can unmount one whose run was killed before its
-    teardown: pytest could not remove that run's folder, and every later run would fail
-    cleaning up old ones."""
-    _unmount_orphaned_tmpfs(tmp_path)
+    teardown (`pytest_sessionstart`)."""
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
     (tmp_path / "tiny.pid").write_text(str(os.getpid()))
@@ -163,17 +161,17 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(["umount", "-l", str(mount_point)], check=False, timeout=30)
 
 
-def _unmount_orphaned_tmpfs(tmp_path: Path) -> None:
-    """Lazily unmount `tiny_tmpfs` mounts under pytest's folder of runs (pytest-of-USER)
-    whose mounting process is gone (a run killed before its teardown); those of runs
-    still going stay."""
-    root = next((p for p in tmp_path.parents if p.name.startswith("pytest-of-")), None)
-    if root is None:  # (--basetemp: no folder of earlier runs to clean)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Lazily unmount the `tiny_tmpfs` file systems of runs killed before their teardown
+    (their `tiny.pid` process gone, or none): pytest could not remove those runs' folders
+    (pytest-of-USER/...), and would fail every later run at its exit, cleaning them up.
+    Those of runs still going stay."""
+    if not os.path.exists("/proc/self/mounts"):  # (not Linux: no tmpfs was mounted)
         return
     with open("/proc/self/mounts") as mounts:
         points = [Path(line.split()[1]) for line in mounts if line.split()[2:3] == ["tmpfs"]]
     for point in points:
-        if point.name != "tiny" or root not in point.parents:
+        if point.name != "tiny" or not any(p.name.startswith("pytest-of-") for p in point.parents):
             continue
         try:
             os.kill(int((point.parent / "tiny.pid").read_text()), 0)
