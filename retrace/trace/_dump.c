@@ -337,17 +337,19 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *calls_obj, *slots_obj, *nodes_obj, *backtraces_obj, *chosen_obj, *flags_obj;
     PyObject *pool_obj, *shapes, *enums, *bitmasks, *structs, *frames;
-    unsigned int fake, incomplete, end_frame; /* the CallFlag bits the text shows */
+    unsigned long long fake, incomplete, end_frame; /* the CallFlag bits the text shows */
+    unsigned long long hidden;                      /* those of calls left out (-v's) */
     unsigned int style;
-    if (!PyArg_ParseTuple(args, "OOOOOOO(III)O!O!O!O!O!I", &calls_obj, &slots_obj, &nodes_obj,
+    if (!PyArg_ParseTuple(args, "OOOOOOO(KKK)KO!O!O!O!O!I", &calls_obj, &slots_obj, &nodes_obj,
                           &pool_obj, &backtraces_obj, &chosen_obj, &flags_obj, &fake, &incomplete,
-                          &end_frame, &PyDict_Type, &shapes, &PyDict_Type, &enums, &PyDict_Type,
-                          &bitmasks, &PyDict_Type, &structs, &PyDict_Type, &frames, &style))
+                          &end_frame, &hidden, &PyDict_Type, &shapes, &PyDict_Type, &enums,
+                          &PyDict_Type, &bitmasks, &PyDict_Type, &structs, &PyDict_Type, &frames,
+                          &style))
         return NULL;
     Py_buffer views[7];
     PyObject *objs[7] = {calls_obj, slots_obj, nodes_obj, backtraces_obj, chosen_obj, flags_obj,
                          pool_obj};
-    Py_ssize_t items[7] = {sizeof(CallRec), 4, sizeof(Node), 4, 1, 4, 1};
+    Py_ssize_t items[7] = {sizeof(CallRec), 4, sizeof(Node), 4, 1, 8, 1};
     int held = 0;
     PyObject *result = NULL, *ends = NULL;
     Out out = {0};
@@ -356,11 +358,12 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
             goto done;
     const CallRec *calls = views[0].buf;
     const int32_t *slots = views[1].buf;
-    const uint32_t *bts = views[3].buf, *flags = views[5].buf;
+    const uint32_t *bts = views[3].buf;
+    const uint64_t *flags = views[5].buf;
     const uint8_t *chosen = views[4].buf;
     Py_ssize_t ncalls = views[0].len / (Py_ssize_t)sizeof(CallRec);
     Py_ssize_t nslots = views[1].len / 4, nbts = views[3].len / 4;
-    if (views[4].len != ncalls || views[5].len / 4 != ncalls) {
+    if (views[4].len != ncalls || views[5].len / 8 != ncalls) {
         PyErr_SetString(PyExc_ValueError, "format_calls: one choice and one flag per call");
         goto done;
     }
@@ -370,7 +373,7 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
     if (!ends)
         goto done;
     for (Py_ssize_t c = 0; c < ncalls; c++) {
-        if (!chosen[c])
+        if (!chosen[c] || (flags[c] & hidden))
             continue;
         const CallRec *r = &calls[c];
         PyObject *shape = by_id(shapes, r->sig); /* (b"name(", (b"arg = ", ...)) */
@@ -403,7 +406,7 @@ static PyObject *format_calls(PyObject *self, PyObject *args) {
         if (r->ret >= 0 &&
             (put(&out, " = ", 3) < 0 || value(&b, (Py_ssize_t)r->node_start + r->ret, 0) < 0))
             goto done;
-        uint32_t f = flags[c];
+        uint64_t f = flags[c];
         if (f & (fake | incomplete)) {
             if (put(&out, " //", 3) < 0 || ((f & fake) && puts_(&out, " fake") < 0) ||
                 ((f & incomplete) && puts_(&out, " incomplete") < 0))
@@ -444,6 +447,38 @@ done:
     return result;
 }
 
+/* call_flags(calls, by_sig, stop) -> (flags, beyond): each call's CallFlag bits, those its
+   signature's name implies (`by_sig`, uint64 by signature id) and those its record has
+   (FAKE, INCOMPLETE), as uint64 in a bytearray; and the index of the first call numbered
+   past `stop` (the call count if none is), where a dump of calls up to `stop` ends. */
+static PyObject *call_flags(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer calls, by_sig;
+    unsigned long long stop;
+    if (!PyArg_ParseTuple(args, "y*y*K", &calls, &by_sig, &stop))
+        return NULL;
+    const CallRec *rec = calls.buf;
+    const uint64_t *sig_flags = by_sig.buf;
+    Py_ssize_t count = calls.len / (Py_ssize_t)sizeof(CallRec);
+    size_t sigs = (size_t)by_sig.len / sizeof(uint64_t);
+    PyObject *result = NULL;
+    PyObject *flags = PyByteArray_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(uint64_t));
+    if (flags) {
+        uint64_t *out = (uint64_t *)PyByteArray_AS_STRING(flags);
+        Py_ssize_t beyond = count;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            out[i] = (rec[i].sig < sigs ? sig_flags[rec[i].sig] : 0) | rec[i].flags;
+            if (beyond == count && rec[i].no > stop)
+                beyond = i;
+        }
+        result = Py_BuildValue("(On)", flags, beyond);
+        Py_DECREF(flags);
+    }
+    PyBuffer_Release(&calls);
+    PyBuffer_Release(&by_sig);
+    return result;
+}
+
 static PyObject *quote_bytes(PyObject *self, PyObject *arg) {
     (void)self;
     if (!PyBytes_Check(arg)) {
@@ -464,14 +499,17 @@ static PyMethodDef methods[] = {
     {"quote", quote_bytes, METH_O, "quote(text) -> bytes: a C string literal as apitrace writes it"},
     {"format_calls", format_calls, METH_VARARGS,
      "format_calls(calls, slots, nodes, pool, backtraces, chosen, flags, (fake, incomplete, "
-     "end_frame), shapes, enums, bitmasks, structs, frames, style) -> (text, ends): the dump "
-     "lines of "
-     "the chosen calls of one batch (chosen: one byte per call; flags: each call's uint32 "
-     "CallFlag bits, of which the three named show) and the "
+     "end_frame), hidden, shapes, enums, bitmasks, structs, frames, style) -> (text, ends): "
+     "the dump lines of the chosen calls of one batch (chosen: one byte per call; flags: "
+     "each call's uint64 CallFlag bits, of which the three named show and calls with any of "
+     "`hidden` are left out) and the "
      "offset where each call's text ends. The tables map signature ids to bytes: shapes to "
      "(b'name(', (b'arg = ', ...)), enums to {value: name}, bitmasks to ((name, flag), ...), "
      "structs to member names, frames to backtrace lines. style: bits 1 call numbers, 2 thread "
      "ids, 4 newlines in strings escaped, 8 blobs written to files."},
+    {"call_flags", call_flags, METH_VARARGS,
+     "call_flags(calls, by_sig, stop) -> (flags, beyond): each call's CallFlag bits (uint64), "
+     "and the index of the first call numbered past stop"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

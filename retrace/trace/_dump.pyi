@@ -11,6 +11,7 @@ def format_calls(
     chosen: Any,
     flags: Any,
     shown: tuple[int, int, int],
+    hidden: int,
     shapes: dict[int, Any],
     enums: dict[int, Any],
     bitmasks: dict[int, Any],
@@ -19,3 +20,4 @@ def format_calls(
     style: int,
     /,
 ) -> tuple[bytes, list[int]]: ...
+def call_flags(calls: Any, by_sig: Any, stop: int, /) -> tuple[bytearray, int]: ...

@@ -13,15 +13,15 @@ structs are printed member by member here (GL traces have none).
 from __future__ import annotations
 
 import enum
+from array import array
 from collections.abc import Iterator
 from typing import IO
 
-import numpy as np
-
 from retrace.trace import _dump
-from retrace.trace.callset import CallSet
+from retrace.trace._scanner import calls_of
+from retrace.trace.callset import UNBOUNDED, CallSet
 from retrace.trace.flags import CallFlag, adjust_flags
-from retrace.trace.model import Signatures, StackFrame
+from retrace.trace.model import NODES, CallBatch, Signatures, StackFrame
 from retrace.trace.reader import TraceReader
 
 _DUMP_TOLERANCE = 100  # apitrace dump reads this many calls past the last one asked for
@@ -60,15 +60,15 @@ class _Tables:
         self.bitmasks: dict[int, tuple[tuple[bytes, int], ...]] = {}
         self.structs: dict[int, tuple[bytes, ...]] = {}
         self.frames: dict[int, bytes] = {}
-        self.flags = np.zeros(0, np.uint32)  # by function id: the flags its name implies
-        self.get_error = np.zeros(0, bool)  # by function id: a glGetError signature
+        self.flags = array("Q")  # by function id: the flags its name implies
+        self.get_error = bytearray()  # by function id: 1 for a glGetError signature
 
     def update(self) -> None:
         sigs = self.sigs
         if len(self.shapes) != len(sigs.functions):
             size = max(sigs.functions) + 1
-            self.flags = np.zeros(size, np.uint32)
-            self.get_error = np.zeros(size, bool)
+            self.flags = array("Q", bytes(8 * size))
+            self.get_error = bytearray(size)
             for sid, f in sigs.functions.items():
                 self.shapes[sid] = (
                     _text(f.name + "("),
@@ -122,39 +122,29 @@ def _dumped(
     Which calls print is decided here, a batch at a time; the text is made in C.
     """
     tables = _Tables(reader.signatures, Style.ARG_NAMES in style)
-    stop = None if calls is None else calls.last + _DUMP_TOLERANCE
+    stop = UNBOUNDED if calls is None else min(calls.last + _DUMP_TOLERANCE, UNBOUNDED)
     for batch in reader.batches():
         tables.update()
-        recs = batch.table()
-        sig = recs["sig"]
-        flags = tables.flags[sig] | recs["flags"]
-        errors = np.flatnonzero(tables.get_error[sig] & (recs["ret"] >= 0))
-        if len(errors):  # apitrace hides a glGetError that returned GL_NO_ERROR
-            where = recs["node_start"][errors].astype(np.int64) + recs["ret"][errors]
-            returned = batch.node_table()["v"].view("<i8")[where].tolist()
-            for k, ret in zip(errors.tolist(), returned, strict=True):
-                f = reader.signatures.functions[int(sig[k])]
-                flags[k] = adjust_flags(
-                    f.name, CallFlag(int(flags[k])), ret, num_args=len(f.arg_names)
-                )
-        chosen = (
-            np.ones(len(recs), bool) if calls is None else calls.contains_many(recs["no"], flags)
-        )
-        if not verbose:
-            chosen &= (flags & _VERBOSE) == 0
-        beyond = np.flatnonzero(recs["no"] > stop) if stop is not None else np.empty(0, np.intp)
-        if len(beyond):
-            chosen[beyond[0] :] = False
+        flags, beyond = _dump.call_flags(batch.calls, tables.flags, stop)
+        _adjust_get_errors(batch, tables, flags)
+        count = len(batch)
+        if calls is None:
+            chosen = bytearray(b"\x01") * count
+        else:
+            chosen = bytearray(count)
+            calls.mark(chosen, batch.column("no").tobytes(), flags)
+        chosen[beyond:] = bytes(count - beyond)
         t = tables
         yield _dump.format_calls(
-            recs,
+            batch.calls,
             batch.slots,
             batch.nodes,
             batch.pool,
             batch.backtraces,
-            chosen.view(np.uint8),
-            flags.astype(np.uint32),
+            chosen,
+            flags,
             _SHOWN,
+            0 if verbose else _VERBOSE,
             t.shapes,
             t.enums,
             t.bitmasks,
@@ -162,8 +152,25 @@ def _dumped(
             t.frames,
             int(style & ~Style.ARG_NAMES),
         )
-        if len(beyond):
+        if beyond < count:
             return
+
+
+def _adjust_get_errors(batch: CallBatch, tables: _Tables, flags: bytearray) -> None:
+    """apitrace hides a glGetError that returned GL_NO_ERROR: its flags, adjusted in `flags`
+    (uint64 per call), as apitrace's parser adjusts them."""
+    errors = calls_of(batch.calls, tables.get_error)
+    if not errors:
+        return
+    by_call = memoryview(flags).cast("Q")
+    sig, node_start, ret = (batch.column(name) for name in ("sig", "node_start", "ret"))
+    values = NODES.column(batch.nodes, "v", "q")
+    for k in errors:
+        if ret[k] < 0:
+            continue
+        f = tables.sigs.functions[sig[k]]
+        returned = values[node_start[k] + ret[k]]
+        by_call[k] = adjust_flags(f.name, CallFlag(by_call[k]), returned, num_args=len(f.arg_names))
 
 
 def dump_calls(

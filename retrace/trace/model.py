@@ -13,8 +13,8 @@ The scanner (`_scanner.c`) emits each batch of calls as four flat buffers:
   and of wide strings (uint32 code points, ``aux`` = count).
 
 The record layouts are records.h's, exported by the scanner; `Layout` reads
-them with struct and memoryview, so replay never needs numpy (50 ms to import),
-and gives numpy dtypes to the tools that build tables (dump, info). Value tags
+them with struct and memoryview, so that neither a replay nor a dump needs numpy
+(50-130 ms to import). Value tags
 are the trace format's own type bytes (`Tag`). Signatures are defined once per
 trace and kept as small Python objects.
 """
@@ -24,13 +24,10 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
+from typing import Any, NamedTuple, TypeAlias, cast
 
 from retrace.trace import _scanner
 from retrace.trace.flags import CallFlag, call_flags
-
-if TYPE_CHECKING:
-    import numpy as np
 
 
 class Tag(enum.IntEnum):
@@ -57,10 +54,9 @@ class Tag(enum.IntEnum):
 class Layout:
     """One of the scanner's record types, from its (name, struct code) fields."""
 
-    __slots__ = ("fields", "record", "size", "_offsets")
+    __slots__ = ("record", "size", "_offsets")
 
     def __init__(self, fields: tuple[tuple[str, str], ...], size: int) -> None:
-        self.fields = fields
         self.record = struct.Struct("<" + "".join(code for _, code in fields))
         self.size = self.record.size
         if self.size != size:
@@ -80,12 +76,6 @@ class Layout:
         width = struct.calcsize(own)
         view: Any = memoryview(buffer)  # (typeshed's cast() takes literal formats only)
         return view.cast(code or own)[offset // width :: self.size // width]
-
-    def dtype(self) -> np.dtype[Any]:
-        """The record as a numpy dtype, for the tools that build tables (pad bytes: void)."""
-        import numpy as np
-
-        return np.dtype([(n, f"V{c[:-1]}" if c.endswith("x") else "<" + c) for n, c in self.fields])
 
 
 CALLS = Layout(_scanner.CALL_FIELDS, _scanner.CALL_SIZE)
@@ -322,8 +312,8 @@ class NodeLists:
 
 class CallBatch:
     """A run of consecutive calls in flat form (see the module docstring): the scanner's
-    buffers as it wrote them. Replay reads them a call at a time (`call`, `arguments`);
-    tools that work on whole columns take numpy views (`table`, `node_table`)."""
+    buffers as it wrote them, read a call at a time (`call`, `arguments`) or a field of
+    every call at once (`column`)."""
 
     __slots__ = ("calls", "slots", "nodes", "pool", "backtraces", "frame_ends")
 
@@ -363,15 +353,3 @@ class CallBatch:
         slots = memoryview(self.slots).cast("i")[slot_start : slot_start + nargs]
         numbers: list[int] = slots.tolist()
         return numbers
-
-    def table(self) -> np.ndarray[Any, Any]:
-        """The call records as a numpy structured array (imports numpy)."""
-        import numpy as np
-
-        return np.frombuffer(self.calls, CALLS.dtype())
-
-    def node_table(self) -> np.ndarray[Any, Any]:
-        """The value nodes as a numpy structured array (imports numpy)."""
-        import numpy as np
-
-        return np.frombuffer(self.nodes, NODES.dtype())

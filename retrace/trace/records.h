@@ -3,8 +3,8 @@
  *
  * Each record's fields are listed once, here, as (C type, name, struct code): the list
  * declares the C struct and is exported by the scanner as CALL_FIELDS and NODE_FIELDS,
- * from which retrace.trace.model builds its Python view (struct, memoryview) and, where
- * tables are built, its numpy dtype. The codes are Python struct's, little-endian,
+ * from which retrace.trace.model builds its Python view (struct, memoryview). The codes
+ * are Python struct's, little-endian,
  * without automatic padding ("3x": three pad bytes); every field sits at its natural
  * alignment, so the C structs have no padding either (Python checks the sizes agree).
  */
