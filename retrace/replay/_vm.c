@@ -110,6 +110,10 @@ enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUM
 #define DATA_CHUNK (1u << 20)
 #define DATA_TAIL 4096u /* bytes of a chunk left empty after its data: see "the data pool" */
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
+/* the most values an output may have (exported as MOST_OUTPUT_VALUES: Python refuses more),
+   and names a name array: compile() hands longer ones to Python (a hand-made glGenBuffers of
+   134 million names keeps a driver busy for a minute) */
+#define MOST_VALUES (1u << 24)
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
 /* Profiling rows (exported as ROW_*; retrace.replay.program.Row), and which per-op flag
@@ -830,10 +834,10 @@ static int number_tag(uint8_t tag) {
  */
 
 /* The traced names of array `n` into the pool, after their count: 0 where they are not
-   all integers (Python decides), -1 on error. */
+   all integers or more than MOST_VALUES (Python decides), -1 on error. */
 static int names_put(Code *c, const Node *n, uint64_t *out) {
     size_t count = n->aux;
-    if (n->v.u != count || count > UINT32_MAX - 1)
+    if (n->v.u != count || count > MOST_VALUES)
         return 0;
     for (size_t k = 0; k < count; k++)
         if (n[1 + k].tag != T_SINT && n[1 + k].tag != T_UINT)
@@ -2741,6 +2745,7 @@ static int add_shared(PyObject *m) {
         {"ARG_PTR_OF", A_PTR_OF},
         {"ARG_NAMES_IN", A_NAMES_IN},
         {"ARG_NAMES_OUT", A_NAMES_OUT},
+        {"MOST_OUTPUT_VALUES", MOST_VALUES},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)

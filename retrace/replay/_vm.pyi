@@ -88,6 +88,9 @@ ARG_PTR: int
 ARG_PTR_OF: int
 ARG_NAMES_IN: int
 ARG_NAMES_OUT: int
+MOST_OUTPUT_VALUES: int
+"""The most values an output, and names a name array, may have: `compile` hands name arrays
+of more to Python, which refuses outputs of more (`retrace.replay.sizes`)."""
 
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
