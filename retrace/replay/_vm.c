@@ -33,8 +33,9 @@
  * program) the lookup is a Python function of the traced value instead.
  *
  * Input pointers are direct too when the trace holds what they point to as
- * data: a blob, a string, or an array of numbers, which the compiler converts
- * to the element type once and keeps in the data pool; or an offset into a
+ * data: a blob, a string, an array of numbers, which the compiler converts
+ * to the element type once, or an array of strings (glShaderSource's, as an
+ * array of pointers to them), kept in the data pool; or an offset into a
  * bound buffer object (an opaque value below 2^40; above, it is an address in
  * the traced process and Python refuses the call).
  *
@@ -97,13 +98,15 @@ static Py_buffer progress_view; /* keeps the published buffer alive */
 
 /* Parameter types of direct calls, as add_proto() receives them (exported as ARG_*):
    numbers, an input pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that
-   type), or to object names (A_NAMES_IN, A_NAMES_OUT: see "name arrays"). */
+   type), or to object names (A_NAMES_IN, A_NAMES_OUT: see "name arrays"), or to strings
+   (A_STRINGS: glShaderSource's, an array of pointers to them). */
 enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUMBERS };
 #define A_PTR 10
 #define A_PTR_OF 16
 #define A_NAMES_IN (A_PTR_OF + A_NUMBERS)
 #define A_NAMES_OUT (A_NAMES_IN + 1)
-#define A_COUNT (A_NAMES_OUT + 1)
+#define A_STRINGS (A_NAMES_OUT + 1)
+#define A_COUNT (A_STRINGS + 1)
 #define IS_NAMES(t) ((t) == A_NAMES_IN || (t) == A_NAMES_OUT)
 #define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
 #define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
@@ -859,9 +862,44 @@ static int names_put(Code *c, const Node *n, uint64_t *out) {
 
 static uint32_t names_count(uint64_t arg) { return ((const uint32_t *)(uintptr_t)arg)[-1]; }
 
+/* An array of strings (blobs, NULLs) into the pool, each NUL-terminated, then an array of
+   pointers to them, which `out` points at; 0 where the array holds anything else or is
+   nested (Python decides), -1 on error. */
+static int strings_put(Code *c, const Node *n, const char *pool, Py_ssize_t pool_len,
+                       uint64_t *out) {
+    size_t count = n->aux;
+    if (n->v.u != count || count > MOST_VALUES)
+        return 0;
+    for (size_t k = 0; k < count; k++)
+        if (n[1 + k].tag != T_STRING && n[1 + k].tag != T_BLOB && n[1 + k].tag != T_NULL)
+            return 0;
+    Vec *scratch = &c->data.scratch;
+    scratch->len = 0;
+    if (vec_grow(scratch, 1, count * 8 + 1)) /* (in bytes, as convert_pointer() grows it) */
+        return -1;
+    uint64_t *at = scratch->data;
+    for (size_t k = 0; k < count; k++) {
+        const Node *s = &n[1 + k];
+        const char *kept = NULL;
+        if (s->tag != T_NULL) {
+            if ((Py_ssize_t)(s->v.u + s->aux) > pool_len)
+                return 0;
+            if (!(kept = data_put(&c->data, pool + s->v.u, s->aux, c->ops.len)))
+                return -1;
+        }
+        at[k] = (uint64_t)(uintptr_t)kept;
+    }
+    const char *array = data_put(&c->data, (const char *)at, count * 8, c->ops.len);
+    if (!array)
+        return -1;
+    *out = (uint64_t)(uintptr_t)array;
+    return 1;
+}
+
 /*
  * An input pointer's argument: NULL, a buffer offset, or data kept in the pool
- * (a blob or string as it is, an array of numbers converted to `elem`).  0 when
+ * (a blob or string as it is, an array of numbers converted to `elem`, an array
+ * of strings for A_STRINGS: strings_put()).  0 when
  * Python must decide (an address, a nested array, an array where any data may
  * be meant), -1 on error.
  */
@@ -885,6 +923,8 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
         return 1;
     }
     case T_ARRAY: {
+        if (type == A_STRINGS)
+            return strings_put(c, n, pool, pool_len, out);
         if (type < A_PTR_OF || n->v.u != n->aux) /* untyped, or nested */
             return 0;
         uint8_t elem = type - A_PTR_OF;
@@ -2745,6 +2785,7 @@ static int add_shared(PyObject *m) {
         {"ARG_PTR_OF", A_PTR_OF},
         {"ARG_NAMES_IN", A_NAMES_IN},
         {"ARG_NAMES_OUT", A_NAMES_OUT},
+        {"ARG_STRINGS", A_STRINGS},
         {"MOST_OUTPUT_VALUES", MOST_VALUES},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)

@@ -144,7 +144,8 @@ _INTEGER_ARGS = {
     4: (_vm.ARG_U32, _vm.ARG_I32),
     8: (_vm.ARG_U64, _vm.ARG_I64),
 }
-_UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blobs, offsets
+_CHARS = frozenset({"GLchar", "GLcharARB"})
+_UNTYPED = frozenset({"void", "GLvoid"}) | _CHARS  # strings, blobs, offsets
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
 _FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
@@ -773,7 +774,8 @@ class Compiler:
         if p.pointer_depth == 1 and p.object_class is not None:
             return self._names_param(command, p)
         if p.pointer_depth == 0:
-            code = _arg_type(ctypes_type(p)) if p.base not in _HANDLE_TYPES else None
+            # (a GLhandleARB's class is Python's: `_gl_arguments`)
+            code = _value_type(ctypes_type(p)) if p.base != "GLhandleARB" else None
             if code is None:
                 return None
             if p.name == "location" and function.startswith(_UNIFORM_PREFIXES):
@@ -787,6 +789,8 @@ class Compiler:
             if p.object_class in CONTAINER_CLASSES:
                 return code, self._lookup(p.object_class)  # through the current context
             return code, self.state.name_table(p.object_class)
+        if p.pointer_depth == 2 and p.const and p.base in _CHARS:
+            return _vm.ARG_STRINGS, None  # (glShaderSource's strings)
         if p.pointer_depth != 1 or p.output or p.object_class is not None:
             return None
         if p.base in _UNTYPED:
@@ -1296,10 +1300,15 @@ def _returned_class(command: Command) -> str | None:
     return command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
 
 
-def _result_type(command: Command) -> int | None:
-    """A command's integer result as `_vm.Code.add_proto` types it (handles as 64 bits)."""
-    ctype = ctypes_type(command.return_ctype)
+def _value_type(ctype: CType | None) -> int | None:
+    """A number's type as `_vm.Code.add_proto` numbers it, a handle's (GLsync: a pointer the
+    driver made) as 64 bits; None for others."""
     return _vm.ARG_U64 if ctype is ctypes.c_void_p else _arg_type(ctype)
+
+
+def _result_type(command: Command) -> int | None:
+    """A command's integer result or handle as `_vm.Code.add_proto` types it."""
+    return _value_type(ctypes_type(command.return_ctype))
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:

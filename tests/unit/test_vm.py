@@ -374,6 +374,36 @@ def test_pointers_python_must_pass(tmp_path):
     assert len(code) == 0
 
 
+def test_arrays_of_strings_pass_as_arrays_of_pointers_to_them(tmp_path):
+    """glShaderSource's strings (or blobs, or NULLs) are kept in the pool, NUL-terminated,
+    and passed as an array of pointers to them; arrays of anything else, or nested, are
+    Python's."""
+    w = TraceWriter
+    strings = (w.string("void main()"), w.blob(b"{ }"), w.null)
+    calls = [
+        ("f", (w.int(3), w.array(*strings)), 0),
+        ("f", (w.int(0), w.array()), 0),
+        ("f", (w.int(1), w.array(w.int(1))), 0),
+        ("f", (w.int(1), w.array(w.array(w.string("x")))), 0),
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    seen: list[list[bytes | None]] = []
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p))(
+        lambda n, given: seen.append([given[i] for i in range(n)])
+    )
+    code = new_code()
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    code.set_sig(
+        sigs["f"], code.add_proto(address, bytes([I32, _vm.ARG_STRINGS]), (None, None)), 0, 1
+    )
+    assert compile_all(code, batch) == 2
+    assert [compile_all(code, batch, start=i) for i in (2, 3)] == [2, 3]
+    for _ in range(2):  # (and again from the pool's file)
+        seen.clear()
+        code.run(0, 2, [])
+        assert seen == [[b"void main()", b"{ }", None], []]
+
+
 def test_lookup_functions_remap_through_replay_state(tmp_path):
     f = Recorder([I32])
     batch, sigs = batch_of(tmp_path, [("uniform", (TraceWriter.int(-1),), 0)])
