@@ -438,10 +438,8 @@ static int col_map(Data *d, Col *v, size_t item, size_t bytes) {
 #endif
 }
 
-/* Room for `extra` more items of `item` bytes in an op array. */
-static int col_grow(Data *d, Col *v, size_t item, size_t extra) {
-    if (v->len + extra <= v->cap)
-        return 0;
+/* Room for `extra` more items of `item` bytes in an op array (col_grow()'s growing). */
+static int col_grow_to(Data *d, Col *v, size_t item, size_t extra) {
     size_t need = (v->len + extra) * item, bytes = v->cap ? v->cap * item : COL_FIRST;
     while (bytes < need)
         bytes = bytes < COL_STEP ? bytes * 2 : bytes + COL_STEP;
@@ -459,6 +457,11 @@ static int col_grow(Data *d, Col *v, size_t item, size_t extra) {
     v->data = m;
     v->cap = bytes / item;
     return 0;
+}
+
+/* Room for `extra` more items of `item` bytes in an op array (checked per op compiled). */
+static inline int col_grow(Data *d, Col *v, size_t item, size_t extra) {
+    return v->len + extra <= v->cap ? 0 : col_grow_to(d, v, item, extra);
 }
 
 static void col_free(Col *v) {
@@ -693,7 +696,7 @@ static uint64_t narrow(uint64_t u, uint8_t type) {
     }
 }
 
-static int convert(const Node *n, uint8_t type, uint64_t *out);
+static inline int convert(const Node *n, uint8_t type, uint64_t *out);
 
 static int data_error(const Data *d) {
     PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, d->where);
@@ -954,7 +957,7 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
 }
 
 /* A trace value as the register image of a parameter type; 0 when it is no number. */
-static int convert(const Node *n, uint8_t type, uint64_t *out) {
+static inline int convert(const Node *n, uint8_t type, uint64_t *out) {
     int real = 0, negative_ok = 0;
     double d = 0;
     uint64_t u = 0;
