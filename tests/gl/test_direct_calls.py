@@ -57,8 +57,8 @@ def test_shader_sources_in_pieces_compile_as_the_program_gave_them(tmp_path):
 
 
 def test_fences_are_waited_for_and_deleted_directly():
-    """glClientWaitSync, glWaitSync and glDeleteSync take the driver's fence for the trace's
-    (`retrace.replay.state`'s sync table, which glFenceSync's result fills)."""
+    """glClientWaitSync and glDeleteSync (glWaitSync too) take the driver's fence for the
+    trace's from the sync table, which glFenceSync's result fills."""
     ops = direct_calls(TRACES / "piglit-sync-api.trace")
     for name in ("glFenceSync", "glClientWaitSync", "glDeleteSync"):
         assert ops[name] and all(ops[name]), (name, ops.get(name))
