@@ -33,8 +33,9 @@
  * program) the lookup is a Python function of the traced value instead.
  *
  * Input pointers are direct too when the trace holds what they point to as
- * data: a blob, a string, or an array of numbers, which the compiler converts
- * to the element type once and keeps in the data pool; or an offset into a
+ * data: a blob, a string, an array of numbers, which the compiler converts
+ * to the element type once, or an array of strings (glShaderSource's, as an
+ * array of pointers to them), kept in the data pool; or an offset into a
  * bound buffer object (an opaque value below 2^40; above, it is an address in
  * the traced process and Python refuses the call).
  *
@@ -97,19 +98,25 @@ static Py_buffer progress_view; /* keeps the published buffer alive */
 
 /* Parameter types of direct calls, as add_proto() receives them (exported as ARG_*):
    numbers, an input pointer to anything (A_PTR), or to numbers of one type (A_PTR_OF + that
-   type), or to object names (A_NAMES_IN, A_NAMES_OUT: see "name arrays"). */
+   type), or to object names (A_NAMES_IN, A_NAMES_OUT: see "name arrays"), or to strings
+   (A_STRINGS: glShaderSource's, an array of pointers to them). */
 enum { A_I8, A_U8, A_I16, A_U16, A_I32, A_U32, A_I64, A_U64, A_F32, A_F64, A_NUMBERS };
 #define A_PTR 10
 #define A_PTR_OF 16
 #define A_NAMES_IN (A_PTR_OF + A_NUMBERS)
 #define A_NAMES_OUT (A_NAMES_IN + 1)
-#define A_COUNT (A_NAMES_OUT + 1)
+#define A_STRINGS (A_NAMES_OUT + 1)
+#define A_COUNT (A_STRINGS + 1)
 #define IS_NAMES(t) ((t) == A_NAMES_IN || (t) == A_NAMES_OUT)
 #define IS_FLOAT(t) ((t) == A_F32 || (t) == A_F64)
 #define IS_POINTER(t) ((t) == A_PTR || (t) >= A_PTR_OF)
 #define DATA_CHUNK (1u << 20)
 #define DATA_TAIL 4096u /* bytes of a chunk left empty after its data: see "the data pool" */
 #define MAX_OFFSET (1ull << 40) /* buffer offsets are below; addresses above */
+/* the most values an output may have (exported as MOST_OUTPUT_VALUES: Python refuses more),
+   and names a name array: compile() hands longer ones to Python (a hand-made glGenBuffers of
+   134 million names keeps a driver busy for a minute) */
+#define MOST_VALUES (1u << 24)
 static const uint8_t SIZE_OF[A_NUMBERS] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
 /* Profiling rows (exported as ROW_*; retrace.replay.program.Row), and which per-op flag
@@ -431,10 +438,8 @@ static int col_map(Data *d, Col *v, size_t item, size_t bytes) {
 #endif
 }
 
-/* Room for `extra` more items of `item` bytes in an op array. */
-static int col_grow(Data *d, Col *v, size_t item, size_t extra) {
-    if (v->len + extra <= v->cap)
-        return 0;
+/* Room for `extra` more items of `item` bytes in an op array (col_grow()'s growing). */
+static int col_grow_to(Data *d, Col *v, size_t item, size_t extra) {
     size_t need = (v->len + extra) * item, bytes = v->cap ? v->cap * item : COL_FIRST;
     while (bytes < need)
         bytes = bytes < COL_STEP ? bytes * 2 : bytes + COL_STEP;
@@ -452,6 +457,11 @@ static int col_grow(Data *d, Col *v, size_t item, size_t extra) {
     v->data = m;
     v->cap = bytes / item;
     return 0;
+}
+
+/* Room for `extra` more items of `item` bytes in an op array (checked per op compiled). */
+static inline int col_grow(Data *d, Col *v, size_t item, size_t extra) {
+    return v->len + extra <= v->cap ? 0 : col_grow_to(d, v, item, extra);
 }
 
 static void col_free(Col *v) {
@@ -686,7 +696,7 @@ static uint64_t narrow(uint64_t u, uint8_t type) {
     }
 }
 
-static int convert(const Node *n, uint8_t type, uint64_t *out);
+static inline int convert(const Node *n, uint8_t type, uint64_t *out);
 
 static int data_error(const Data *d) {
     PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, d->where);
@@ -830,10 +840,10 @@ static int number_tag(uint8_t tag) {
  */
 
 /* The traced names of array `n` into the pool, after their count: 0 where they are not
-   all integers (Python decides), -1 on error. */
+   all integers or more than MOST_VALUES (Python decides), -1 on error. */
 static int names_put(Code *c, const Node *n, uint64_t *out) {
     size_t count = n->aux;
-    if (n->v.u != count || count > UINT32_MAX - 1)
+    if (n->v.u != count || count > MOST_VALUES)
         return 0;
     for (size_t k = 0; k < count; k++)
         if (n[1 + k].tag != T_SINT && n[1 + k].tag != T_UINT)
@@ -855,9 +865,44 @@ static int names_put(Code *c, const Node *n, uint64_t *out) {
 
 static uint32_t names_count(uint64_t arg) { return ((const uint32_t *)(uintptr_t)arg)[-1]; }
 
+/* An array of strings (blobs, NULLs) into the pool, each NUL-terminated, then an array of
+   pointers to them, which `out` points at; 0 where the array holds anything else or is
+   nested (Python decides), -1 on error. */
+static int strings_put(Code *c, const Node *n, const char *pool, Py_ssize_t pool_len,
+                       uint64_t *out) {
+    size_t count = n->aux;
+    if (n->v.u != count || count > MOST_VALUES)
+        return 0;
+    for (size_t k = 0; k < count; k++)
+        if (n[1 + k].tag != T_STRING && n[1 + k].tag != T_BLOB && n[1 + k].tag != T_NULL)
+            return 0;
+    Vec *scratch = &c->data.scratch;
+    scratch->len = 0;
+    if (vec_grow(scratch, 1, count * 8 + 1)) /* (in bytes, as convert_pointer() grows it) */
+        return -1;
+    uint64_t *at = scratch->data;
+    for (size_t k = 0; k < count; k++) {
+        const Node *s = &n[1 + k];
+        const char *kept = NULL;
+        if (s->tag != T_NULL) {
+            if ((Py_ssize_t)(s->v.u + s->aux) > pool_len)
+                return 0;
+            if (!(kept = data_put(&c->data, pool + s->v.u, s->aux, c->ops.len)))
+                return -1;
+        }
+        at[k] = (uint64_t)(uintptr_t)kept;
+    }
+    const char *array = data_put(&c->data, (const char *)at, count * 8, c->ops.len);
+    if (!array)
+        return -1;
+    *out = (uint64_t)(uintptr_t)array;
+    return 1;
+}
+
 /*
  * An input pointer's argument: NULL, a buffer offset, or data kept in the pool
- * (a blob or string as it is, an array of numbers converted to `elem`).  0 when
+ * (a blob or string as it is, an array of numbers converted to `elem`, an array
+ * of strings for A_STRINGS: strings_put()).  0 when
  * Python must decide (an address, a nested array, an array where any data may
  * be meant), -1 on error.
  */
@@ -881,6 +926,8 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
         return 1;
     }
     case T_ARRAY: {
+        if (type == A_STRINGS)
+            return strings_put(c, n, pool, pool_len, out);
         if (type < A_PTR_OF || n->v.u != n->aux) /* untyped, or nested */
             return 0;
         uint8_t elem = type - A_PTR_OF;
@@ -910,7 +957,7 @@ static int convert_pointer(Code *c, const Node *n, uint8_t type, const char *poo
 }
 
 /* A trace value as the register image of a parameter type; 0 when it is no number. */
-static int convert(const Node *n, uint8_t type, uint64_t *out) {
+static inline int convert(const Node *n, uint8_t type, uint64_t *out) {
     int real = 0, negative_ok = 0;
     double d = 0;
     uint64_t u = 0;
@@ -2741,6 +2788,8 @@ static int add_shared(PyObject *m) {
         {"ARG_PTR_OF", A_PTR_OF},
         {"ARG_NAMES_IN", A_NAMES_IN},
         {"ARG_NAMES_OUT", A_NAMES_OUT},
+        {"ARG_STRINGS", A_STRINGS},
+        {"MOST_OUTPUT_VALUES", MOST_VALUES},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)

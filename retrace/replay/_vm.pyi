@@ -74,7 +74,8 @@ ARG_I8: int
 floats of 32 and 64), all below ARG_PTR; an input pointer to anything (ARG_PTR), or to
 numbers of one type (ARG_PTR_OF + that number's type); an array of object names remapped
 through its table (ARG_NAMES_IN), or one the driver writes as many names into as the first
-argument says, recorded in its table, a dict or a function giving one (ARG_NAMES_OUT)."""
+argument says, recorded in its table, a dict or a function giving one (ARG_NAMES_OUT); an
+array of strings, passed as an array of pointers to them (ARG_STRINGS)."""
 ARG_U8: int
 ARG_I16: int
 ARG_U16: int
@@ -88,6 +89,10 @@ ARG_PTR: int
 ARG_PTR_OF: int
 ARG_NAMES_IN: int
 ARG_NAMES_OUT: int
+ARG_STRINGS: int
+MOST_OUTPUT_VALUES: int
+"""The most values an output, and names a name array, may have: `compile` hands name arrays
+of more to Python, which refuses outputs of more (`retrace.replay.sizes`)."""
 
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import re
 from array import array
 from collections.abc import Callable, Iterable
@@ -144,11 +145,18 @@ _INTEGER_ARGS = {
     4: (_vm.ARG_U32, _vm.ARG_I32),
     8: (_vm.ARG_U64, _vm.ARG_I64),
 }
-_UNTYPED = frozenset({"void", "GLvoid", "GLchar", "GLcharARB"})  # strings, blobs, offsets
+_CHARS = frozenset({"GLchar", "GLcharARB"})
+_UNTYPED = frozenset({"void", "GLvoid"}) | _CHARS  # strings, blobs, offsets
 _INTEGER_CODES = frozenset("bBhHiIlLqQ")  # ctypes' `_type_` codes of integer types
 _FEW_CALLS = 32  # calls of a batch compiled here before its values are converted at once
 _NO_THREAD = 0xFFFFFFFF  # matches no traced thread: the first call goes through Python
 assert CALLS.size == _vm.CALL_SIZE and NODES.size == _vm.NODE_SIZE
+
+
+# what the replay records of a call's result (`Compiler._kept_result`), and how a call's entry
+# is wrapped given its arguments (`Compiler._guard`)
+_Kept = tuple[Callable[[int, int, int], None], int]
+_Guard = Callable[[list[Any], Entry], Entry]
 
 
 def _compile_nothing(args: list[Any], ret: Any, thread: int) -> Entry | None:
@@ -395,12 +403,16 @@ class Compiler:
     def _watch(self, sigs: Signatures) -> None:
         """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace
         defines them."""
-        if len(sigs.functions) == self._watched:
+        if len(sigs.functions) <= self._watched:
             return
+        # (only those defined since: a trace's signatures are added in order, never changed)
+        added = list(itertools.islice(sigs.functions.items(), self._watched, None))
         self._watched = len(sigs.functions)
-        size = max(sigs.functions, default=-1) + 1
-        self._read_ahead, self._image_targets = bytearray(size), bytearray(size)
-        for sig_id, sig in sigs.functions.items():
+        grow = max(sig_id for sig_id, _ in added) + 1 - len(self._read_ahead)
+        if grow > 0:
+            self._read_ahead.extend(bytes(grow))
+            self._image_targets.extend(bytes(grow))
+        for sig_id, sig in added:
             name = sig.name
             if _MAKE_CURRENT.match(name):
                 self._read_ahead[sig_id] = _BINDS
@@ -674,7 +686,8 @@ class Compiler:
             return
         command = self.dispatch.command(name)
         address = self.dispatch.address(name) if command is not None else 0
-        problem = _why_not_issued(name, command, address, nargs)
+        image_target = _IMAGE_TARGETS.match(name) is not None
+        problem = _why_not_issued(command, address, nargs, image_target)
         if problem is not None:
             plan.compile = _unsupported(problem)
             return
@@ -682,18 +695,19 @@ class Compiler:
         # (typed by ctypes only when a call first needs a Python entry: most functions'
         # calls are all direct, and typing one costs more than the rest of its plan)
         function = self.dispatch.function
-        if _IMAGE_TARGETS.match(name):
+        if image_target:
             plan.compile = lambda args, ret, thread: self._image_target(function(name), args)
             return
-        direct = self._direct_params(command)
         kept = self._kept_result(command)
+        direct = self._direct_params(command, kept)
         if direct is not None and all(
             code < _vm.ARG_PTR and table is None for code, table in direct
         ):
             plan.compile = _numbers_only(command, function)
         else:
+            guard = self._guard(name)
             plan.compile = lambda args, ret, thread: self._gl_call(
-                command, function(name), args, ret
+                command, function(name), args, ret, kept, guard
             )
         # calls that end frames or change how the calls after them are rows stay in Python
         if direct is not None and not (plan.ends_frame or name in _ROW_STATE):
@@ -706,9 +720,9 @@ class Compiler:
         # glNewList and glEndList change how the calls after them compile)
         plan.memo = plan.route == _vm.SIG_SLOW and name not in _ROW_STATE
 
-    def _direct_params(self, command: Command) -> list[tuple[int, Any]] | None:
+    def _direct_params(self, command: Command, kept: _Kept | None) -> list[tuple[int, Any]] | None:
         """The rule for whether a GL function's calls need nothing but the driver call (and
-        what C records of its result, `_kept_result`): how each parameter is passed
+        what C records of its result, `kept`: `_kept_result`): how each parameter is passed
         (`_direct_param`), or None when Python must do more -- a result to keep that C does
         not, work before or after the call (`_SPECIAL`, `_SPECIAL_PATTERNS`) or a parameter
         only Python can pass."""
@@ -719,7 +733,7 @@ class Compiler:
             or name in _LOCATION_QUERIES
         )
         if (
-            (keeps and self._kept_result(command) is None)
+            (keeps and kept is None)
             or name in _SPECIAL
             or any(p.match(name) for p in _SPECIAL_PATTERNS)
         ):
@@ -747,7 +761,7 @@ class Compiler:
         table = functools.partial(st.container_table, cls) if container else st.name_table(cls)
         return _vm.ARG_NAMES_OUT, table
 
-    def _kept_result(self, command: Command) -> tuple[Callable[[int, int, int], None], int] | None:
+    def _kept_result(self, command: Command) -> _Kept | None:
         """What the replay records of a call's result, where that is all it does beside the
         driver's call, and the result's `_vm` type: effect(the first traced argument, the
         traced result, the driver's) -- a uniform's location, by program (glGetUniformLocation);
@@ -773,7 +787,8 @@ class Compiler:
         if p.pointer_depth == 1 and p.object_class is not None:
             return self._names_param(command, p)
         if p.pointer_depth == 0:
-            code = _arg_type(ctypes_type(p)) if p.base not in _HANDLE_TYPES else None
+            # (a GLhandleARB's class is Python's: `_gl_arguments`)
+            code = _base_type(p.base) if p.base != "GLhandleARB" else None
             if code is None:
                 return None
             if p.name == "location" and function.startswith(_UNIFORM_PREFIXES):
@@ -787,6 +802,8 @@ class Compiler:
             if p.object_class in CONTAINER_CLASSES:
                 return code, self._lookup(p.object_class)  # through the current context
             return code, self.state.name_table(p.object_class)
+        if p.pointer_depth == 2 and p.const and p.base in _CHARS:
+            return _vm.ARG_STRINGS, None  # (glShaderSource's strings)
         if p.pointer_depth != 1 or p.output or p.object_class is not None:
             return None
         if p.base in _UNTYPED:
@@ -799,14 +816,17 @@ class Compiler:
 
     # --- GL calls ---------------------------------------------------------------------------
 
-    def _gl_call(self, command: Command, fn: Any, args: list[Any], ret: Any) -> Entry:
+    def _gl_call(
+        self, command: Command, fn: Any, args: list[Any], ret: Any, kept: _Kept | None,
+        guard: _Guard | None,
+    ) -> Entry:  # fmt: skip
         """The entry of a GL call that needs Python when it runs (`_direct_params` says which):
-        lookups before the driver's call, records after it, and a wrapper where the replay
-        may leave the call out."""
+        lookups before the driver's call, records after it (`kept`: `_kept_result`), and a
+        wrapper where the replay may leave the call out (`guard`: `_guard`)."""
         before: list[tuple[int, Callable[[Any], Any]]] = []
         after: list[Callable[[list[Any], Any], None]] = []
         template = self._gl_arguments(command, args, before, after)
-        self._result_mapping(command, args, ret, after)
+        self._result_mapping(command, args, ret, kept, after)
         effect = self._after_effect(command, args, ret)
         if effect is not None:
             after.append(effect)
@@ -817,7 +837,7 @@ class Compiler:
             if not before and not after
             else (_Call(fn, template, tuple(before), tuple(after)), ())
         )
-        return self._guarded(command.name, args, entry)
+        return entry if guard is None else guard(args, entry)
 
     def _gl_arguments(
         self,
@@ -897,23 +917,32 @@ class Compiler:
             return self._map_buffer(command, args, ret)
         return None
 
-    def _guarded(self, name: str, args: list[Any], entry: Entry) -> Entry:
-        """The entry of a call the replay follows up (an unmap ends its mapping's region)
-        or may leave out (the program's own queries and conditional renders, `AppQueries`)."""
+    def _guard(self, name: str) -> _Guard | None:
+        """How the entries of a function's calls are wrapped, given the call's arguments,
+        where the replay follows them up (an unmap ends its mapping's region) or may leave
+        them out (the program's own queries and conditional renders, `AppQueries`); decided
+        once per function."""
         unmap = _UNMAP_BUFFER.match(name)
         if unmap:
-            return (self._unmap_buffer, (self._map_pointer(unmap, integer(args[0])), entry))
+            return lambda args, entry: (
+                self._unmap_buffer,
+                (self._map_pointer(unmap, integer(args[0])), entry),
+            )
         query = _APP_QUERY.match(name)
         if query:
             begin = query[1] == "Begin"
-            traced_id = integer(args[-1]) if begin else 0
-            return (self._app_query, (begin, integer(args[0]), traced_id, entry))
+            return lambda args, entry: (
+                self._app_query,
+                (begin, integer(args[0]), integer(args[-1]) if begin else 0, entry),
+            )
         conditional = _CONDITIONAL_RENDER.match(name)
         if conditional:
             begin = conditional[1] == "Begin"
-            traced_id = integer(args[0]) if begin else 0
-            return (self._conditional_render, (begin, traced_id, entry))
-        return entry
+            return lambda args, entry: (
+                self._conditional_render,
+                (begin, integer(args[0]) if begin else 0, entry),
+            )
+        return None
 
     def _table(self, cls: str) -> dict[int, int] | Callable[[int], int]:
         """A class's name table; for per-context classes, a lookup through the current context."""
@@ -1020,9 +1049,12 @@ class Compiler:
             after.append(record)
         return out
 
-    def _result_mapping(self, command: Command, args: list[Any], ret: Any, after: list) -> None:
-        """Record what the driver returns (`_kept_result`; glGenLists' range of lists)."""
-        name, kept = command.name, self._kept_result(command)
+    def _result_mapping(
+        self, command: Command, args: list[Any], ret: Any, kept: _Kept | None, after: list
+    ) -> None:
+        """Record what the driver returns (`kept`: `_kept_result`; glGenLists' range of
+        lists)."""
+        name = command.name
         if ret is None or (name in _LOCATION_QUERIES and not isinstance(ret, int)):
             return
         if kept is not None:
@@ -1222,16 +1254,18 @@ class Compiler:
         return (self.state.mapped.write, (int(dest), self.program.keep(data), len(data)))
 
 
-def _why_not_issued(name: str, command: Command | None, address: int, nargs: int) -> str | None:
+def _why_not_issued(
+    command: Command | None, address: int, nargs: int, image_target: bool
+) -> str | None:
     """Why a GL function's calls cannot be issued, if they cannot (`address`: the driver's
-    entry point, 0 for none)."""
+    entry point, 0 for none; `image_target`: a glEGLImageTarget*OES, `_image_target`)."""
     if command is None:
         return "not in the Khronos registry"
     if not address:
         return "the driver does not provide it"
     if nargs != len(command.params):
         return f"the trace gives {nargs} arguments, the registry {len(command.params)}"
-    if not _IMAGE_TARGETS.match(name) and any(p.base in _FOREIGN_HANDLES for p in command.params):
+    if not image_target and any(p.base in _FOREIGN_HANDLES for p in command.params):
         return (
             "takes an EGL image or VDPAU surface of the traced process, which the replay "
             "cannot recreate"
@@ -1296,10 +1330,21 @@ def _returned_class(command: Command) -> str | None:
     return command.return_class or ("handle" if command.return_ctype == "GLhandleARB" else None)
 
 
-def _result_type(command: Command) -> int | None:
-    """A command's integer result as `_vm.Code.add_proto` types it (handles as 64 bits)."""
-    ctype = ctypes_type(command.return_ctype)
+def _value_type(ctype: CType | None) -> int | None:
+    """A number's type as `_vm.Code.add_proto` numbers it, a handle's (GLsync: a pointer the
+    driver made) as 64 bits; None for others."""
     return _vm.ARG_U64 if ctype is ctypes.c_void_p else _arg_type(ctype)
+
+
+@functools.cache
+def _base_type(base: str) -> int | None:
+    """`_value_type` of a value parameter's GL type (asked of every parameter planned)."""
+    return _value_type(ctypes_type(base))
+
+
+def _result_type(command: Command) -> int | None:
+    """A command's integer result or handle as `_vm.Code.add_proto` types it."""
+    return _value_type(ctypes_type(command.return_ctype))
 
 
 def _lookup(table: dict[int, int]) -> Callable[[int], int]:

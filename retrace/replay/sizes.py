@@ -23,6 +23,7 @@ import ctypes
 from typing import Any, NamedTuple
 
 from retrace.gl.registry import Command, Param, ctypes_type
+from retrace.replay import _vm
 
 # the pack pixel-store state that moves or spreads what a readback writes
 GL_PACK_ROW_LENGTH, GL_PACK_SKIP_ROWS, GL_PACK_SKIP_PIXELS = 0x0D02, 0x0D03, 0x0D04
@@ -54,9 +55,9 @@ _PACKED_BYTES = {
 # what a format or type the tables do not know may take: the most any does
 _MOST_COMPONENTS, _MOST_COMPONENT_BYTES = 4, 8
 # bigger readbacks and outputs of more values are refused: no real program asks for them
-# (a hand-made glGenBuffers of 134 million names keeps the driver busy for a minute)
+# (the compiler in C hands name arrays of more names to Python, `_vm.c`)
 MOST_READBACK_BYTES = 1 << 30
-MOST_OUTPUT_VALUES = 1 << 24
+MOST_OUTPUT_VALUES: int = _vm.MOST_OUTPUT_VALUES
 
 
 class PackState(NamedTuple):

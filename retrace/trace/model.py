@@ -195,19 +195,19 @@ class Pointer(int):
 
 
 _NESTING = frozenset((Tag.ARRAY, Tag.STRUCT, Tag.REPR))
-_NUMBER_TAGS = (
-    Tag.NULL,
-    Tag.FALSE,
-    Tag.TRUE,
-    Tag.SINT,
-    Tag.UINT,
-    Tag.FLOAT,
-    Tag.DOUBLE,
-    Tag.ENUM,
-    Tag.BITMASK,
-    Tag.OPAQUE,
+# tags as plain ints, for `NodeLists.value`'s tests of every node (a member looked up on its
+# enum costs 0.2 us: a value took ten, more than the rest of its conversion)
+_SIGNED, _UNSIGNED = (int(Tag.SINT), int(Tag.ENUM)), (int(Tag.UINT), int(Tag.BITMASK))
+_REAL, _BYTES = (int(Tag.FLOAT), int(Tag.DOUBLE)), (int(Tag.STRING), int(Tag.BLOB))
+_NULL, _TRUE, _ARRAY, _STRUCT, _OPAQUE, _REPR, _WSTRING = map(
+    int, (Tag.NULL, Tag.TRUE, Tag.ARRAY, Tag.STRUCT, Tag.OPAQUE, Tag.REPR, Tag.WSTRING)
 )
 
+
+# A call of at most this many nodes has them unpacked record by record (`NodeLists.of_call`):
+# for a few, faster than a column cast per field (3 us for a glXMakeCurrent's three).
+_FEW_NODES = 16
+assert [name for name, code in NODES.fields if not code.endswith("x")] == ["tag", "aux", "v"]
 
 # the scanner's buffers: bytes it made, or a slice of a cache file it made before
 Buffer: TypeAlias = bytes | memoryview
@@ -232,10 +232,16 @@ class NodeLists:
         few calls are visited: converting all its nodes would cost more."""
         values = cls.__new__(cls)
         size = NODES.size
-        values._load(
-            memoryview(batch.nodes)[node_start * size : (node_start + node_count) * size],
-            batch.pool,
-        )
+        nodes = memoryview(batch.nodes)[node_start * size : (node_start + node_count) * size]
+        if node_count > _FEW_NODES:
+            values._load(nodes, batch.pool)
+            return values
+        values._nodes, values._d, values.pool = nodes, None, batch.pool
+        values.tags, values.aux, values.u = tags, aux, u = [], [], []
+        for tag, count, payload in NODES.record.iter_unpack(nodes):
+            tags.append(tag)
+            aux.append(count)
+            u.append(payload)
         return values
 
     def _load(self, nodes: Buffer, pool: Buffer) -> None:
@@ -287,27 +293,27 @@ class NodeLists:
         structs, str for wide strings; a repr becomes its machine value.
         """
         tag = self.tags[i]
-        if tag in (Tag.SINT, Tag.ENUM):
+        if tag in _SIGNED:
             return self.signed(i)
-        if tag in (Tag.UINT, Tag.BITMASK):
+        if tag in _UNSIGNED:
             return self.u[i]
-        if tag in (Tag.FLOAT, Tag.DOUBLE):
+        if tag in _REAL:
             return self.double(i)
-        if tag in (Tag.STRING, Tag.BLOB):
+        if tag in _BYTES:
             return self.bytes(i)
-        if tag == Tag.ARRAY:
+        if tag == _ARRAY:
             return [self.value(c, sigs) for c in self.children(i, self.aux[i])]
-        if tag == Tag.OPAQUE:
+        if tag == _OPAQUE:
             return Pointer(self.u[i])
-        if tag == Tag.STRUCT:
+        if tag == _STRUCT:
             count = len(sigs.structs[self.aux[i]].member_names)
             return tuple(self.value(c, sigs) for c in self.children(i, count))
-        if tag == Tag.REPR:
+        if tag == _REPR:
             _, machine = self.children(i, 2)
             return self.value(machine, sigs)
-        if tag == Tag.WSTRING:
+        if tag == _WSTRING:
             return "".join(map(chr, self.wide(i)))
-        return None if tag == Tag.NULL else int(tag == Tag.TRUE)
+        return None if tag == _NULL else int(tag == _TRUE)
 
 
 class CallBatch:

@@ -20,6 +20,7 @@ from tracegen import TraceWriter
 
 from retrace.replay import _vm
 from retrace.replay.compiler import _arg_type
+from retrace.trace.model import NODES
 from retrace.trace.reader import TraceReader
 
 pytestmark = pytest.mark.skipif(not _vm.NATIVE_CALLS, reason="no direct calls on this ABI")
@@ -373,6 +374,36 @@ def test_pointers_python_must_pass(tmp_path):
     assert len(code) == 0
 
 
+def test_arrays_of_strings_pass_as_arrays_of_pointers_to_them(tmp_path):
+    """glShaderSource's strings (or blobs, or NULLs) are kept in the pool, NUL-terminated,
+    and passed as an array of pointers to them; arrays of anything else, or nested, are
+    Python's."""
+    w = TraceWriter
+    strings = (w.string("void main()"), w.blob(b"{ }"), w.null)
+    calls = [
+        ("f", (w.int(3), w.array(*strings)), 0),
+        ("f", (w.int(0), w.array()), 0),
+        ("f", (w.int(1), w.array(w.int(1))), 0),
+        ("f", (w.int(1), w.array(w.array(w.string("x")))), 0),
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    seen: list[list[bytes | None]] = []
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p))(
+        lambda n, given: seen.append([given[i] for i in range(n)])
+    )
+    code = new_code()
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    code.set_sig(
+        sigs["f"], code.add_proto(address, bytes([I32, _vm.ARG_STRINGS]), (None, None)), 0, 1
+    )
+    assert compile_all(code, batch) == 2
+    assert [compile_all(code, batch, start=i) for i in (2, 3)] == [2, 3]
+    for _ in range(2):  # (and again from the pool's file)
+        seen.clear()
+        code.run(0, 2, [])
+        assert seen == [[b"void main()", b"{ }", None], []]
+
+
 def test_lookup_functions_remap_through_replay_state(tmp_path):
     f = Recorder([I32])
     batch, sigs = batch_of(tmp_path, [("uniform", (TraceWriter.int(-1),), 0)])
@@ -579,6 +610,32 @@ def test_name_arrays_are_remapped_in_and_recorded_out(tmp_path):
     assert code.add_proto(address, bytes([I32, _vm.ARG_NAMES_OUT]), (None, lambda: table)) >= 0
     assert code.add_proto(address, bytes([_vm.ARG_NAMES_OUT, I32]), (table, None)) == -1
     assert code.add_proto(address, bytes([I32, _vm.ARG_NAMES_IN]), (None, None)) == -1
+
+
+def test_name_arrays_longer_than_an_output_may_be_go_to_python(tmp_path):
+    """A damaged trace's glGenBuffers or glDeleteBuffers of more than MOST_OUTPUT_VALUES
+    names is Python's to decide (which refuses outputs that long); at the limit, direct."""
+    w = TraceWriter
+    batch, sigs = batch_of(tmp_path, [("f", (w.int(1), w.array(w.int(5))), 0)])
+    # the call's nodes (count, array, name) with the array made longer, in place
+    most = _vm.MOST_OUTPUT_VALUES
+    head, name = bytes(batch.nodes[: 2 * NODES.size]), bytes(batch.nodes[2 * NODES.size :])
+    nodes = bytearray(head)
+    for _ in range((most + 1) // 4096):  # (in pieces: the whole is 256 MiB)
+        nodes += name * 4096
+    nodes += name * ((most + 1) % 4096)
+    fields = [f for f, code in NODES.fields if not code.endswith("x")]  # (not the padding)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32))(lambda n, a: 0)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    for count, compiled in ((most + 1, 0), (most, 1)):
+        for k, values in ((0, {"v": count}), (1, {"v": count, "aux": count})):
+            node = dict(zip(fields, NODES.record.unpack_from(nodes, k * NODES.size), strict=True))
+            NODES.record.pack_into(nodes, k * NODES.size, *{**node, **values}.values())
+        for kind in (_vm.ARG_NAMES_OUT, _vm.ARG_NAMES_IN):
+            code = new_code()
+            code.set_sig(sigs["f"], code.add_proto(address, bytes([I32, kind]), (None, {})), 0, 1)
+            args = (batch.calls, batch.slots, nodes, batch.pool, 0, 0, False)
+            assert code.compile(*args) == compiled
 
 
 def test_long_name_arrays_after_arrays_of_numbers(tmp_path):
