@@ -54,9 +54,10 @@ class Tag(enum.IntEnum):
 class Layout:
     """One of the scanner's record types, from its (name, struct code) fields."""
 
-    __slots__ = ("record", "size", "_offsets")
+    __slots__ = ("fields", "record", "size", "_offsets")
 
     def __init__(self, fields: tuple[tuple[str, str], ...], size: int) -> None:
+        self.fields = fields
         self.record = struct.Struct("<" + "".join(code for _, code in fields))
         self.size = self.record.size
         if self.size != size:
