@@ -53,7 +53,15 @@ class Outputs(NamedTuple):
         return cls(fmt, where, timeline, started=time.time())
 
     def metadata_path(self, tables: str | None) -> str | None:
-        return self.metadata or (f"{tables}.json" if tables else None)
+        return self.metadata or (f"{tables}.json" if tables and has_beside(tables) else None)
+
+
+def has_beside(tables: str) -> bool:
+    """Whether the files that go beside the tables (`OUT.json`, `OUT.runs/`) do: beside a
+    regular file (or a link to one) only. Tables written to a device (`-o /dev/null`), a
+    FIFO or a process substitution's pipe get none, as standard output gets none: their
+    folder (/dev, /proc) is no place for them, and `/dev/null.json` no one's file."""
+    return os.path.isfile(tables)
 
 
 def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
@@ -111,7 +119,8 @@ def write(profile: Profile, store: Store, job: Job) -> None:
             MetricWriter(stream).write_all(tables)
         else:
             write_records(stream, tables, outputs.format)
-    if job.output and outputs.format == "tsv" and job.options.repeat > 1 and profile.repeats:
+    repeated = job.options.repeat > 1 and profile.repeats
+    if job.output and has_beside(job.output) and outputs.format == "tsv" and repeated:
         _write_runs(profile, store, runs_folder(job.output))
     how = job.options.to_json()
     if profile.loops:
