@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -58,6 +57,8 @@ def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
 
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
+    import shutil  # (not at the top: a profile's start-up need not import it)
+
     # the terminal's width, known before the driver loads (a library may set $COLUMNS)
     width = shutil.get_terminal_size().columns if _on_a_terminal() else None
     contain.contained(trace, lambda: _list_metrics(trace, as_json, width))
@@ -177,6 +178,8 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
 def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, strict: bool) -> None:
     """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`), measured
     in a child into a store made here, so that a driver crash does not leave it behind."""
+    import shutil
+
     from retrace.profile.legacy import run_legacy
 
     made = Store(os.path.abspath(run.store_dir) if run.store_dir else None, keep=True)

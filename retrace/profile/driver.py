@@ -172,11 +172,19 @@ class Profiler(ReplayListener):
         self.meter.before_switch()
 
     def frame_end(self, frame: int) -> None:
-        self.meter.frame_end()
-        if self._expected is None and not self._looping:  # the first run counts
+        writing = self.meter.frame_end()
+        first = self._expected is None and not self._looping  # (the first run's frames)
+        if first:
             self.profile.frames += 1
-        if self.live is not None:
-            self._publish()
+        live = self.live
+        if live is None:
+            return
+        if not (writing or (first and self._rows.tables) or contain.stop_requested()):
+            # the usual frame end, kept short (a microsecond a frame was 5% of a replay of
+            # short frames): the frames ended, the columns unchanged
+            live.publish(self._pass, frame)
+            return
+        self._publish(first)
 
     def program_change(self) -> None:
         if self._pass == 0 and self._run == 0 and not self._looping:
@@ -228,25 +236,28 @@ class Profiler(ReplayListener):
         self._checkpoint(self._pass, self._run)  # the columns of this run exist, still empty
         self.meter.start(plan)
 
-    def _publish(self) -> None:
+    def _publish(self, first: bool) -> None:
         """At a frame end, for the parent to keep what was measured if the driver crashes:
-        the lengths of the columns and the first pass's event rows so far."""
+        the frames ended, the lengths of the columns and, in the first run, the event rows
+        so far and the names of their functions (`frame_end` publishes the frames alone
+        where nothing else changes); `first`: the first run's frame end."""
         live, program, meter, rows = self.live, self.replayer.program, self.meter, self._rows
         assert live is not None
         stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
         stored = rows.done
-        if rows.tables and self._expected is None and not self._looping:  # (calls, draws)
+        tables = first and bool(rows.tables)  # (calls, draws)
+        if tables:
             store_rows = rows.store_until if stopping else rows.store_soon
             store_rows(self.store, program, program.code.position + 1)
         # the lengths, where columns changed: the loop's events reach the store only when
         # its ring empties (which publishes them), the rows now and then; callbacks write
         # at every event
-        changed = stored != rows.done or (meter.measuring and not meter.native)
+        changed = stored != rows.done or meter.writing
         live.publish(
             self._pass,
             self.replayer.frame,
             self.store.lengths() if changed else None,
-            program.names,
+            program.names if tables else None,
         )
         if stopping:
             contain.stop_here()

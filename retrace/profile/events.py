@@ -112,13 +112,10 @@ class EventMeter:
         self.on_moved: Callable[[], None] = lambda: None
 
     @property
-    def measuring(self) -> bool:
-        return self._measuring
-
-    @property
-    def native(self) -> bool:
-        """The loop measures the events (the store changes only when the ring empties)."""
-        return self._native
+    def writing(self) -> bool:
+        """Callbacks measure the events: their columns change at every event (where the
+        loop measures them, the store changes only when the ring empties)."""
+        return self._measuring and not self._native
 
     def reset(self) -> None:
         """Before a pass replays: nothing counted, nothing measured yet."""
@@ -160,7 +157,8 @@ class EventMeter:
         begins as every other does, before the swap that ends the frame before it."""
         self._lead = frame
 
-    def frame_end(self) -> None:
+    def frame_end(self) -> bool:
+        """Count the frame's end (and measure it); returns `writing` after it."""
         counts = self.counts
         if (
             self._native  # (measuring, the plan known: the usual case, first, in fewer steps)
@@ -170,7 +168,7 @@ class EventMeter:
         ):
             self._frame(True)  # (which takes the events read into the ring)
             counts[FRAME] += 1
-            return
+            return False
         plan = self.plan
         if self._measuring and (self.counts[FRAME] == self.last or self._past_last_call()):
             self._stop()
@@ -188,6 +186,7 @@ class EventMeter:
                 self._begin((0, 0))
         elif plan is not None and not self._measuring and self.counts[FRAME] == self.first:
             self._begin()
+        return self.writing
 
     def _past_last_call(self) -> bool:
         """Whether the frame ending now holds `last_call` or a later call."""
