@@ -381,14 +381,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         state = store.meta.get("progress")
         if state is not None:
             profiler.resume(state)
-        profiler.run()
-        lines, error = profiler.ending()
-        store.meta["finish"] = {
-            "summary": profiler.summary(),
-            "warnings": lines,
-            "error": None if error is None else [str(error), error.exit_code],
-        }
-        store.flush()
+        profiler.run()  # (whose last checkpoint records the `finish`)
     finally:
         profiler.close(driver=False)  # (this child ends)
 

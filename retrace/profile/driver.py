@@ -32,7 +32,6 @@ from retrace.errors import RetraceError, UsageError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
-from retrace.profile.loops import looped_frames
 from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
@@ -376,6 +375,8 @@ class Profiler(ReplayListener):
         was told before the replay: `checks.check_part`)."""
         lines, error = self.replayer.ending(self.options.strict, self.fidelity)
         if self.options.loop is not None:
+            from retrace.profile.loops import looped_frames
+
             looped = looped_frames(*self.profile.window)
             lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
         if error is None and self.profile.measured_nothing():
@@ -426,7 +427,8 @@ class Profiler(ReplayListener):
                         if self._pass < len(self.plan) and self.repeats.repeated:
                             keys = self._keys(self.plan[self._pass])
                             self.repeats.combine(keys, self.profile, self._pass)
-                        self._checkpoint(self._pass + 1, 0)
+                        last = self._pass + 1 >= max(len(self.plan), 1)
+                        self._checkpoint(self._pass + 1, 0, finished=last)
                     self._report(seconds, run + 1 == runs)
                     if self.live is not None and contain.stop_requested():
                         contain.stop_here()  # between runs: the checkpoint has it all
@@ -445,9 +447,11 @@ class Profiler(ReplayListener):
 
     # --- checkpoints ---------------------------------------------------------------------------
 
-    def _checkpoint(self, next_pass: int, next_run: int) -> None:
+    def _checkpoint(self, next_pass: int, next_run: int, finished: bool = False) -> None:
         """With `live`: record in the store that every run before (next_pass, next_run) is
-        complete, with the column lengths and what the tables need (one atomic manifest)."""
+        complete, with the column lengths and what the tables need (one atomic manifest);
+        `finished`: the last run's, with how the profile ended (`finish`) in the same
+        manifest (one write of it less)."""
         if self.live is None:
             return
         if "progress" not in self.store.meta and self.progress is not None:
@@ -465,7 +469,19 @@ class Profiler(ReplayListener):
             "expected": None if expected is None else {b.name: n for b, n in expected.items()},
             "profile": self.profile.to_json(),
         }
+        if finished:
+            self.store.meta["finish"] = self._finish()
         self.store.flush()
+
+    def _finish(self) -> dict[str, Any]:
+        """How the profile ended, for the parent that prints it: the `Rendered` line, the
+        replay's warnings and its error (message, exit status) or None (`ending`)."""
+        lines, error = self.ending()
+        return {
+            "summary": self.summary(),
+            "warnings": lines,
+            "error": None if error is None else [str(error), error.exit_code],
+        }
 
     def resume(self, progress: dict[str, Any]) -> None:
         """Start at the first run a checkpoint (`_checkpoint`'s record) lacks; what came

@@ -3,7 +3,10 @@ beside them and a Perfetto timeline.
 
 The choice is made when the profile starts and kept in the store's manifest
 (`save`), so that `--resume` and the tables written after a crash or an
-interruption produce the same files as an uninterrupted run.
+interruption produce the same files as an uninterrupted run. The writers of the
+other formats, the loops' statistics and the metadata are imported where they
+write: a profile imports this module before its replay forks, which they would
+only delay.
 """
 
 from __future__ import annotations
@@ -15,11 +18,8 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace.errors import UsageError
-from retrace.profile.loops import loop_lines, loop_statistics
-from retrace.profile.metadata import describe, trace_identity, write_metadata
 from retrace.profile.selection import parse_selection
 from retrace.vocabulary import Boundary
-from retrace.writer.records import write_records
 from retrace.writer.tsv import MetricWriter, runs_folder
 
 if TYPE_CHECKING:
@@ -117,12 +117,16 @@ def write(profile: Profile, store: Store, job: Job) -> None:
         if outputs.format == "tsv":
             MetricWriter(stream).write_all(tables)
         else:
+            from retrace.writer.records import write_records
+
             write_records(stream, tables, outputs.format)
     repeated = job.options.repeat > 1 and profile.repeats
     if job.output and has_beside(job.output) and outputs.format == "tsv" and repeated:
         _write_runs(profile, store, runs_folder(job.output))
     how = job.options.to_json()
     if profile.loops:
+        from retrace.profile.loops import loop_lines, loop_statistics
+
         how["loops"] = loops = loop_statistics(
             tables, profile.loops, profile.window, job.options.warmup
         )
@@ -131,6 +135,8 @@ def write(profile: Profile, store: Store, job: Job) -> None:
     where = outputs.metadata_path(job.output)
     if where is None and outputs.perfetto is None:
         return
+    from retrace.profile.metadata import describe, trace_identity, write_metadata
+
     selections = how.pop("selections")
     how["frame_range"] = how.pop("frames")  # ("frames" there: how many frames ended)
     document = describe(
