@@ -29,15 +29,21 @@ if TYPE_CHECKING:
 
 def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
     """A `Profiler`, made in the child that measures: the parent imports none of the
-    replay, and the display opens (`open_ahead`) while the profiler's modules import."""
+    replay, and the display opens (`_open_ahead`) while the profiler's modules import."""
+    _open_ahead()
+    from retrace.profile.driver import Profiler
+
+    return Profiler(trace, options, **kwargs)
+
+
+def _open_ahead() -> None:
+    """In the child, first thing: start opening the display (`driver_process.open_ahead`,
+    once), whose driver's loading is what the replay waits for."""
     from retrace.replay.ws.driver_process import open_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()
     open_ahead()
-    from retrace.profile.driver import Profiler
-
-    return Profiler(trace, options, **kwargs)
 
 
 def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
@@ -372,6 +378,7 @@ def _deliver_what_is_kept(
 
 def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     """The child's part: the passes (those a checkpoint lacks), checkpointed as they end."""
+    _open_ahead()  # (before the store's manifest is read)
     store = Store.load(path, keep=True)
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
