@@ -4,6 +4,7 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -316,15 +317,20 @@ def measure(
 def _exclusive(path: str) -> Iterator[None]:
     """Hold the store's lock while measuring: two runs writing one store (a --resume
     while the run is still going) would mix their passes. The kernel drops the lock
-    when the holders die, so a killed run leaves none."""
+    when its holder dies, so a killed run leaves none. A POSIX record lock (lockf), which
+    this process holds alone: flock's, shared with the descriptor the replay child
+    inherits, stayed held by the child, which outlives the command by a few ms (it
+    lingers: `contain.let_children_linger`), and a --resume started at once failed."""
     try:
         fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
             raise RetraceError(f"{path} is in use by another retrace still running") from None
         yield
     finally:
