@@ -33,10 +33,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from retrace.backends.base import MetricBackend, nesting_plan
-from retrace.replay.program import GL_SAMPLES_PASSED, EventRecords
+from retrace.replay._vm import GL_SAMPLES_PASSED  # (the loop's: a check needs no program)
 from retrace.vocabulary import Boundary, Kind, Metric, MetricError, NativeEvents, NumType
 
 if TYPE_CHECKING:
+    from retrace.replay.program import EventRecords
     from retrace.replay.view import ReplayView
     from retrace.writer.store import Column
 

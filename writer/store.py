@@ -58,8 +58,6 @@ import json
 import mmap
 import os
 import re
-import shutil
-import tempfile
 import weakref
 from array import array
 from collections.abc import Iterator
@@ -433,8 +431,46 @@ class Column:
 
 
 def _remove_unless_kept(path: str, keep: list[bool]) -> None:
-    if not keep[0]:
+    """Remove the store's folder unless kept: its files, which are all it holds, one by one
+    (shutil's rmtree where something else is in it: shutil's import, with its compression
+    modules', cost a profile's start-up a millisecond or two)."""
+    if keep[0]:
+        return
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                os.unlink(entry.path)
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _made_folder(directory: str | None) -> str:
+    """A new private folder ``retrace-store-XXXXXXXX`` in `directory`, else in $TMPDIR
+    (else /tmp) or, where that fails, wherever tempfile's mkdtemp finds room (tempfile's
+    import, with random's and shutil's, costs a profile's start-up 2-3 ms)."""
+    parent = directory or os.environ.get("TMPDIR") or "/tmp"
+    while True:
+        path = os.path.join(parent, f"retrace-store-{os.urandom(4).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if directory:
+                raise _disk_error(directory, "cannot create store directory", exc) from None
+            break
+    import tempfile
+
+    try:
+        return tempfile.mkdtemp(prefix="retrace-store-")
+    except OSError as exc:
+        raise _disk_error(tempfile.gettempdir(), "cannot create store directory", exc) from None
 
 
 class Store:
@@ -464,13 +500,7 @@ class Store:
         self._files: set[str] = set()
         self.meta: dict[str, Any] = {}  # the caller's JSON data, saved with the manifest
         self._closed = False
-        if _path is None:
-            try:
-                _path = tempfile.mkdtemp(prefix="retrace-store-", dir=directory)
-            except OSError as exc:
-                where = directory or tempfile.gettempdir()
-                raise _disk_error(where, "cannot create store directory", exc) from None
-        self.path = _path
+        self.path = _made_folder(directory) if _path is None else _path
         self._cleanup = weakref.finalize(self, _remove_unless_kept, self.path, self._keep)
 
     @property

@@ -180,15 +180,19 @@ class Live:
         self.ring = EventRing(memoryview(self._mm)[words * 8 + self._NAMES :])
 
     def publish(
-        self, pass_index: int, frames: int, lengths: Sequence[int] | None, names: list[str]
+        self,
+        pass_index: int,
+        frames: int,
+        lengths: Sequence[int] | None = None,
+        names: list[str] | None = None,
     ) -> None:
-        """At a frame end: which pass, how many frames ended, every column's length (None:
-        unchanged since they were published)."""
+        """At a frame end: which pass, how many frames ended, every column's length and the
+        names of the functions of the event rows (None: unchanged since published)."""
         w = self._words
         w[0], w[1] = pass_index, frames
         if lengths is not None:
             self.publish_lengths(lengths)
-        if len(names) != self._names:  # new functions compiled (rare): rewrite the table
+        if names is not None and len(names) != self._names:  # new functions (rare): rewrite
             data = "\n".join(names).encode()
             if len(data) <= self._NAMES:  # else the last table that fitted stays
                 self._mm[self._names_at : self._names_at + len(data)] = data

@@ -4,10 +4,10 @@ and `--gen-passes`: each opens a `Profiler`, does its one job and reports."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -30,15 +30,21 @@ if TYPE_CHECKING:
 
 def _profiler(trace: str, options: ProfileOptions, **kwargs: Any) -> Profiler:
     """A `Profiler`, made in the child that measures: the parent imports none of the
-    replay, and the display opens (`open_ahead`) while the profiler's modules import."""
+    replay, and the display opens (`_open_ahead`) while the profiler's modules import."""
+    _open_ahead()
+    from retrace.profile.driver import Profiler
+
+    return Profiler(trace, options, **kwargs)
+
+
+def _open_ahead() -> None:
+    """In the child, first thing: start opening the display (`driver_process.open_ahead`,
+    once), whose driver's loading is what the replay waits for."""
     from retrace.replay.ws.driver_process import open_ahead
     from retrace.trace.container import load_libraries
 
     load_libraries()
     open_ahead()
-    from retrace.profile.driver import Profiler
-
-    return Profiler(trace, options, **kwargs)
 
 
 def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
@@ -58,6 +64,8 @@ def check_part_meanwhile(trace: str, options: ProfileOptions) -> None:
 
 def list_metrics(trace: str, as_json: bool) -> None:
     """Every backend, supported or not (and why), with its metrics on the trace's first context."""
+    import shutil  # (not at the top: a profile's start-up need not import it)
+
     # the terminal's width, known before the driver loads (a library may set $COLUMNS)
     width = shutil.get_terminal_size().columns if _on_a_terminal() else None
     contain.contained(trace, lambda: _list_metrics(trace, as_json, width))
@@ -177,6 +185,8 @@ def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
 def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, strict: bool) -> None:
     """glretrace's legacy --pcpu/--pgpu/--ppd/--pmem lines (see `legacy.run_legacy`), measured
     in a child into a store made here, so that a driver crash does not leave it behind."""
+    import shutil
+
     from retrace.profile.legacy import run_legacy
 
     made = Store(os.path.abspath(run.store_dir) if run.store_dir else None, keep=True)
@@ -307,15 +317,20 @@ def measure(
 def _exclusive(path: str) -> Iterator[None]:
     """Hold the store's lock while measuring: two runs writing one store (a --resume
     while the run is still going) would mix their passes. The kernel drops the lock
-    when the holders die, so a killed run leaves none."""
+    when its holder dies, so a killed run leaves none. A POSIX record lock (lockf), which
+    this process holds alone: flock's, shared with the descriptor the replay child
+    inherits, stayed held by the child, which outlives the command by a few ms (it
+    lingers: `contain.let_children_linger`), and a --resume started at once failed."""
     try:
         fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise RetraceError(f"{path}: cannot lock the store: {e.strerror}") from None
             raise RetraceError(f"{path} is in use by another retrace still running") from None
         yield
     finally:
@@ -369,6 +384,7 @@ def _deliver_what_is_kept(
 
 def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
     """The child's part: the passes (those a checkpoint lacks), checkpointed as they end."""
+    _open_ahead()  # (before the store's manifest is read)
     store = Store.load(path, keep=True)
     if "finish" in store.meta:  # measured to the end before: only the tables were missing
         store.close(flush=False)
@@ -378,14 +394,7 @@ def _measure(job: Job, path: str, live: Live, progress: IO[str] | None) -> None:
         state = store.meta.get("progress")
         if state is not None:
             profiler.resume(state)
-        profiler.run()
-        lines, error = profiler.ending()
-        store.meta["finish"] = {
-            "summary": profiler.summary(),
-            "warnings": lines,
-            "error": None if error is None else [str(error), error.exit_code],
-        }
-        store.flush()
+        profiler.run()  # (whose last checkpoint records the `finish`)
     finally:
         profiler.close(driver=False)  # (this child ends)
 

@@ -32,7 +32,6 @@ from retrace.errors import RetraceError, UsageError
 from retrace.profile import planner
 from retrace.profile.checkpoint import Live
 from retrace.profile.events import EVENT_ROWS, NOT_YET, EventMeter, PassPlan, ProfileError
-from retrace.profile.loops import looped_frames
 from retrace.profile.metadata import context_facts, context_name, run_facts
 from retrace.profile.options import ProfileOptions
 from retrace.profile.progress import PassProgress
@@ -172,11 +171,19 @@ class Profiler(ReplayListener):
         self.meter.before_switch()
 
     def frame_end(self, frame: int) -> None:
-        self.meter.frame_end()
-        if self._expected is None and not self._looping:  # the first run counts
+        writing = self.meter.frame_end()
+        first = self._expected is None and not self._looping  # (the first run's frames)
+        if first:
             self.profile.frames += 1
-        if self.live is not None:
-            self._publish()
+        live = self.live
+        if live is None:
+            return
+        if not (writing or (first and self._rows.tables) or contain.stop_requested()):
+            # the usual frame end, kept short (a microsecond a frame was 5% of a replay of
+            # short frames): the frames ended, the columns unchanged
+            live.publish(self._pass, frame)
+            return
+        self._publish(first)
 
     def program_change(self) -> None:
         if self._pass == 0 and self._run == 0 and not self._looping:
@@ -228,25 +235,28 @@ class Profiler(ReplayListener):
         self._checkpoint(self._pass, self._run)  # the columns of this run exist, still empty
         self.meter.start(plan)
 
-    def _publish(self) -> None:
+    def _publish(self, first: bool) -> None:
         """At a frame end, for the parent to keep what was measured if the driver crashes:
-        the lengths of the columns and the first pass's event rows so far."""
+        the frames ended, the lengths of the columns and, in the first run, the event rows
+        so far and the names of their functions (`frame_end` publishes the frames alone
+        where nothing else changes); `first`: the first run's frame end."""
         live, program, meter, rows = self.live, self.replayer.program, self.meter, self._rows
         assert live is not None
         stopping = contain.stop_requested()  # Ctrl-C: keep everything up to this frame end
         stored = rows.done
-        if rows.tables and self._expected is None and not self._looping:  # (calls, draws)
+        tables = first and bool(rows.tables)  # (calls, draws)
+        if tables:
             store_rows = rows.store_until if stopping else rows.store_soon
             store_rows(self.store, program, program.code.position + 1)
         # the lengths, where columns changed: the loop's events reach the store only when
         # its ring empties (which publishes them), the rows now and then; callbacks write
         # at every event
-        changed = stored != rows.done or (meter.measuring and not meter.native)
+        changed = stored != rows.done or meter.writing
         live.publish(
             self._pass,
             self.replayer.frame,
             self.store.lengths() if changed else None,
-            program.names,
+            program.names if tables else None,
         )
         if stopping:
             contain.stop_here()
@@ -365,6 +375,8 @@ class Profiler(ReplayListener):
         was told before the replay: `checks.check_part`)."""
         lines, error = self.replayer.ending(self.options.strict, self.fidelity)
         if self.options.loop is not None:
+            from retrace.profile.loops import looped_frames
+
             looped = looped_frames(*self.profile.window)
             lines.insert(0, f"retrace: warning: --loop replayed {looped} again; {LOOP_CAVEAT}")
         if error is None and self.profile.measured_nothing():
@@ -415,7 +427,8 @@ class Profiler(ReplayListener):
                         if self._pass < len(self.plan) and self.repeats.repeated:
                             keys = self._keys(self.plan[self._pass])
                             self.repeats.combine(keys, self.profile, self._pass)
-                        self._checkpoint(self._pass + 1, 0)
+                        last = self._pass + 1 >= max(len(self.plan), 1)
+                        self._checkpoint(self._pass + 1, 0, finished=last)
                     self._report(seconds, run + 1 == runs)
                     if self.live is not None and contain.stop_requested():
                         contain.stop_here()  # between runs: the checkpoint has it all
@@ -434,9 +447,11 @@ class Profiler(ReplayListener):
 
     # --- checkpoints ---------------------------------------------------------------------------
 
-    def _checkpoint(self, next_pass: int, next_run: int) -> None:
+    def _checkpoint(self, next_pass: int, next_run: int, finished: bool = False) -> None:
         """With `live`: record in the store that every run before (next_pass, next_run) is
-        complete, with the column lengths and what the tables need (one atomic manifest)."""
+        complete, with the column lengths and what the tables need (one atomic manifest);
+        `finished`: the last run's, with how the profile ended (`finish`) in the same
+        manifest (one write of it less)."""
         if self.live is None:
             return
         if "progress" not in self.store.meta and self.progress is not None:
@@ -454,7 +469,19 @@ class Profiler(ReplayListener):
             "expected": None if expected is None else {b.name: n for b, n in expected.items()},
             "profile": self.profile.to_json(),
         }
+        if finished:
+            self.store.meta["finish"] = self._finish()
         self.store.flush()
+
+    def _finish(self) -> dict[str, Any]:
+        """How the profile ended, for the parent that prints it: the `Rendered` line, the
+        replay's warnings and its error (message, exit status) or None (`ending`)."""
+        lines, error = self.ending()
+        return {
+            "summary": self.summary(),
+            "warnings": lines,
+            "error": None if error is None else [str(error), error.exit_code],
+        }
 
     def resume(self, progress: dict[str, Any]) -> None:
         """Start at the first run a checkpoint (`_checkpoint`'s record) lacks; what came

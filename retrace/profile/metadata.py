@@ -22,7 +22,6 @@ import ctypes
 import json
 import os
 import platform
-import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace import __version__
@@ -128,9 +127,10 @@ def context_name(number: int, real: Any) -> str:
     core)`, from its number (in the order contexts were first current) and the real
     context's API, version and profile."""
     api = {"gl": "GL", "gles": "GLES"}.get(real.api, str(real.api))
-    version = re.search(r"\d+\.\d+", real.version or "")
+    # (its version string's first N.M, as EGL parsed it: no regular expression to compile)
+    version = f"{real.major}.{real.minor}" if (real.major, real.minor) != (0, 0) else ""
     profile = "" if api == "GLES" else real.profile or ""
-    described = " ".join(p for p in (api, version[0] if version else "", profile) if p)
+    described = " ".join(p for p in (api, version, profile) if p)
     return f"context {number} ({described})"
 
 

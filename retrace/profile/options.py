@@ -4,11 +4,13 @@ and handed down whole, rather than option by option through every layer."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from retrace.errors import UsageError
-from retrace.trace.callset import CallSet, frame_range
 from retrace.vocabulary import Boundary
+
+if TYPE_CHECKING:
+    from retrace.trace.callset import CallSet
 
 
 class _ProfileFields(NamedTuple):
@@ -71,7 +73,11 @@ class ProfileOptions(_ProfileFields):
     @property
     def calls(self) -> CallSet | None:
         """The --calls call set, parsed (the spec is kept as text, for the manifest)."""
-        return CallSet.parse(self.call_range) if self.call_range is not None else None
+        if self.call_range is None:
+            return None
+        from retrace.trace.callset import CallSet
+
+        return CallSet.parse(self.call_range)
 
     @classmethod
     def select(
@@ -92,14 +98,13 @@ class ProfileOptions(_ProfileFields):
             Boundary.CALL: per_call,
             Boundary.DRAWCALL: per_drawcall,
         }
-        if calls is not None:
-            CallSet.parse(calls)  # a bad call set is a usage error now, not in the child
-        return cls(
-            {b: spec for b, spec in given.items() if spec},
-            frames=frame_range(frames),
-            call_range=calls,
-            **how,
-        )
+        if frames is not None or calls is not None:  # (call sets' modules: only for a part)
+            from retrace.trace.callset import CallSet, frame_range
+
+            how["frames"] = frame_range(frames)
+            if calls is not None:
+                CallSet.parse(calls)  # a bad call set is a usage error now, not in the child
+        return cls({b: spec for b, spec in given.items() if spec}, call_range=calls, **how)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -3,24 +3,23 @@ beside them and a Perfetto timeline.
 
 The choice is made when the profile starts and kept in the store's manifest
 (`save`), so that `--resume` and the tables written after a crash or an
-interruption produce the same files as an uninterrupted run.
+interruption produce the same files as an uninterrupted run. The writers of the
+other formats, the loops' statistics and the metadata are imported where they
+write: a profile imports this module before its replay forks, which they would
+only delay.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from retrace.errors import UsageError
-from retrace.profile.loops import loop_lines, loop_statistics
-from retrace.profile.metadata import describe, trace_identity, write_metadata
 from retrace.profile.selection import parse_selection
 from retrace.vocabulary import Boundary
-from retrace.writer.records import write_records
 from retrace.writer.tsv import MetricWriter, runs_folder
 
 if TYPE_CHECKING:
@@ -53,7 +52,15 @@ class Outputs(NamedTuple):
         return cls(fmt, where, timeline, started=time.time())
 
     def metadata_path(self, tables: str | None) -> str | None:
-        return self.metadata or (f"{tables}.json" if tables else None)
+        return self.metadata or (f"{tables}.json" if tables and has_beside(tables) else None)
+
+
+def has_beside(tables: str) -> bool:
+    """Whether the files that go beside the tables (`OUT.json`, `OUT.runs/`) do: beside a
+    regular file (or a link to one) only. Tables written to a device (`-o /dev/null`), a
+    FIFO or a process substitution's pipe get none, as standard output gets none: their
+    folder (/dev, /proc) is no place for them, and `/dev/null.json` no one's file."""
+    return os.path.isfile(tables)
 
 
 def timeline_selection(chosen: dict[Boundary, str]) -> dict[Boundary, str]:
@@ -110,11 +117,16 @@ def write(profile: Profile, store: Store, job: Job) -> None:
         if outputs.format == "tsv":
             MetricWriter(stream).write_all(tables)
         else:
+            from retrace.writer.records import write_records
+
             write_records(stream, tables, outputs.format)
-    if job.output and outputs.format == "tsv" and job.options.repeat > 1 and profile.repeats:
+    repeated = job.options.repeat > 1 and profile.repeats
+    if job.output and has_beside(job.output) and outputs.format == "tsv" and repeated:
         _write_runs(profile, store, runs_folder(job.output))
     how = job.options.to_json()
     if profile.loops:
+        from retrace.profile.loops import loop_lines, loop_statistics
+
         how["loops"] = loops = loop_statistics(
             tables, profile.loops, profile.window, job.options.warmup
         )
@@ -123,6 +135,8 @@ def write(profile: Profile, store: Store, job: Job) -> None:
     where = outputs.metadata_path(job.output)
     if where is None and outputs.perfetto is None:
         return
+    from retrace.profile.metadata import describe, trace_identity, write_metadata
+
     selections = how.pop("selections")
     how["frame_range"] = how.pop("frames")  # ("frames" there: how many frames ended)
     document = describe(
@@ -151,6 +165,8 @@ def write(profile: Profile, store: Store, job: Job) -> None:
 
 
 def _write_runs(profile: Profile, store: Store, folder: str) -> None:
+    import shutil  # (only here: its import costs a profile's start-up 1-2 ms)
+
     shutil.rmtree(folder, ignore_errors=True)  # the runs of an earlier profile
     os.makedirs(folder)
     for run in range(profile.repeats):

@@ -3,11 +3,14 @@ do with it (units, refusals, per-frame statistics). Real profiles on llvmpipe.""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +119,35 @@ def test_metadata_option_with_tables_on_stdout(tmp_path):
     assert done.returncode == 0 and done.stdout.startswith(b"#\tGPU Duration\n")
     document = json.loads(meta.read_text())
     assert document["outputs"]["tables"] is None and document["trace"]["calls"] > 0
+
+
+def test_tables_to_a_special_file_get_nothing_beside_them(tmp_path):
+    """-o names a device (here a link to /dev/null) or a FIFO: the tables go there as to
+    standard output, and no OUT.json or OUT.runs/ is made beside it (/dev/null.json);
+    --metadata still writes the metadata where it says."""
+    null = tmp_path / "null"
+    null.symlink_to(os.devnull)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        for out in (null, fifo):
+            done = run_retrace("--pframes", "opengl: GPU Duration", "--repeat", "2", "--quiet",
+                               "-o", str(out), str(TRACE))  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    finally:
+        with contextlib.suppress(OSError):  # (a failed run never opened it: let it end)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+    assert read[0].startswith(b"#\tGPU Duration\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null"]
+    meta = tmp_path / "meta.json"
+    done = run_retrace("--pframes", "opengl: GPU Duration", "--quiet", "-o", str(null),
+                       "--metadata", str(meta), str(TRACE))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(meta.read_text())["outputs"]["tables"] == str(null)
 
 
 def diff(*args) -> subprocess.CompletedProcess[str]:

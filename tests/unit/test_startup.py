@@ -97,3 +97,26 @@ def test_the_replay_loads_no_library_while_the_display_opens(command):
     first = (*PARENT_STEPS[command], *CHILD_FIRST)
     assert libraries_loaded_after(CHILD_STEPS[command], first) == []
     assert libraries_loaded_after(CHILD_STEPS[command], PARENT_STEPS[command])  # (some, else)
+
+
+# What a profile's parent leaves to the child (which imports them while its display opens)
+# or to where they are used: before the fork they would be the replay's wait.
+NOT_IN_THE_PROFILE_PARENT = (
+    "tempfile",  # the store makes its folder itself
+    "shutil",  # ... and removes it
+    "retrace.trace.callset",  # only for --frames and --calls
+    "retrace.replay.program",  # the child's
+    "retrace.profile.metadata",  # written after the replay, with -o or --metadata
+)
+
+
+def test_the_profile_parent_imports_what_it_needs_before_the_fork():
+    check = (
+        f"import sys; {'; '.join(PARENT_STEPS['profile'])}\n"
+        "from retrace.profile.options import ProfileOptions\n"
+        "from retrace.profile.checks import check_options\n"
+        "check_options(ProfileOptions.select('opengl: GPU Duration', 'opengl: CPU Duration'))\n"
+        f"print(sorted(m for m in {NOT_IN_THE_PROFILE_PARENT!r} if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"

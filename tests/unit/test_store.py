@@ -126,6 +126,23 @@ def test_removed_on_close_without_keep(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_store_is_private_in_tmpdir_and_removed_with_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made in $TMPDIR (elsewhere, as tempfile finds, where that cannot hold it), readable
+    by its owner only; removed whole, a folder put into it included."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    store = Store()
+    assert os.path.dirname(store.path) == str(tmp_path)
+    assert os.stat(store.path).st_mode & 0o777 == 0o700
+    os.mkdir(os.path.join(store.path, "more"))
+    store.close()
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "nope"))
+    with Store() as elsewhere:
+        assert os.path.isdir(elsewhere.path) and not (tmp_path / "nope").exists()
+
+
 def test_kept_store_reloads(tmp_path: Path) -> None:
     with Store(str(tmp_path), keep=True) as store:
         ints = store.column("calls/no", np.int64)
