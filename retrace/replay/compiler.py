@@ -798,7 +798,7 @@ class Compiler:
             if p.object_class is None:
                 return code, None
             if function in _USE_PROGRAM:
-                return code, self._use_program
+                return code, self._program_in_use()
             if p.object_class in CONTAINER_CLASSES:
                 return code, self._lookup(p.object_class)  # through the current context
             return code, self.state.name_table(p.object_class)
@@ -959,11 +959,18 @@ class Compiler:
             lookup = self._lookups[cls] = table if callable(table) else _lookup(table)
         return lookup
 
-    def _use_program(self, traced: int) -> int:
+    def _program_in_use(self) -> Callable[[int], int]:
         """glUseProgram's lookup in a direct call: the driver's name, and the traced program
-        recorded as the one in use (uniform locations are looked up through it)."""
-        self.state.use_program(traced)
-        return self.state.name_table("program").get(traced, traced)
+        recorded as the one in use (uniform locations are looked up through it). A closure
+        over the program table (stable: a pass's reset clears it in place), as it runs at
+        every call (a quarter of GTK 4's calls are glUseProgram)."""
+        use, table = self.state.use_program, self.state.name_table("program")
+
+        def lookup(traced: int) -> int:
+            use(traced)
+            return table.get(traced, traced)
+
+        return lookup
 
     def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:
         st = self.state

@@ -121,7 +121,6 @@ class Replayer:
         self.ws.after_frame_end = self._stop_after_last
         self.ws.before_switch = self._before_switch
         self.ws.after_switch = self._after_switch
-        self.state.on_program_change = self._program_change
         self.compiler = Compiler(self.dispatch, self.state, WsCompiler(self.ws), self.reader.path)
         if snapshots is not None:
             self.compiler.hook(snapshots, self._snapshot)
@@ -151,8 +150,10 @@ class Replayer:
         self.close()
 
     def listen(self, listener: ReplayListener) -> None:
-        """Have `listener` observe every pass from now on, after those already listening."""
+        """Have `listener` observe every pass from now on, after those already listening
+        (program changes only once one listens: glUseProgram calls go without it)."""
         self.listeners.append(listener)
+        self.state.on_program_change = self._program_change
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
