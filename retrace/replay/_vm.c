@@ -2683,6 +2683,47 @@ static PyTypeObject CodeType = {
     .tp_new = Code_new,
 };
 
+/* A frame end's submission and wait (`frame_fence`): a context's frames are fenced, and the
+   wait for the frame before's fence flushes this one too. */
+#define GL_SYNC_GPU_COMMANDS_COMPLETE 0x9117
+#define GL_SYNC_FLUSH_COMMANDS_BIT 0x1
+#define GL_TIMEOUT_IGNORED UINT64_MAX
+typedef void *(*FenceSyncFn)(unsigned int, unsigned int);
+typedef unsigned int (*ClientWaitSyncFn)(void *, unsigned int, uint64_t);
+typedef void (*DeleteSyncFn)(void *);
+typedef void (*FlushFn)(void);
+
+/* frame_fence(functions, previous) -> fence: fence the frame (glFenceSync), then wait for
+   `previous`, the frame before's fence in the same context, flushing (glClientWaitSync with
+   GL_SYNC_FLUSH_COMMANDS_BIT), and delete it; where there is none (0), flush.  `functions`:
+   the addresses of glFenceSync, glClientWaitSync, glDeleteSync and glFlush.  One call, as
+   three through ctypes cost a frame end more than the driver's work on short frames; the GIL
+   goes while the driver waits. */
+static PyObject *vm_frame_fence(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long fence_sync, client_wait_sync, delete_sync, flush, previous;
+    if (!PyArg_ParseTuple(args, "(KKKK)K", &fence_sync, &client_wait_sync, &delete_sync, &flush,
+                          &previous))
+        return NULL;
+    if (!fence_sync || !client_wait_sync || !delete_sync || !flush) {
+        PyErr_SetString(PyExc_ValueError, "frame_fence() needs the four functions' addresses");
+        return NULL;
+    }
+    void *fence;
+    Py_BEGIN_ALLOW_THREADS
+    fence = ((FenceSyncFn)(uintptr_t)fence_sync)(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (previous) {
+        void *sync = (void *)(uintptr_t)previous;
+        ((ClientWaitSyncFn)(uintptr_t)client_wait_sync)(sync, GL_SYNC_FLUSH_COMMANDS_BIT,
+                                                        GL_TIMEOUT_IGNORED);
+        ((DeleteSyncFn)(uintptr_t)delete_sync)(sync);
+    } else {
+        ((FlushFn)(uintptr_t)flush)();
+    }
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLongLong((uintptr_t)fence);
+}
+
 /* publish(buffer): from now on every loop writes its progress words (call number, running)
    into `buffer`, a writable buffer of at least 16 bytes (a shared mmap) */
 static PyObject *vm_publish(PyObject *self, PyObject *arg) {
@@ -2709,6 +2750,9 @@ static PyMethodDef vm_functions[] = {
      "event_values(records, end, start, missing) -> int64 or double bytes of one metric"},
     {"publish", vm_publish, METH_O,
      "publish(buffer): write (call number running, loop running) as two int64 there"},
+    {"frame_fence", vm_frame_fence, METH_VARARGS,
+     "frame_fence((fence_sync, client_wait_sync, delete_sync, flush), previous) -> fence: "
+     "fence the frame, wait for the frame before's fence (flushing) and delete it, else flush"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2739,13 +2783,16 @@ static int add_shared(PyObject *m) {
 #undef PAIR
     );
     PyObject *missing = PyLong_FromLongLong(MISSING);
-    int failed = !fields || !functions || !missing ||
+    PyObject *timeout_ignored = PyLong_FromUnsignedLongLong(GL_TIMEOUT_IGNORED);
+    int failed = !fields || !functions || !missing || !timeout_ignored ||
                  PyModule_AddObjectRef(m, "EVENT_FIELDS", fields) < 0 ||
                  PyModule_AddObjectRef(m, "QUERY_FUNCTIONS", functions) < 0 ||
-                 PyModule_AddObjectRef(m, "MISSING", missing) < 0;
+                 PyModule_AddObjectRef(m, "MISSING", missing) < 0 ||
+                 PyModule_AddObjectRef(m, "GL_TIMEOUT_IGNORED", timeout_ignored) < 0;
     Py_XDECREF(fields);
     Py_XDECREF(functions);
     Py_XDECREF(missing);
+    Py_XDECREF(timeout_ignored);
     if (failed)
         return -1;
     static const struct {
@@ -2790,6 +2837,7 @@ static int add_shared(PyObject *m) {
         {"ARG_NAMES_OUT", A_NAMES_OUT},
         {"ARG_STRINGS", A_STRINGS},
         {"MOST_OUTPUT_VALUES", MOST_VALUES},
+        {"GL_SYNC_FLUSH_COMMANDS_BIT", GL_SYNC_FLUSH_COMMANDS_BIT},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0)

@@ -94,8 +94,17 @@ MOST_OUTPUT_VALUES: int
 """The most values an output, and names a name array, may have: `compile` hands name arrays
 of more to Python, which refuses outputs of more (`retrace.replay.sizes`)."""
 
+GL_SYNC_FLUSH_COMMANDS_BIT: int
+GL_TIMEOUT_IGNORED: int
+"""glClientWaitSync's flag and timeout, as `frame_fence` waits."""
+
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
+
+def frame_fence(functions: tuple[int, int, int, int], previous: int, /) -> int:
+    """Fence the frame, then wait for `previous` (the frame before's fence; flushing) and
+    delete it, or flush where it is 0: glFenceSync, glClientWaitSync, glDeleteSync and
+    glFlush at `functions`. The new fence, 0 where none was made."""
 
 def event_values(records: Buffer, end: int, start: int, missing: float, /) -> bytes:
     """One metric of event records (`Code.take_events`): field `end` less field `start`

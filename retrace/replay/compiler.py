@@ -41,7 +41,7 @@ from retrace.replay.readback import Readbacks
 from retrace.replay.sizes import MOST_OUTPUT_VALUES, element_bytes, output_count
 from retrace.replay.state import CONTAINER_CLASSES, DrawableKey, ReplayState
 from retrace.replay.values import BadValue, integer, integers, number
-from retrace.replay.ws.core import GL_TIMEOUT_IGNORED, is_window_system_call
+from retrace.replay.ws.core import is_window_system_call
 from retrace.replay.ws.reader import WsCompiler
 from retrace.trace._scanner import calls_of
 from retrace.trace.callset import CallSet
@@ -120,7 +120,7 @@ _BINDS, _SCANNED, _FRAME_END = 3, 1, 2
 SIZING_REACH = 1 << 16
 GL_BUFFER_SIZE = 0x8764
 GL_BUFFER_MAP_POINTER = 0x88BD
-GL_SYNC_STATUS, GL_SIGNALED, GL_SYNC_FLUSH_COMMANDS_BIT = 0x9114, 0x9119, 0x1
+GL_SYNC_STATUS, GL_SIGNALED = 0x9114, 0x9119
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 # Buffer offsets stay far below this; user-space addresses on 64-bit systems are above it.
 _NOT_AN_OFFSET = 1 << 40
@@ -1251,7 +1251,7 @@ class Compiler:
 
     @staticmethod
     def _block_on_fence(wait: Any, lookup: Callable[[int], int], sync: int) -> None:
-        wait(lookup(sync), GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_IGNORED)
+        wait(lookup(sync), _vm.GL_SYNC_FLUSH_COMMANDS_BIT, _vm.GL_TIMEOUT_IGNORED)
 
     def _memcpy(self, args: list[Any]) -> Entry:
         dest, data = args[0], args[1]

@@ -55,7 +55,11 @@ class Dispatch:
         self, name: str, restype: type[ctypes._CData] | None, *argtypes: type[ctypes._CData]
     ) -> CFunction:
         """A function typed by the caller (for the replayer's own queries); raises if absent."""
+        return ctypes.CFUNCTYPE(restype, *argtypes)(self.raw_address(name))
+
+    def raw_address(self, name: str) -> int:
+        """A function's entry point, for the replayer's own calls from C; raises if absent."""
         address = self._resolve(name)
         if not address:
             raise LookupError(name)
-        return ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        return address

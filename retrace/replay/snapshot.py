@@ -49,9 +49,11 @@ class OwnGL:
         self.Finish = dispatch.raw("glFinish", None)
         self.GetError = dispatch.raw("glGetError", u)
         self.Flush = dispatch.raw("glFlush", None)
-        self.FenceSync = dispatch.raw("glFenceSync", p, u, u)
-        self.ClientWaitSync = dispatch.raw("glClientWaitSync", u, p, u, ctypes.c_uint64)
-        self.DeleteSync = dispatch.raw("glDeleteSync", None, p)
+        # a frame end's fence, wait and flush, called in C (`_vm.frame_fence`)
+        self.frame_functions = tuple(
+            dispatch.raw_address(name)
+            for name in ("glFenceSync", "glClientWaitSync", "glDeleteSync", "glFlush")
+        )
         ip = ctypes.POINTER(ctypes.c_int)
         self.GetFramebufferAttachmentParameteriv = dispatch.raw(
             "glGetFramebufferAttachmentParameteriv", None, u, u, u, ip
