@@ -962,13 +962,13 @@ class Compiler:
     def _program_in_use(self) -> Callable[[int], int]:
         """glUseProgram's lookup in a direct call: the driver's name, and the traced program
         recorded as the one in use (uniform locations are looked up through it). A closure
-        over the program table (stable: a pass's reset clears it in place), as it runs at
-        every call (a quarter of GTK 4's calls are glUseProgram)."""
-        use, table = self.state.use_program, self.state.name_table("program")
+        over the class's lookup, made once (it runs at every call: a quarter of GTK 4's
+        calls are glUseProgram)."""
+        use, driver_name = self.state.use_program, self._lookup("program")
 
         def lookup(traced: int) -> int:
             use(traced)
-            return table.get(traced, traced)
+            return driver_name(traced)
 
         return lookup
 
