@@ -205,8 +205,8 @@ _NULL, _TRUE, _ARRAY, _STRUCT, _OPAQUE, _REPR, _WSTRING = map(
 )
 
 
-# A call of at most this many nodes has them unpacked record by record (`NodeLists.of_call`):
-# for a few, faster than a column cast per field (3 us for a glXMakeCurrent's three).
+# At most this many nodes are unpacked record by record (`NodeLists._load`): for a few,
+# faster than a column cast per field (3 us for a glXMakeCurrent's three).
 _FEW_NODES = 16
 assert [name for name, code in NODES.fields if not code.endswith("x")] == ["tag", "aux", "v"]
 
@@ -233,25 +233,26 @@ class NodeLists:
         few calls are visited: converting all its nodes would cost more."""
         values = cls.__new__(cls)
         size = NODES.size
-        nodes = memoryview(batch.nodes)[node_start * size : (node_start + node_count) * size]
-        if node_count > _FEW_NODES:
-            values._load(nodes, batch.pool)
-            return values
-        values._nodes, values._d, values.pool = nodes, None, batch.pool
-        values.tags, values.aux, values.u = tags, aux, u = [], [], []
-        for tag, count, payload in NODES.record.iter_unpack(nodes):
-            tags.append(tag)
-            aux.append(count)
-            u.append(payload)
+        values._load(
+            memoryview(batch.nodes)[node_start * size : (node_start + node_count) * size],
+            batch.pool,
+        )
         return values
 
     def _load(self, nodes: Buffer, pool: Buffer) -> None:
         self._nodes = nodes
-        self.tags: list[int] = NODES.column(nodes, "tag").tolist()
-        self.aux: list[int] = NODES.column(nodes, "aux").tolist()
-        self.u: list[int] = NODES.column(nodes, "v").tolist()
         self._d: list[float] | None = None
         self.pool = pool
+        if len(nodes) > _FEW_NODES * NODES.size:
+            self.tags: list[int] = NODES.column(nodes, "tag").tolist()
+            self.aux: list[int] = NODES.column(nodes, "aux").tolist()
+            self.u: list[int] = NODES.column(nodes, "v").tolist()
+            return
+        self.tags, self.aux, self.u = tags, aux, u = [], [], []  # (a few: record by record)
+        for tag, count, payload in NODES.record.iter_unpack(nodes):
+            tags.append(tag)
+            aux.append(count)
+            u.append(payload)
 
     def signed(self, i: int) -> int:
         """The payload of node `i` as a signed integer."""
