@@ -20,7 +20,7 @@ import sys
 # libEGL (glvnd), Mesa's EGL vendor library and its DRI drivers (llvmpipe among them).
 DRIVER = ("libegl1", "libegl-mesa0", "libgl1-mesa-dri")
 # The GL client libraries a trace's calls are dispatched to: libOpenGL.so.0, libGLESv2,
-# libGLESv1_CM, libGL.so.1 (retrace.replay.ws.headless._GL_LIBRARIES).
+# libGLESv1_CM, libGL.so.1 (retrace.replay.ws.egl_api.GL_LIBRARIES).
 REPLAY = (*DRIVER, "libopengl0", "libgles2", "libgles1", "libgl1")
 
 
