@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
-import click
-
 from retrace.errors import INTERRUPTED, RetraceError
 
 DEBUG = "RETRACE_DEBUG"  # set: a bug in retrace ends with its traceback (the tests set it)
@@ -69,23 +67,14 @@ def run_reporting(run: Callable[[], object]) -> None:
     what was written before it stays readable; RETRACE_DEBUG=1 shows its traceback."""
     try:
         run()
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.exceptions.NoArgsIsHelpError as e:  # bare `retrace`, `retrace cache`: asking
-        click.echo(e.ctx.get_help() if e.ctx else e.format_message())
-        sys.exit(0)
-    except click.UsageError as e:  # a bad option value: one line, click's exit status 2
-        click.echo(f"retrace: error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo(INTERRUPTED[0], err=True)
+    except _click_errors() as e:  # (evaluated only for an exception, not imported for it)
+        _end_click(e)
+    except KeyboardInterrupt:  # Ctrl-C outside click's parsing and a replay's supervision
+        _say(INTERRUPTED[0])
         sys.exit(INTERRUPTED[1])
     except RetraceError as e:
         _flush_stdout()
-        click.echo(f"retrace: {e.prefix}{e}", err=True)
+        _say(f"retrace: {e.prefix}{e}")
         sys.exit(e.exit_code)
     except (ReaderGone, BrokenPipeError):
         # the reader of our output (head, less) went away: end quietly with the status a
@@ -94,18 +83,54 @@ def run_reporting(run: Callable[[], object]) -> None:
         sys.exit(128 + signal.SIGPIPE)
     except OSError as e:  # an unwritable path, a full disk
         _drop_stdout()
-        click.echo(f"retrace: error: {os_error_message(e)}", err=True)
+        _say(f"retrace: error: {os_error_message(e)}")
         sys.exit(1)
     except MemoryError:
         _drop_stdout()
-        click.echo("retrace: error: out of memory", err=True)
+        _say("retrace: error: out of memory")
         sys.exit(1)
     except Exception as e:  # a bug in retrace: one line too, the traceback when asked for
         if os.environ.get(DEBUG):
             raise
         _flush_stdout()
-        click.echo(f"retrace: {internal_error(e)}", err=True)
+        _say(f"retrace: {internal_error(e)}")
         sys.exit(INTERNAL_ERROR)
+
+
+def _click_errors() -> tuple[type[BaseException], ...]:
+    """click's exceptions, where click is imported: only there can one be raised. A replay
+    child forked before the command line was parsed (`contain.spare_child`) reports its
+    errors here without importing click (20 ms of its start-up)."""
+    if "click" not in sys.modules:
+        return ()
+    import click
+
+    return (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
+
+
+def _end_click(e: BaseException) -> NoReturn:
+    """End as click's exception `e` asks: help, a usage error's line, Ctrl-C's."""
+    import click
+
+    if isinstance(e, click.exceptions.Exit):
+        sys.exit(e.exit_code)
+    if isinstance(e, click.exceptions.NoArgsIsHelpError):  # bare `retrace`, `retrace cache`
+        click.echo(e.ctx.get_help() if e.ctx else e.format_message())
+        sys.exit(0)
+    if isinstance(e, click.UsageError):  # a bad option value: one line, click's status 2
+        _say(f"retrace: error: {e.format_message()}")
+        sys.exit(e.exit_code)
+    if isinstance(e, click.ClickException):
+        e.show()
+        sys.exit(e.exit_code)
+    _say(INTERRUPTED[0])  # (click.exceptions.Abort: Ctrl-C at a prompt)
+    sys.exit(INTERRUPTED[1])
+
+
+def _say(line: str) -> None:
+    """A line on stderr (line-buffered: written at once), where there is one."""
+    if sys.stderr is not None:  # (started with stderr closed: print would use stdout)
+        print(line, file=sys.stderr)
 
 
 def internal_error(e: Exception) -> str:
