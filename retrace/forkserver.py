@@ -30,7 +30,9 @@ from typing import Any
 
 def warm_up() -> None:
     """Import what a profile and a replay import, and load what they load but the driver."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `retrace.main.main` does
+    from retrace.main import one_blas_thread
+
+    one_blas_thread()  # (before numpy)
     import numpy  # noqa: F401  (the tables')
 
     import retrace.commands.profile  # noqa: F401  (the commands runs are: glretrace's forms)

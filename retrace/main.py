@@ -4,7 +4,9 @@ that ends as soon as the command is done (`exits.end_process`).
 
 A command that replays forks the process that replays (`retrace.replay.contain`), and only
 that process loads the GL driver (`retrace.replay.ws.driver_process`), on a thread, while
-it imports the replayer and reads the trace.
+it imports the replayer and reads the trace. Where the command's words say it replays, that
+child forks first of all, before click is imported (`contain.spare_child`): the driver
+loads while this process parses the command line, which then hands the child its work.
 """
 
 from __future__ import annotations
@@ -26,8 +28,16 @@ GC_THRESHOLD = 100_000
 def command_line() -> NoReturn:
     """Run `retrace ARGS` (sys.argv) and exit with its status."""
     gc.set_threshold(GC_THRESHOLD)
+    one_blas_thread()  # (before the spare child forks: its environment too)
     try:
-        import retrace.commands  # noqa: F401  (here, for the Ctrl-C below)
+        from retrace.commands import REPLAYING, replays
+
+        command = replays(sys.argv[1:])
+        if command is not None:
+            from retrace.replay.contain import spare_child
+
+            spare_child(REPLAYING[command])
+        import retrace.commands.cli  # noqa: F401  (here, for the Ctrl-C below)
         from retrace.exits import end_process
     except KeyboardInterrupt:  # (Ctrl-C while the modules import: `main` handles it after)
         from retrace.errors import INTERRUPTED
@@ -35,6 +45,12 @@ def command_line() -> NoReturn:
         print(INTERRUPTED[0], file=sys.stderr)
         os._exit(INTERRUPTED[1])
     end_process(main)
+
+
+def one_blas_thread() -> None:
+    """retrace never multiplies matrices, but importing numpy starts an OpenBLAS thread per
+    core that spins: 15-20 ms of CPU per command on 2 cores, more on bigger machines."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def main(run: Callable[[], object] | None = None) -> None:
@@ -45,16 +61,14 @@ def main(run: Callable[[], object] | None = None) -> None:
     from retrace.exits import outlive_stderr, run_reporting
     from retrace.replay.contain import let_children_linger
 
-    # retrace never multiplies matrices, but importing numpy starts an OpenBLAS thread per
-    # core that spins: 15-20 ms of CPU per command on 2 cores, more on bigger machines
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    one_blas_thread()
     if sys.stdout is None:  # started with stdout closed (`>&-`): Python leaves None there
         click.echo("retrace: error: standard output is closed", err=True)
         sys.exit(1)
     outlive_stderr()
     let_children_linger()  # (this process ends with the command)
     if run is None:
-        from retrace.commands import cli
+        from retrace.commands.cli import cli
 
         run = partial(cli.main, prog_name="retrace", standalone_mode=False)
     run_reporting(run)

@@ -37,6 +37,10 @@ SAMPLE_TRACES = sorted(TRACES.glob("*.trace"))
 # a bug in retrace ends with its traceback, which the tests look for, not with one line
 os.environ["RETRACE_DEBUG"] = "1"
 
+# Every command that replays forks its replay child before it parses its command line,
+# whatever the load (`contain.spare_child` would not on a machine as busy as a test run's)
+os.environ["RETRACE_SPARE_CHILD"] = "1"
+
 # A warning a user would see (Python hides deprecations, imports and resources from them)
 # fails the retrace a test runs: it becomes an exception, a traceback under RETRACE_DEBUG.
 os.environ["PYTHONWARNINGS"] = ",".join(

@@ -43,7 +43,7 @@ glretrace(1), apitrace(1); the documentation in docs/ (a site: mkdocs build).
 
 def help_text(words: list[str]) -> str:
     """What `retrace WORDS --help` prints, its paragraphs and option rows unwrapped."""
-    from retrace.commands import cli
+    from retrace.commands.cli import cli
 
     out = io.StringIO()
     wrap, click.formatting.FORCED_WIDTH = click.formatting.FORCED_WIDTH, 100_000

@@ -1,20 +1,14 @@
-"""The `retrace` command line: the group `cli` here only routes; each subcommand is a
-module of this package (`options` declares what several share), imported when that
-command runs or its help is asked, so that a command imports no other's modules.
+"""The `retrace` command line's commands: `COMMANDS` names the module of each, and `cli`
+(the click group) routes to them; each is imported when that command runs or its help
+is asked, so that a command imports no other's modules.
 
-`retrace.main` runs it; errors of the project's own types become one line on stderr
-and a non-zero exit there.
+This module imports nothing: the command line asks it, before click is imported,
+whether the command replays (`replays`), so that the replaying child starts first.
 """
 
 from __future__ import annotations
 
-import importlib
-
-import click
-
-from retrace import __version__
-from retrace.commands.options import bare_sandbox, loop_forms, refuse_misspelt_command
-from retrace.exits import ReaderGone
+from collections.abc import Sequence
 
 # Every command by name -> "module:attribute" that defines it, imported when it is used.
 # The forwarded ones parse their own arguments in their own packages.
@@ -32,60 +26,31 @@ COMMANDS = {
     "summary": "retrace.commands.forwarded:summary",
     "trim": "retrace.commands.trim:trim",
 }
+# the commands whose work runs in a replay child (`retrace.replay.contain`) -> the modules
+# of that work, which a child forked before the command line is parsed imports meanwhile
+REPLAYING = {
+    "replay": ("retrace.replay.run",),
+    "profile": ("retrace.profile.commands", "retrace.profile.driver"),
+}
+# what asks for no work, or sets state that the replay child inherits from its parent
+# at the fork (the cache switched off, the sandbox requested)
+_NOT_SPARED = ("-h", "--help", "--version", "--no-cache", "--sandbox")
 
 
-class _Cli(click.Group):
-    """Routes glretrace-style invocations (`retrace --pframes SPEC TRACE`) to `profile`;
-    imports each command of `COMMANDS` only when it is used."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        first = next((a for a in args if not a.startswith("-") or a in ("-", "--")), None)
-        passthrough = {"-h", "--help", "--version"}
-        if args and first not in COMMANDS and not passthrough & set(args[:1]):
-            refuse_misspelt_command(args[0], self.list_commands(ctx))
-            args = [self._glretrace_command(ctx, args), *args]
-        return super().parse_args(ctx, bare_sandbox(loop_forms(args)))
-
-    def _glretrace_command(self, ctx: click.Context, args: list[str]) -> str:
-        """`replay` where every option given is replay's and none is profile's alone
-        (`retrace -b TRACE`, as `glretrace -b TRACE`), else `profile`."""
-        given = {a.split("=", 1)[0] for a in args if a.startswith("-") and a not in ("-", "--")}
-        replay, profile = (
-            {o for p in self._command(ctx, name).params for o in (*p.opts, *p.secondary_opts)}
-            for name in ("replay", "profile")
-        )
-        only_replay = given and given <= replay and not given & (profile - replay)
-        return "replay" if only_replay else "profile"
-
-    def _command(self, ctx: click.Context, name: str) -> click.Command:
-        command = self.get_command(ctx, name)
-        assert command is not None  # (a name of COMMANDS)
-        return command
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *COMMANDS})
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in COMMANDS and name not in self.commands:
-            module, attribute = COMMANDS[name].split(":")
-            self.add_command(getattr(importlib.import_module(module), attribute), name)
-        return super().get_command(ctx, name)
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError as e:
-            raise ReaderGone from e
+def first_word(args: Sequence[str]) -> str | None:
+    """The first argument that is not an option: the command, or glretrace's forms' first
+    operand (`retrace -b TRACE`, `retrace --pframes SPEC TRACE`), which is no command."""
+    return next((a for a in args if not a.startswith("-") or a in ("-", "--")), None)
 
 
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__)  # (the distribution is retrace-gl: no metadata look-up)
-def cli() -> None:
-    """Replay apitrace OpenGL traces and profile them per frame, call and draw call.
-
-    Profiling takes glretrace's options at the top level:
-
-        retrace --pframes "opengl: GPU Duration" TRACE
-
-    (see `retrace profile --help`).
-    """
+def replays(args: Sequence[str]) -> str | None:
+    """The command of `REPLAYING` that `retrace ARGS` runs, by its words alone, where its
+    replay child may fork before the command line is parsed (`contain.spare_child`):
+    `replay`, `profile`, or glretrace's forms (taken for profiles; `-b TRACE` is a replay);
+    None where it is another, or an option asks for help or sets state the child inherits."""
+    first = first_word(args)
+    if first is None or any(a.split("=", 1)[0] in _NOT_SPARED for a in args):
+        return None
+    if first in REPLAYING:
+        return first
+    return None if first in COMMANDS else "profile"

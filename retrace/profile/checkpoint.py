@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import retrace.replay.contain as contain
 from retrace.errors import RetraceError
 from retrace.profile.options import ProfileOptions
 
@@ -163,21 +164,28 @@ class EventRing:
 
 
 class Live:
-    """Frame-boundary progress shared by a profiling child with its parent (anonymous
-    MAP_SHARED memory made before fork): written by plain stores, read after the child died."""
+    """Frame-boundary progress shared by a profiling child with its parent (memory shared
+    with the child, `contain.SharedMemory`): written by plain stores, read after the child
+    died. It pickles as that memory, for a child handed it (`contain.spare_child`)."""
 
     _HEAD = 2  # words: pass, frames ended in it
     _COLUMNS = 4096  # lengths of the first columns of the store, in creation order
     _NAMES = 1 << 18  # bytes: the function names, newline-separated
 
-    def __init__(self) -> None:
+    def __init__(self, memory: contain.SharedMemory | None = None) -> None:
         words = self._HEAD + self._COLUMNS + 1
-        self._mm = mmap.mmap(-1, words * 8 + self._NAMES + EventRing.BYTES)
-        self._words = memoryview(self._mm)[: words * 8].cast("q")  # native int64
-        self._words[:] = array("q", [-1]) * words
+        if memory is None:  # (else the parent's, unpickled in the child: as it made it)
+            memory = contain.SharedMemory(words * 8 + self._NAMES + EventRing.BYTES)
+            memory.view[: words * 8].cast("q")[:] = array("q", [-1]) * words
+        self._memory = memory
+        self._mm = memory.view
+        self._words = self._mm[: words * 8].cast("q")  # native int64
         self._names_at = words * 8
         self._names = 0
-        self.ring = EventRing(memoryview(self._mm)[words * 8 + self._NAMES :])
+        self.ring = EventRing(self._mm[words * 8 + self._NAMES :])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Live, (self._memory,))
 
     def publish(
         self,
@@ -221,4 +229,4 @@ class Live:
         size = int(self._words[-1])
         if size < 0:
             return []
-        return self._mm[self._names_at : self._names_at + size].decode().split("\n")
+        return bytes(self._mm[self._names_at : self._names_at + size]).decode().split("\n")

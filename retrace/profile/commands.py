@@ -68,7 +68,7 @@ def list_metrics(trace: str, as_json: bool) -> None:
 
     # the terminal's width, known before the driver loads (a library may set $COLUMNS)
     width = shutil.get_terminal_size().columns if _on_a_terminal() else None
-    contain.contained(trace, lambda: _list_metrics(trace, as_json, width))
+    contain.contained(trace, partial(_list_metrics, trace, as_json, width))  # (it pickles)
 
 
 def _on_a_terminal() -> bool:
@@ -167,7 +167,7 @@ def _fitted(table: list[list[str]], headers: list[str], width: int) -> list[int 
 
 
 def gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
-    contain.contained(trace, lambda: _gen_passes(trace, options, verbose))
+    contain.contained(trace, partial(_gen_passes, trace, options, verbose))
 
 
 def _gen_passes(trace: str, options: ProfileOptions, verbose: bool) -> None:
@@ -187,24 +187,28 @@ def run_legacy_profile(trace: str, legacy: LegacyOptions, run: ProfileRun, stric
     in a child into a store made here, so that a driver crash does not leave it behind."""
     import shutil
 
-    from retrace.profile.legacy import run_legacy
-
     made = Store(os.path.abspath(run.store_dir) if run.store_dir else None, keep=True)
     made.close()
     output = run.output
-
-    def body() -> None:
-        with ExitStack() as stack:  # closes (removes unless kept) the store even on errors
-            store = stack.enter_context(Store.load(made.path, keep=run.keep_store))
-            out = stack.enter_context(open(output, "w")) if output else sys.stdout  # noqa: SIM115
-            run_legacy(trace, legacy, out=out, progress=run.progress, strict=strict, store=store)
-
+    body = partial(_legacy_profile, trace, legacy, made.path, run, strict)  # (it pickles)
     ending = contain.supervise(body, writes=[made.path, *([output] if output else [])])
     if ending.signal and not run.keep_store:  # else the child removed or kept it, and said so
         shutil.rmtree(made.path, ignore_errors=True)
     with contextlib.suppress(OSError):  # emptied by a --sandbox child, which cannot remove it
         os.rmdir(made.path)
     contain.check(ending, trace)
+
+
+def _legacy_profile(
+    trace: str, legacy: LegacyOptions, path: str, run: ProfileRun, strict: bool
+) -> None:
+    """In the child: the legacy lines, measured into the store at `path`."""
+    from retrace.profile.legacy import run_legacy
+
+    with ExitStack() as stack:  # closes (removes unless kept) the store even on errors
+        store = stack.enter_context(Store.load(path, keep=run.keep_store))
+        out = stack.enter_context(open(run.output, "w")) if run.output else sys.stdout  # noqa: SIM115
+        run_legacy(trace, legacy, out=out, progress=run.progress, strict=strict, store=store)
 
 
 def run_profile(

@@ -23,11 +23,19 @@ killed only if it has not within `GRACE_SECONDS` or at a second signal. The
 child dies with the parent too (PR_SET_PDEATHSIG), so a SIGKILL of the parent
 leaves no replay running on its own. With --sandbox the child confines itself before
 the body runs (`retrace.replay.sandbox`), to writing only the paths `writes` names.
+
+The command line forks its replay child before it even imports click, where its words say
+it replays (`spare_child`): the driver loads and the replayer imports there while the
+parent parses the command line and prepares, on another core; `supervise` then hands that
+child its body, pickled, instead of forking one. A body that does not pickle (a closure),
+a --sandbox'ed one (the child confines itself before the driver loads) or a spare that
+has died get a child forked as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import mmap
 import os
 import signal
@@ -68,6 +76,47 @@ class _Channel:
                 os.close(fd)
 
 
+class _Spare:
+    """A replay child forked before the command line was parsed, waiting for its body."""
+
+    def __init__(self, pid: int, words: mmap.mmap, channel: _Channel, request: int) -> None:
+        self.pid = pid
+        self.words = words  # its progress words, as `supervise` would make them
+        self.channel = channel
+        self.request = request  # the write end of the pipe its body comes down, pickled
+        self.used = 0  # bytes of the memory it shares (`_shared`) given out (`SharedMemory`)
+
+
+class SharedMemory:
+    """`size` bytes (`view`) that this process shares with the replay child it starts next:
+    anonymous MAP_SHARED memory, made now where that child will be forked, else taken from
+    what the spare child mapped before it forked (`_shared`), where both see it. It then
+    pickles as where it lies there, so the body handed to the spare finds it."""
+
+    def __init__(self, size: int, at: int | None = None) -> None:
+        spare = _spare[0] if _spare else None
+        if at is None and spare is not None and spare.used + size <= _SHARED_BYTES:
+            at, spare.used = spare.used, spare.used + size
+        self._at = at  # where in `_shared`, or None: mapped for this object alone
+        self.size = size
+        self.view = memoryview(_shared[0] if at is not None else mmap.mmap(-1, size))
+        if at is not None:
+            self.view = self.view[at : at + size]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        if self._at is None:  # (the body then goes to a child forked as before)
+            raise TypeError("memory shared only with a child forked from here on")
+        return (SharedMemory, (self.size, self._at))
+
+
+# bytes the spare child maps before it forks, for its body's `SharedMemory` (a profile's
+# `Live`: 0.9 MB): reserved, not resident until written
+_SHARED_BYTES = 4 << 20
+_shared: list[mmap.mmap] = []  # that memory, in the command line and in the spare child
+SPARE_CHILD = "RETRACE_SPARE_CHILD"  # 1: always fork a spare child, 0: never (`spare_child`)
+_spare: list[_Spare] = []  # in the command line: the child `spare_child` forked, until used
+
+
 class Ending(NamedTuple):
     """How the child ended, and where its replay was."""
 
@@ -103,8 +152,8 @@ def supervise(
     if `display`."""
     from retrace.replay import _guard, _vm, sandbox
 
-    # anonymous and MAP_SHARED: the same page after fork
-    words = mmap.mmap(-1, (_vm.PROGRESS_WORDS + _guard.OVERRUN_WORDS) * 8)
+    spare = _spare.pop() if _spare else None
+    words, channel = (spare.words, spare.channel) if spare else (_progress_words(), _Channel())
     progress = memoryview(words).cast("q")  # native int64, as _vm and _guard write them
     overrun = progress[_vm.PROGRESS_WORDS :]
     progress[_vm.PROGRESS_CALL], progress[_vm.PROGRESS_RUNNING] = -1, 0
@@ -129,11 +178,10 @@ def supervise(
     release_lingering()
     previous = {number: signal.signal(number, stop) for number in _STOPS}
     previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
-    channel = _Channel()
     try:
         with sandbox.prepared(writes, display) as confine:
             try:
-                child.append(_fork(body, words, errors_to, graceful, confine, channel))
+                child.append(_start(spare, body, words, errors_to, graceful, confine, channel))
             except BaseException:  # (no child: none of the pipes is kept)
                 channel.keep()
                 raise
@@ -184,6 +232,146 @@ def release_lingering() -> None:
         os.waitpid(pid, 0)
 
 
+def _progress_words() -> mmap.mmap:
+    """The words a child publishes its progress in, and its guard a fatal overrun: anonymous
+    and MAP_SHARED, the same pages after fork."""
+    from retrace.replay import _guard, _vm
+
+    return mmap.mmap(-1, (_vm.PROGRESS_WORDS + _guard.OVERRUN_WORDS) * 8)
+
+
+def spare_child(modules: Sequence[str]) -> None:
+    """In the command line, before click is imported, where the command replays: fork the
+    replay child now. It starts loading the driver (`driver_process.open_ahead`) and
+    imports the replayer and `modules` (those of the command's work) while this process
+    parses the command line, then waits for the body `supervise` hands it; it ends at once
+    where none comes (the pipe's end: this process ended, or forked another child).
+
+    Only where a core is idle (`cores.idle`), or $RETRACE_SPARE_CHILD is 1 (0: never):
+    the child imports again what this process imports too (the work's modules, pickle),
+    5-10 ms of CPU, which a busy machine (a farm replaying a trace per core) pays in time,
+    where an idle core hides it."""
+    from retrace import cores
+
+    switch = os.environ.get(SPARE_CHILD, "").strip()
+    if switch == "0" or (switch != "1" and cores.idle() < 1):
+        return
+    words, channel = _progress_words(), _Channel()
+    _shared.append(mmap.mmap(-1, _SHARED_BYTES))
+    request, requested = os.pipe2(os.O_CLOEXEC)
+    parent = os.getpid()
+    pid = _fork_holding_stops()
+    if pid:
+        os.close(request)
+        _spare.append(_Spare(pid, words, channel, requested))
+        return
+    try:
+        os.close(requested)
+        _wait_for_work(parent, request, words, channel, modules)
+    finally:  # (never back into the command line's code)
+        os._exit(1)
+
+
+def _wait_for_work(
+    parent: int, request: int, words: mmap.mmap, channel: _Channel, modules: Sequence[str]
+) -> NoReturn:
+    """The spare child: get ready (the driver loading, `modules` imported), then run the
+    body that comes down `request`, or end where none does."""
+    failed: list[BaseException] = []  # (reported once a body comes, as the body's own)
+    for number in _STOPS:  # until a body comes: die at once (the parent says why)
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    _die_with(parent)
+    try:
+        from retrace.exits import outlive_stderr
+        from retrace.replay.ws.driver_process import open_ahead
+        from retrace.trace.container import load_libraries
+
+        outlive_stderr()  # (as the command line's `main` does, after this fork)
+        load_libraries()
+        open_ahead()  # first: the driver's loading is what the replay waits for
+        for module in modules:  # (not importlib's: -X importtime would not see them)
+            __import__(module)
+    except Exception as e:
+        failed.append(e)
+    chunks = []
+    while chunk := os.read(request, 1 << 16):
+        chunks.append(chunk)
+    if not chunks:  # the command did not replay, or forked another child
+        os._exit(0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # (until the body's own handlers)
+    os.close(request)
+    import pickle
+
+    unpickler = pickle.Unpickler(io.BytesIO(b"".join(chunks)))
+    unpickler.persistent_load = _standard_stream_named  # type: ignore[method-assign]
+    try:
+        body, errors_to, graceful = unpickler.load()
+    except Exception as e:
+        failed.append(e)
+    if failed:
+        body, errors_to, graceful = partial(_raise, failed[0]), None, False
+    _child(parent, body, errors_to, graceful, words, None, channel)
+
+
+def _raise(error: BaseException) -> None:
+    raise error
+
+
+def _standard_stream(obj: object) -> str | None:
+    """The standard stream `obj` is ("stdout", "stderr"), which a body handed to the spare
+    child gets as the child's own; None for anything else (pickled by value)."""
+    return next((name for name in ("stdout", "stderr") if obj is getattr(sys, name)), None)
+
+
+def _standard_stream_named(name: str) -> object:
+    return getattr(sys, name)
+
+
+def _start(
+    spare: _Spare | None,
+    body: Callable[[], None],
+    words: mmap.mmap,
+    errors_to: str | None,
+    graceful: bool,
+    confine: Callable[[], None] | None,
+    channel: _Channel,
+) -> int:
+    """The child that runs `body`: the spare, handed the body, else one forked now."""
+    if spare is not None:
+        handed = confine is None and _hand(spare.request, (body, errors_to, graceful))
+        os.close(spare.request)
+        if handed:
+            return spare.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spare.pid, signal.SIGKILL)  # (it may hold the driver half loaded)
+        os.waitpid(spare.pid, 0)
+    return _fork(body, words, errors_to, graceful, confine, channel)
+
+
+def _hand(request: int, work: tuple[object, ...]) -> bool:
+    """Write `work` down the spare child's pipe, pickled; False where it does not pickle (a
+    closure, an open file) or the spare has died (a driver that crashed while it loaded)."""
+    import pickle
+
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+    pickler.persistent_id = _standard_stream  # type: ignore[method-assign]
+    try:
+        pickler.dump(work)
+    except Exception:  # (whatever pickling raises: a child is forked, as before spares)
+        return False
+    data = out.getbuffer()
+    sys.stdout.flush()  # (what this process wrote comes before the child's)
+    sys.stderr.flush()
+    try:
+        while data:
+            data = data[os.write(request, data) :]
+    except OSError:  # EPIPE: it has died
+        return False
+    return True
+
+
 def _fork(
     body: Callable[[], None],
     words: mmap.mmap,
@@ -192,20 +380,46 @@ def _fork(
     confine: Callable[[], None] | None,
     channel: _Channel,
 ) -> int:
-    """Fork; the child publishes its replay progress in `words`, confines itself (`confine`,
-    under --sandbox), runs `body`, says its exit status on `channel` and exits."""
-    from retrace.replay import _guard, _vm
-
+    """Fork the child that runs `body` (`_child`)."""
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
-    pid = os.fork()
+    pid = _fork_holding_stops()
     if pid:
         return pid
+    _child(parent, body, errors_to, graceful, words, confine, channel)
+
+
+def _fork_holding_stops() -> int:
+    """`os.fork()` with SIGINT and SIGTERM blocked across it, unblocked again in the
+    parent; the child unblocks them once it has set its own handlers. A stop that came
+    before would reach the handler the child inherits (the parent's, which left it to a
+    child not yet known there: a Ctrl-C at the fork was lost), or kill it half set up."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    pid = os.fork()
+    if pid:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    return pid
+
+
+def _child(
+    parent: int,
+    body: Callable[[], None],
+    errors_to: str | None,
+    graceful: bool,
+    words: mmap.mmap,
+    confine: Callable[[], None] | None,
+    channel: _Channel,
+) -> NoReturn:
+    """In the child: publish the replay's progress in `words`, confine this process
+    (`confine`, under --sandbox), run `body`, say the exit status on `channel` and exit."""
+    from retrace.replay import _guard, _vm
+
     code = 1
     try:
         for number in _STOPS:  # die at once (the parent keeps the rest), or stop when ready
             signal.signal(number, _stopping_at if graceful else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)  # (held across the fork)
         _die_with(parent)
         _vm.publish(words)
         _guard.watch(memoryview(words)[_vm.PROGRESS_WORDS * 8 :])

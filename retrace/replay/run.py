@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from functools import partial
 from typing import TYPE_CHECKING
-
-import click
 
 if TYPE_CHECKING:
     from retrace.replay.options import ReplayOptions
@@ -24,7 +23,8 @@ def run_replay(trace: str, options: ReplayOptions) -> None:
     if prefix is not None and prefix != "-":  # (a file prefix: PNGs, whatever --snapshot-format)
         folder = os.path.abspath(os.path.dirname(prefix))
         writes.append(os.path.join(folder, ""))  # (a folder: made if missing, as glretrace)
-    contain.contained(trace, lambda: _replay(trace, options), writes, options.window)
+    # (a partial: it pickles, for the child forked before the command line was parsed)
+    contain.contained(trace, partial(_replay, trace, options), writes, options.window)
 
 
 def _replay(trace: str, options: ReplayOptions) -> None:
@@ -94,5 +94,5 @@ def _replay(trace: str, options: ReplayOptions) -> None:
             looped = replayer.loop_last_frame(options.loop)  # glretrace counts both
             frames, seconds = frames + looped.frames, seconds + looped.seconds
         if options.benchmark:
-            click.echo(rendered(frames, seconds))
+            print(rendered(frames, seconds))
         replayer.finish(options.strict)

@@ -42,10 +42,9 @@ def wanted() -> bool:
 def overlap_pays() -> bool:
     """Whether this process has more than one core to run on, so that work on a thread
     of its own can overlap the caller's (reading ahead; the driver's loading ahead)."""
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except AttributeError:  # (no affinity masks on this platform)
-        return (os.cpu_count() or 1) > 1
+    from retrace import cores
+
+    return cores.usable() > 1
 
 
 class ReadAhead(Generic[T]):

@@ -37,6 +37,9 @@ def load_libraries() -> None:
     imports loads one after these."""
     import array  # noqa: F401  (the call records')
     import bisect  # noqa: F401  (the call sets')
+    import fcntl  # noqa: F401  (a profile's store lock)
+    import math  # noqa: F401  (the replay's values)
+    import pickle  # noqa: F401  (the work handed to a child forked first: `contain.spare_child`)
     import queue  # noqa: F401  (the read-ahead's, with heapq)
 
     import cramjam  # noqa: F401  (snappy, which apitrace writes; zlib comes with it)

@@ -4,6 +4,14 @@ cases that replay (the rest, with the long trace, are in tests/unit/test_exit_pa
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 from conftest import run_retrace
 from unit.test_exit_paths import GEARS, retrace
@@ -36,3 +44,32 @@ def test_typos_are_one_line_and_exit_2(args, limit):
     err = r.stderr.decode()
     assert r.returncode == 2 and r.stdout == b"", err
     assert err.count("\n") == 1 and err.startswith("retrace: error: ") and limit in err, err
+
+
+@pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05])
+@pytest.mark.parametrize("spare", ["1", "0"], ids=["forked-first", "forked-at-supervise"])
+@pytest.mark.parametrize("command", [["replay", "-b"], ["--pframes", "opengl: GPU Duration"]])
+def test_ctrl_c_while_starting_is_one_line(command, spare, after):
+    """Ctrl-C (SIGINT to the group) `after` s once the replay child has forked (before the
+    command line is parsed, where it forks first: it loads the driver meanwhile): one line
+    and 130, or done; never a traceback. At the fork itself it is never lost (the child
+    once inherited the parent's handler, which swallowed it, and the replay went on)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrace", *command, GEARS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, "RETRACE_SPARE_CHILD": spare},
+    )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    while proc.poll() is None and not children.read_text().split():
+        time.sleep(0.0005)
+    time.sleep(after)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    if proc.returncode != 0 or not after:  # (else done before the signal came)
+        assert proc.returncode == 128 + signal.SIGINT, text
+        assert text.splitlines()[-1].startswith("retrace: interrupted"), text

@@ -26,9 +26,13 @@ def stderr_lines(*args: str) -> list[str]:
     return r.stderr.splitlines()
 
 
+def modules_in_order(lines: list[str]) -> list[str]:
+    """The modules imported, as often as imported (by the parent, then by the child too)."""
+    return [line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")]
+
+
 def modules(lines: list[str]) -> set[str]:
-    found = [line for line in lines if line.startswith("import time:")]
-    return {line.rsplit("|", 1)[1].strip() for line in found}
+    return set(modules_in_order(lines))
 
 
 def imported(*args: str) -> set[str]:
@@ -75,3 +79,12 @@ def test_a_profile_defines_no_dataclass():
     (and its module 1 ms to import), in the parent or the child of every profile."""
     modules = imported("--pframes", "opengl: GPU Duration", TRACE)
     assert "retrace.profile.driver" in modules and "dataclasses" not in modules
+
+
+def test_the_replay_child_forked_before_parsing_imports_no_click():
+    """The replay child forks before the command line imports click, and is handed its work
+    pickled (pickle: imported by both), without importing click itself (20 ms)."""
+    lines = modules_in_order(stderr_lines("replay", "-b", TRACE))
+    assert lines.count("pickle") == 2, "the work went to a child forked before parsing"
+    assert lines.count("click.core") == 1  # the parent's
+    assert "retrace.replay.compiler" in lines

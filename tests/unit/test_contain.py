@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from retrace.profile.checkpoint import Live
 from retrace.replay import contain
 from retrace.replay.contain import supervise
 
@@ -68,3 +70,61 @@ def test_a_child_that_dies_unsaid_is_waited_for(tmp_path):
 def _no_lingering():
     yield
     contain.release_lingering()
+    while contain._spare:  # (a test that failed before using it)
+        spare = contain._spare.pop()
+        os.close(spare.request)
+        os.waitpid(spare.pid, 0)
+
+
+# --- the spare child, forked before the command line is parsed (`contain.spare_child`) ---
+
+
+def _write_pid(path: Path) -> None:
+    path.write_text(str(os.getpid()))
+
+
+def _spare_pid() -> int:
+    contain.spare_child(())
+    assert contain._spare, "RETRACE_SPARE_CHILD=1 (the tests') forks one whatever the load"
+    return contain._spare[0].pid
+
+
+def test_a_body_that_pickles_runs_in_the_spare_child(tmp_path):
+    spare = _spare_pid()
+    ending = supervise(partial(_write_pid, tmp_path / "pid"), errors_to=str(tmp_path / "e"))
+    assert (ending.code, ending.signal) == (0, 0)
+    assert int((tmp_path / "pid").read_text()) == spare
+    assert not contain._spare
+
+
+def test_a_body_that_does_not_pickle_gets_a_child_forked_as_before(tmp_path):
+    spare = _spare_pid()
+    pid = tmp_path / "pid"
+    ending = supervise(lambda: _write_pid(pid), errors_to=str(tmp_path / "e"))
+    assert (ending.code, ending.signal) == (0, 0)
+    assert int(pid.read_text()) != spare
+    assert _gone(spare)  # ended and reaped, not left waiting
+
+
+def test_a_spare_that_died_is_replaced_by_a_child_forked_as_before(tmp_path):
+    spare = _spare_pid()
+    os.kill(spare, signal.SIGKILL)
+    ending = supervise(_exiting_with(5, tmp_path / "pid"), errors_to=str(tmp_path / "e"))
+    assert (ending.code, ending.signal) == (5, 0)
+    assert int((tmp_path / "pid").read_text()) != spare
+    assert _gone(spare)
+
+
+def _publish(live: Live) -> None:
+    live.publish(2, 7, [11, 12], ["glDrawArrays", "glClear"])
+
+
+def test_memory_shared_with_a_spare_reaches_it_in_the_body(tmp_path):
+    """A profile's `Live`, made once the spare has forked, pickles as where it lies in the
+    memory the spare mapped before it forked: what the child writes, the parent reads."""
+    spare = _spare_pid()
+    live = Live()
+    ending = supervise(partial(_publish, live), errors_to=str(tmp_path / "e"))
+    assert (ending.code, ending.signal) == (0, 0) and not Path(f"/proc/{spare}/fd").exists()
+    assert (live.pass_index, live.frames, live.length(0), live.length(1)) == (2, 7, 11, 12)
+    assert live.names == ["glDrawArrays", "glClear"]

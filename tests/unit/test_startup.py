@@ -89,14 +89,29 @@ def libraries_loaded_after(steps: tuple[str, ...], first: tuple[str, ...]) -> li
     return loaded
 
 
+# The same for a child forked before the command line is parsed (`contain.spare_child`):
+# the parent has imported only the table of commands and `contain`; the child imports the
+# command's work and its backend, and unpickles its body.
+SPARE_PARENT_STEPS = ("import retrace.main, retrace.commands, retrace.replay.contain",)
+SPARE_CHILD_STEPS = {
+    "replay": ("import pickle, retrace.replay.run", *CHILD_STEPS["replay"]),
+    "profile": (
+        "import pickle, retrace.profile.commands, retrace.profile.driver, retrace.trace.cache",
+        "import retrace.replay.replayer, retrace.backends.opengl",
+    ),
+}
+
+
+@pytest.mark.parametrize("spare", [False, True], ids=["forked-at-supervise", "forked-first"])
 @pytest.mark.parametrize("command", sorted(PARENT_STEPS))
-def test_the_replay_loads_no_library_while_the_display_opens(command):
+def test_the_replay_loads_no_library_while_the_display_opens(command, spare):
     """The replaying child opens the display in a thread (`open_ahead`) after
     `load_libraries`; an extension module imported after that waits for the driver to
     load (the dynamic loader's lock) instead of importing alongside it."""
-    first = (*PARENT_STEPS[command], *CHILD_FIRST)
-    assert libraries_loaded_after(CHILD_STEPS[command], first) == []
-    assert libraries_loaded_after(CHILD_STEPS[command], PARENT_STEPS[command])  # (some, else)
+    parent = SPARE_PARENT_STEPS if spare else PARENT_STEPS[command]
+    steps = (SPARE_CHILD_STEPS if spare else CHILD_STEPS)[command]
+    assert libraries_loaded_after(steps, (*parent, *CHILD_FIRST)) == []
+    assert libraries_loaded_after(steps, parent)  # (some, else the test shows nothing)
 
 
 # What a profile's parent leaves to the child (which imports them while its display opens)

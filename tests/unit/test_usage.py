@@ -144,3 +144,27 @@ def test_early_checks_come_before_the_replay(tmp_path):
     ]:
         done = run_retrace(*SELECTION, *args, GEARS)
         assert done.returncode == 2 and message in one_error(done)
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["replay", "-b", GEARS], "replay"),
+        (["profile", *SELECTION, GEARS], "profile"),
+        ([*SELECTION, GEARS], "profile"),  # glretrace's forms
+        (["-b", GEARS], "profile"),  # (a replay, but which only click's options tell)
+        (["--list-metrics", GEARS], "profile"),
+        (["dump", GEARS], None),
+        (["batch", "run", "m.toml"], None),
+        (["replay", "--help"], None),
+        (["--version"], None),
+        (["replay", "--no-cache", "-b", GEARS], None),  # state the child inherits
+        (["replay", "--sandbox=best-effort", GEARS], None),
+        ([], None),
+    ],
+)
+def test_the_words_that_fork_the_replay_child_before_parsing(args, command):
+    """`retrace.commands.replays`: read before click is imported (`contain.spare_child`)."""
+    from retrace.commands import replays
+
+    assert replays(args) == command
