@@ -17,7 +17,16 @@ def usable() -> int:
 
 
 def idle() -> float:
-    """The usable cores less the 1-minute load average: about how many are idle now."""
+    """About how many of the usable cores are idle now: the usable cores less the tasks
+    runnable now, this one among them (Linux's /proc/loadavg), else less the 1-minute load
+    average. Now, not the average: a script that runs retrace after retrace has a load of
+    about one retrace (its own previous runs'), and a core idle beside each."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            runnable = int(f.read().split()[3].split(b"/")[0])  # (this process is one)
+        return float(usable() - runnable)
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         return usable() - os.getloadavg()[0]
     except (AttributeError, OSError):  # (no load average here: none taken for idle)

@@ -128,3 +128,17 @@ def test_memory_shared_with_a_spare_reaches_it_in_the_body(tmp_path):
     assert (ending.code, ending.signal) == (0, 0) and not Path(f"/proc/{spare}/fd").exists()
     assert (live.pass_index, live.frames, live.length(0), live.length(1)) == (2, 7, 11, 12)
     assert live.names == ["glDrawArrays", "glClear"]
+
+
+@pytest.mark.parametrize(
+    ("switch", "idle", "forked"),
+    [("0", 2.0, False), ("1", 0.0, True), ("", 0.0, False), ("", 0.5, False), ("", 1.0, True)],
+)
+def test_the_spare_child_forks_where_a_core_is_idle(monkeypatch, switch, idle, forked):
+    """Its extra CPU (the modules both processes import) costs a busy machine time."""
+    from retrace import cores
+
+    monkeypatch.setenv(contain.SPARE_CHILD, switch)
+    monkeypatch.setattr(cores, "idle", lambda: idle)
+    contain.spare_child(())
+    assert bool(contain._spare) == forked
