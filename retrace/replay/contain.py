@@ -117,6 +117,14 @@ SPARE_CHILD = "RETRACE_SPARE_CHILD"  # 1: always fork a spare child, 0: never (`
 _spare: list[_Spare] = []  # in the command line: the child `spare_child` forked, until used
 
 
+class _Work(NamedTuple):
+    """What a replay child does (`supervise`'s arguments): pickled, for a spare child."""
+
+    body: Callable[[], None]
+    errors_to: str | None  # the file its errors go to, else stderr
+    graceful: bool  # stopped at its next frame end when asked, rather than killed
+
+
 class Ending(NamedTuple):
     """How the child ended, and where its replay was."""
 
@@ -181,7 +189,8 @@ def supervise(
     try:
         with sandbox.prepared(writes, display) as confine:
             try:
-                child.append(_start(spare, body, words, errors_to, graceful, confine, channel))
+                work = _Work(body, errors_to, graceful)
+                child.append(_start(spare, work, words, confine, channel))
             except BaseException:  # (no child: none of the pipes is kept)
                 channel.keep()
                 raise
@@ -306,12 +315,12 @@ def _wait_for_work(
     unpickler = pickle.Unpickler(io.BytesIO(b"".join(chunks)))
     unpickler.persistent_load = _standard_stream_named  # type: ignore[method-assign]
     try:
-        body, errors_to, graceful = unpickler.load()
+        work = unpickler.load()
     except Exception as e:
         failed.append(e)
     if failed:
-        body, errors_to, graceful = partial(_raise, failed[0]), None, False
-    _child(parent, body, errors_to, graceful, words, None, channel)
+        work = _Work(partial(_raise, failed[0]), None, False)
+    _child(parent, work, words, None, channel)
 
 
 def _raise(error: BaseException) -> None:
@@ -330,26 +339,24 @@ def _standard_stream_named(name: str) -> object:
 
 def _start(
     spare: _Spare | None,
-    body: Callable[[], None],
+    work: _Work,
     words: mmap.mmap,
-    errors_to: str | None,
-    graceful: bool,
     confine: Callable[[], None] | None,
     channel: _Channel,
 ) -> int:
-    """The child that runs `body`: the spare, handed the body, else one forked now."""
+    """The child that does `work`: the spare, handed it, else one forked now."""
     if spare is not None:
-        handed = confine is None and _hand(spare.request, (body, errors_to, graceful))
+        handed = confine is None and _hand(spare.request, work)
         os.close(spare.request)
         if handed:
             return spare.pid
         with contextlib.suppress(ProcessLookupError):
             os.kill(spare.pid, signal.SIGKILL)  # (it may hold the driver half loaded)
         os.waitpid(spare.pid, 0)
-    return _fork(body, words, errors_to, graceful, confine, channel)
+    return _fork(work, words, confine, channel)
 
 
-def _hand(request: int, work: tuple[object, ...]) -> bool:
+def _hand(request: int, work: _Work) -> bool:
     """Write `work` down the spare child's pipe, pickled; False where it does not pickle (a
     closure, an open file) or the spare has died (a driver that crashed while it loaded)."""
     import pickle
@@ -373,21 +380,16 @@ def _hand(request: int, work: tuple[object, ...]) -> bool:
 
 
 def _fork(
-    body: Callable[[], None],
-    words: mmap.mmap,
-    errors_to: str | None,
-    graceful: bool,
-    confine: Callable[[], None] | None,
-    channel: _Channel,
+    work: _Work, words: mmap.mmap, confine: Callable[[], None] | None, channel: _Channel
 ) -> int:
-    """Fork the child that runs `body` (`_child`)."""
+    """Fork the child that does `work` (`_child`)."""
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
     pid = _fork_holding_stops()
     if pid:
         return pid
-    _child(parent, body, errors_to, graceful, words, confine, channel)
+    _child(parent, work, words, confine, channel)
 
 
 def _fork_holding_stops() -> int:
@@ -404,17 +406,16 @@ def _fork_holding_stops() -> int:
 
 def _child(
     parent: int,
-    body: Callable[[], None],
-    errors_to: str | None,
-    graceful: bool,
+    work: _Work,
     words: mmap.mmap,
     confine: Callable[[], None] | None,
     channel: _Channel,
 ) -> NoReturn:
     """In the child: publish the replay's progress in `words`, confine this process
-    (`confine`, under --sandbox), run `body`, say the exit status on `channel` and exit."""
+    (`confine`, under --sandbox), do `work`, say the exit status on `channel` and exit."""
     from retrace.replay import _guard, _vm
 
+    body, errors_to, graceful = work
     code = 1
     try:
         for number in _STOPS:  # die at once (the parent keeps the rest), or stop when ready
