@@ -16,7 +16,6 @@ Here too, finding the backends and metrics a selection names (`find_backend`,
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
@@ -93,6 +92,8 @@ def _split_metrics(text: str) -> list[str]:
 
 def closest(word: str, candidates: list[str]) -> str:
     """' (did you mean: A, B?)' or '' — for error messages."""
+    import difflib  # (an error's: not every profile's, in the parent and its child)
+
     folded = {c.casefold(): c for c in candidates}
     matches = difflib.get_close_matches(word.casefold(), list(folded), n=3, cutoff=0.4)
     if not matches:
