@@ -94,5 +94,5 @@ def _replay(trace: str, options: ReplayOptions) -> None:
             looped = replayer.loop_last_frame(options.loop)  # glretrace counts both
             frames, seconds = frames + looped.frames, seconds + looped.seconds
         if options.benchmark:
-            print(rendered(frames, seconds))
+            print(rendered(frames, seconds), flush=True)  # (before the warnings after it)
         replayer.finish(options.strict)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Generator, Iterator
 from typing import Generic, TypeVar, cast
 
+from retrace import cores
+
 T = TypeVar("T")
 
 _END = object()  # after the source's last item
@@ -42,8 +44,6 @@ def wanted() -> bool:
 def overlap_pays() -> bool:
     """Whether this process has more than one core to run on, so that work on a thread
     of its own can overlap the caller's (reading ahead; the driver's loading ahead)."""
-    from retrace import cores
-
     return cores.usable() > 1
 
 
