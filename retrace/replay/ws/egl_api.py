@@ -135,7 +135,6 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "eglCreatePbufferSurface": (VP, [VP, VP, INTP]),
     "eglDestroySurface": (BOOL, [VP, VP]),
     "eglMakeCurrent": (BOOL, [VP, VP, VP, VP]),
-    "eglSwapBuffers": (BOOL, [VP, VP]),
     "eglGetProcAddress": (VP, [ctypes.c_char_p]),
     # what is current on the thread (the --window viewer puts the replay's binding back)
     "eglQueryAPI": (ENUM, []),

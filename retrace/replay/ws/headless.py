@@ -960,13 +960,6 @@ class EglDisplay:
             )
         self._current = (context, surface)
 
-    def swap_buffers(self, surface: Surface | None) -> None:
-        """End a frame on `surface`; a no-op for None (FBO rendering) and, per EGL, pbuffers."""
-        if surface is None:
-            return
-        if not self._egl.eglSwapBuffers(self.handle, surface.handle):
-            raise EglError(f"eglSwapBuffers failed: {self._error()}")
-
     def get_proc_address(self, name: str, api: str | None = None) -> int:
         """Address of GL entry point `name`, or 0.
 
