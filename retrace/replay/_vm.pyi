@@ -101,6 +101,10 @@ GL_TIMEOUT_IGNORED: int
 def publish(buffer: Buffer, /) -> None:
     """From now on the loop writes (call number running, loop running) as two int64 there."""
 
+def gl_errors(get_error: int, most: int, /) -> tuple[int, ...]:
+    """The codes glGetError at `get_error` answers until GL_NO_ERROR, at most `most` of
+    them, in order (most often none)."""
+
 def frame_fence(functions: tuple[int, int, int, int], previous: int, /) -> int:
     """Fence the frame, then wait for `previous` (the frame before's fence; flushing) and
     delete it, or flush where it is 0: glFenceSync, glClientWaitSync, glDeleteSync and

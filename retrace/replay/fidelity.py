@@ -14,10 +14,11 @@ error (exit 3). GL errors the trace cannot vouch for are reported only.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from retrace.errors import RetraceError
+from retrace.replay import _vm
 
 if TYPE_CHECKING:
     from retrace.gl.registry import Registry
@@ -65,8 +66,8 @@ class GlErrors:
     frames: int  # frames ended so far this pass
     first_frame: int | None  # the frame by whose end the first unasked error came
 
-    def __init__(self, get_error: Callable[[], int], registry: Registry) -> None:
-        self.get_error = get_error
+    def __init__(self, get_error: int, registry: Registry) -> None:
+        self.get_error = get_error  # glGetError's address, called in C (`_vm.gl_errors`)
         self.registry = registry  # names the errors (its index of names is made on first use)
         self.counts: Counter[str] = Counter()  # where the program never asked
         self.unexpected: Counter[str] = Counter()  # where it got no such error
@@ -85,12 +86,10 @@ class GlErrors:
     def drain(self) -> list[str]:
         """The errors raised on the current context since the last drain, by name; they
         stay pending until the program's next glGetError or the next `settle`."""
-        names = []
-        for _ in range(_MAX_ERRORS_PER_CHECK):
-            code = self.get_error()
-            if not code:
-                break
-            names.append(self._name(code))
+        codes = _vm.gl_errors(self.get_error, _MAX_ERRORS_PER_CHECK)
+        if not codes:  # (most often)
+            return []
+        names = [self._name(code) for code in codes]
         self._pending += names
         return names
 

@@ -378,3 +378,17 @@ def test_no_vendor_driver_is_an_error_not_a_crash():
     assert len(lines) == 1
     assert lines[0].startswith("no EGL driver found: ")
     assert lines[0].endswith(f"; {DRIVER_HINT}")  # what installs one
+
+
+def test_gl_errors_drains_the_driver_s_errors_in_c(display):
+    """`_vm.gl_errors`, which settles a frame's GL errors: the codes glGetError answers
+    until GL_NO_ERROR, none asked with `most` 0."""
+    from retrace.replay import _vm
+
+    _context, gl = current(display, ContextRequest("gl", 4, 5, "core"))
+    get_error = display.get_proc_address("glGetError")
+    assert _vm.gl_errors(get_error, 32) == ()
+    gl.glBegin(GL_POINTS)  # (gone from core: GL_INVALID_OPERATION)
+    assert _vm.gl_errors(get_error, 0) == ()  # (not asked: still pending)
+    assert _vm.gl_errors(get_error, 32) == (GL_INVALID_OPERATION,)
+    assert _vm.gl_errors(get_error, 32) == ()
