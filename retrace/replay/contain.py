@@ -265,11 +265,15 @@ def spare_child(modules: Sequence[str]) -> None:
     switch = os.environ.get(SPARE_CHILD, "").strip()
     if switch == "0" or (switch != "1" and cores.idle() < 1):
         return
-    words, channel = _progress_words(), _Channel()
-    _shared.append(mmap.mmap(-1, _SHARED_BYTES))
-    request, requested = os.pipe2(os.O_CLOEXEC)
     parent = os.getpid()
-    pid = _fork_holding_stops()
+    try:
+        words, channel = _progress_words(), _Channel()
+        _shared.append(mmap.mmap(-1, _SHARED_BYTES))  # (before the fork: the child's too)
+        request, requested = os.pipe2(os.O_CLOEXEC)
+        pid = _fork_holding_stops()
+    except OSError:  # (no descriptors, memory or processes left: the command forks its
+        _shared.clear()  # child as before, and says why in one line where that fails too)
+        return
     if pid:
         os.close(request)
         _spare.append(_Spare(pid, words, channel, requested))
@@ -398,7 +402,11 @@ def _fork_holding_stops() -> int:
     before would reach the handler the child inherits (the parent's, which left it to a
     child not yet known there: a Ctrl-C at the fork was lost), or kill it half set up."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:  # (no child: this process's stops are not held for ever)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        raise
     if pid:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     return pid

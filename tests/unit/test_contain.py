@@ -142,3 +142,20 @@ def test_the_spare_child_forks_where_a_core_is_idle(monkeypatch, switch, idle, f
     monkeypatch.setattr(cores, "idle", lambda: idle)
     contain.spare_child(())
     assert bool(contain._spare) == forked
+
+
+def test_a_fork_that_fails_holds_no_stop_signal_and_forks_no_spare(monkeypatch, tmp_path):
+    """Out of processes: no spare (the command forks later, and says why there); the
+    supervised fork's error goes to the caller, with SIGINT and SIGTERM not left blocked."""
+    import errno
+
+    def no_fork() -> int:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    contain.spare_child(())
+    assert not contain._spare
+    with pytest.raises(OSError):
+        supervise(_exiting_with(0, tmp_path / "pid"), errors_to=str(tmp_path / "e"))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert signal.SIGINT not in held and signal.SIGTERM not in held
