@@ -52,7 +52,7 @@ class GlErrors:
     """
 
     __slots__ = (
-        "get_error",
+        "get_error_address",
         "registry",
         "counts",
         "unexpected",
@@ -66,8 +66,8 @@ class GlErrors:
     frames: int  # frames ended so far this pass
     first_frame: int | None  # the frame by whose end the first unasked error came
 
-    def __init__(self, get_error: int, registry: Registry) -> None:
-        self.get_error = get_error  # glGetError's address, called in C (`_vm.gl_errors`)
+    def __init__(self, get_error_address: int, registry: Registry) -> None:
+        self.get_error_address = get_error_address  # glGetError, called in C (`_vm.gl_errors`)
         self.registry = registry  # names the errors (its index of names is made on first use)
         self.counts: Counter[str] = Counter()  # where the program never asked
         self.unexpected: Counter[str] = Counter()  # where it got no such error
@@ -86,7 +86,7 @@ class GlErrors:
     def drain(self) -> list[str]:
         """The errors raised on the current context since the last drain, by name; they
         stay pending until the program's next glGetError or the next `settle`."""
-        codes = _vm.gl_errors(self.get_error, _MAX_ERRORS_PER_CHECK)
+        codes = _vm.gl_errors(self.get_error_address, _MAX_ERRORS_PER_CHECK)
         if not codes:  # (most often)
             return []
         names = [self._name(code) for code in codes]

@@ -114,7 +114,7 @@ class Replayer:
         self.dispatch = Dispatch(self.display.get_proc_address, registry)
         self.gl = OwnGL(self.dispatch)
         self.ws = WindowSystem(self.state, self.gl)
-        self.gl_errors = GlErrors(self.gl.get_error, self.dispatch.registry)
+        self.gl_errors = GlErrors(self.gl.get_error_address, self.dispatch.registry)
         self.ws.gl_errors = self.gl_errors
         self.listeners: list[ReplayListener] = []
         self.ws.on_frame_end = self._frame_end

@@ -47,7 +47,7 @@ class OwnGL:
         self.BindBuffer = dispatch.raw("glBindBuffer", None, u, u)
         self.ReadBuffer = dispatch.raw("glReadBuffer", None, u)
         self.Finish = dispatch.raw("glFinish", None)
-        self.get_error = dispatch.raw_address("glGetError")  # (called in C: `_vm.gl_errors`)
+        self.get_error_address = dispatch.raw_address("glGetError")  # (`_vm.gl_errors`)
         self.Flush = dispatch.raw("glFlush", None)
         # a frame end's fence, wait and flush, called in C (`_vm.frame_fence`)
         self.frame_functions = tuple(
