@@ -32,9 +32,11 @@ REPLAYING = {
     "replay": ("retrace.replay.run",),
     "profile": ("retrace.profile.commands", "retrace.profile.driver"),
 }
+# the options that ask for help or the version, whatever comes after them
+ASKING = ("-h", "--help", "--version")
 # what asks for no work, or sets state that the replay child inherits from its parent
 # at the fork (the cache switched off, the sandbox requested)
-_NOT_SPARED = ("-h", "--help", "--version", "--no-cache", "--sandbox")
+_NOT_SPARED = (*ASKING, "--no-cache", "--sandbox")
 
 
 def first_word(args: Sequence[str]) -> str | None:

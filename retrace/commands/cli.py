@@ -12,7 +12,7 @@ import importlib
 import click
 
 from retrace import __version__
-from retrace.commands import COMMANDS, first_word
+from retrace.commands import ASKING, COMMANDS, first_word
 from retrace.commands.options import bare_sandbox, loop_forms, refuse_misspelt_command
 from retrace.exits import ReaderGone
 
@@ -23,8 +23,7 @@ class _Cli(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = first_word(args)
-        passthrough = {"-h", "--help", "--version"}
-        if args and first not in COMMANDS and not passthrough & set(args[:1]):
+        if args and first not in COMMANDS and args[0] not in ASKING:
             refuse_misspelt_command(args[0], self.list_commands(ctx))
             args = [self._glretrace_command(ctx, args), *args]
         return super().parse_args(ctx, bare_sandbox(loop_forms(args)))
