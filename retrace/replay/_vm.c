@@ -144,14 +144,16 @@ typedef struct {
     uint8_t memos; /* calls of it Python compiled into entries that calls like them reuse */
 } Sig;
 
-/* A Python entry that calls of one signature with the same values compile to (memo()): the
-   call's key (memo_key()) is `len` words at `key` of the code's memo keys. */
+/* A Python entry that calls of one signature with the same values compile to (memo()), or
+   NO_ENTRY where they compile to nothing: the call's key (memo_key()) is `len` words at
+   `key` of the code's memo keys. */
 typedef struct {
     uint32_t sig, entry;
     uint8_t frame_end; /* the op ends a frame: its index goes to the code's frame_ends */
     size_t key, len;
 } Memo;
 #define MEMOS_PER_SIG 16 /* (window-system calls: one per drawable, typically) */
+#define NO_ENTRY UINT32_MAX /* a Memo's entry where its calls compile to no op */
 
 typedef struct {
     uint32_t proto; /* a proto id, or PY_OP */
@@ -1078,6 +1080,8 @@ static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node
         if (memo->sig != r->sig || memo->len != c->key.len ||
             memcmp(keys + memo->key, key, memo->len * 8))
             continue;
+        if (memo->entry == NO_ENTRY)
+            return 1;
         if (memo->frame_end) {
             PyObject *at = PyLong_FromSize_t(c->ops.len);
             int failed = !at || PyList_Append(c->frame_ends, at) < 0;
@@ -1098,10 +1102,10 @@ static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node
  * memo(calls, slots, nodes, index, entry, frame_ends) -> whether memoised
  *
  * Call `index` of the batch, whose signature Python compiles, became an op of Python entry
- * `entry`, which depends on nothing but the call's values, and compiling it changed nothing
- * else: compile() makes later calls of its signature with the same values ops of that entry
- * too, and where `frame_ends` is a list (not None) appends their op indices to it, as Python
- * does for the calls that end frames.  False where the call has no key (strings, blobs) or its
+ * `entry` (or no op at all: NO_ENTRY), which depends on nothing but the call's values, and
+ * compiling it changed nothing else: compile() makes later calls of its signature with the
+ * same values ops of that entry too (or nothing), and where `frame_ends` is a list (not None)
+ * appends their op indices to it, as Python does for the calls that end frames.  False where the call has no key (strings, blobs) or its
  * signature has MEMOS_PER_SIG already.
  */
 static PyObject *Code_memo(Code *c, PyObject *args) {
@@ -2896,6 +2900,7 @@ PyMODINIT_FUNC PyInit__vm(void) {
         PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||
         PyModule_AddIntConstant(m, "NODE_SIZE", sizeof(Node)) < 0 ||
         PyModule_AddIntConstant(m, "SIG_SKIP", SIG_SKIP) < 0 ||
+        PyModule_AddIntConstant(m, "NO_ENTRY", NO_ENTRY) < 0 ||
         PyModule_AddIntConstant(m, "SIG_SLOW", SIG_SLOW) < 0 || add_shared(m) < 0) {
         Py_DECREF(m);
         return NULL;

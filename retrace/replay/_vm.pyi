@@ -25,6 +25,7 @@ CALL_SIZE: int
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
 SIG_SKIP: int
+NO_ENTRY: int  # memo()'s entry for calls that compile to no op
 """`Code.set_sig` proto of a signature whose calls compile to nothing."""
 SIG_SLOW: int
 """`Code.set_sig` proto of a signature whose calls compile in Python."""
@@ -180,9 +181,10 @@ class Code:
         frame_ends: list[int] | None,
         /,
     ) -> bool:
-        """Call `index` of the batch compiled to Python entry `entry` and nothing else: later
-        calls of its signature with the same values compile to ops of that entry (their op
-        indices appended to `frame_ends` unless None); False where it cannot be keyed."""
+        """Call `index` of the batch compiled to Python entry `entry` and nothing else (or to
+        nothing: NO_ENTRY): later calls of its signature with the same values compile to ops
+        of that entry, their op indices appended to `frame_ends` unless None (or to nothing);
+        False where it cannot be keyed."""
     def keep(self, data: Buffer, /) -> int:
         """The address of a NUL-terminated copy of `data` in the data pool, for the next op."""
     def add_py(

@@ -308,6 +308,7 @@ class Compiler:
         self._fixed: set[DrawableKey] = set()
         self._delivered = 0
         self._query_handling, self._query_tolerance = "skip", 0
+        self._compiled_nothing = False  # the last call `_add_call` saw compiled to no op
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         # by signature id: for the read-ahead, _BINDS, _SCANNED or _FRAME_END; for `_stops`, 1
@@ -394,11 +395,16 @@ class Compiler:
                 call_values,
                 sigs,
             )
-            # one op of a new entry and nothing else (no thread switch, no hook): later calls
-            # with the same values compile to it in C
-            if plan.memo and len(program) == ops + 1 and len(program.entries) == entries + 1:
+            # one op of a new entry and nothing else (no thread switch, no hook), or no op
+            # at all because the call compiled to none: later calls with the same values
+            # compile to the same in C
+            if not plan.memo:
+                continue
+            if len(program) == ops + 1 and len(program.entries) == entries + 1:
                 frame_ends = program.frame_ends if plan.ends_frame else None
                 code.memo(calls, slots, nodes, i - 1, entries, frame_ends)
+            elif self._compiled_nothing:
+                code.memo(calls, slots, nodes, i - 1, _vm.NO_ENTRY, None)
 
     def _watch(self, sigs: Signatures) -> None:
         """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace
@@ -533,6 +539,7 @@ class Compiler:
     ) -> None:
         """Compile one call into a Python entry (with its thread switch, hooks and frame end)."""
         program = self.program
+        self._compiled_nothing = False
         if self._left_out(plan, fake, no, thread):
             return
         if thread != self._thread:
@@ -576,6 +583,7 @@ class Compiler:
         if hooked and drawing and (swap or entry is None):
             program.add((self._hook, (no,)), no, plan.name_id)
         if entry is None:
+            self._compiled_nothing = not hooked
             return
         if swap:
             program.frame_ends.append(len(program))
@@ -650,6 +658,9 @@ class Compiler:
         elif QUERY_RESULTS.match(name):
             plan.compile = lambda args, ret, thread: self._query_result(name, args)
             plan.row = OpKind.CALL
+            # (checked, a result's entry names its call; skipped, most compile to nothing:
+            # a program polling a query's availability makes thousands of them)
+            plan.memo = self._query_handling == "skip"
         elif self._without_side_effects(name, flags):
             # (the app's query readbacks too: glretrace's --query-handling=skip)
             plan.route = _vm.SIG_SKIP

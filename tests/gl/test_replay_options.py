@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 
 from conftest import TRACES, run_retrace
 from tracegen import TraceWriter, glx_context, occlusion_query
@@ -155,6 +157,42 @@ def test_draw_snapshots_skip_display_list_compilation_and_begin_end(tmp_path):
         str(TRACES / "piglit-dlist-beginend.trace"),
     )  # fmt: skip
     assert r.returncode == 0 and not r.stderr and len(r.stdout.split()) == 12
+
+
+def _counted(seen: list[str], compile_: Callable[..., object], name: str, args: list) -> object:
+    seen.append(name)
+    return compile_(name, args)
+
+
+def test_a_programs_polls_of_its_query_compile_once_where_they_are_skipped(tmp_path):
+    """A program polling its query's availability makes thousands of glGetQueryObject
+    calls with the same values: skipped (the default), Python compiles the first and C
+    the others, to nothing; run, each is an op of its own."""
+    from retrace.replay.replayer import Replayer
+
+    w = TraceWriter()
+    glx_context(w)
+    occlusion_query(w, 4)
+    for available in [0] * 500 + [1]:  # GL_QUERY_RESULT_AVAILABLE: not yet, ..., yes
+        w.call(
+            "glGetQueryObjectiv",
+            ("id", "pname", "params"),
+            {0: w.int(4), 1: w.int(0x8867), 2: w.array(w.int(available))},
+        )
+    w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
+    path = tmp_path / "polls.trace"
+    path.write_bytes(w.snappy())
+    for how, compiled, ops in (("skip", 2, 0), ("run", 501, 501)):
+        with Replayer(str(path)) as replayer:
+            replayer.compiler.handle_queries(how)
+            seen: list[str] = []
+            replayer.compiler._query_result = partial(
+                _counted, seen, replayer.compiler._query_result
+            )
+            assert replayer.run_pass().frames == 1
+            program = replayer.program
+            names = [program.names[i] for i in program.column("name_ids").tolist()]
+        assert (len(seen), names.count("glGetQueryObjectiv")) == (compiled, ops), how
 
 
 def test_query_handling_runs_and_checks_the_programs_own_results(tmp_path):

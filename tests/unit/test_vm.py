@@ -537,6 +537,26 @@ def test_memos_compile_calls_like_one_python_compiled_to_its_entry(tmp_path):
     assert compile_all(code, batch, start=5) == 5
 
 
+def test_memos_of_no_entry_compile_calls_like_one_that_compiled_to_nothing(tmp_path):
+    w = TraceWriter
+    calls = [
+        ("poll", (w.int(1), w.int(0)), 0),  # 0: Python compiled it to nothing, memoised
+        ("f", (w.int(2),), 0),
+        ("poll", (w.int(1), w.int(0)), 0),  # 2: its memo: no op
+        ("poll", (w.int(1), w.int(1)), 0),  # 3: other values: Python
+    ]
+    batch, sigs = batch_of(tmp_path, calls)
+    f = Recorder([I32])
+    code = new_code()
+    code.set_sig(sigs["poll"], _vm.SIG_SLOW, 3, _vm.ROW_CALL)
+    code.set_sig(sigs["f"], code.add_proto(f.address, f.types, (None,)), 0, 1)
+    assert compile_all(code, batch) == 0
+    assert code.memo(batch.calls, batch.slots, batch.nodes, 0, _vm.NO_ENTRY, None)
+    assert compile_all(code, batch, start=1) == 3
+    assert len(code) == 1 and code.is_direct(0)  # f alone
+    assert code.run(0, 1, []) == 1 and f.calls == [(2,)]
+
+
 def test_memoised_gl_calls_are_the_rows_direct_calls_would_be(tmp_path):
     batch, sigs = batch_of(tmp_path, [("g", (TraceWriter.int(1),), 0)] * 3)
     code = new_code()
