@@ -318,7 +318,8 @@ class Compiler:
     def handle_queries(self, how: str, tolerance: int = 0) -> None:
         """glretrace's --query-handling: the program's glGetQueryObject* calls are left out
         ("skip"), run ("run": a result the program saw available is waited for) or run and
-        their results compared with the trace's ("check", within `tolerance`)."""
+        their results compared with the trace's ("check", within `tolerance`). Set before the
+        first pass: how their calls compile is decided at the first of them."""
         self._query_handling, self._query_tolerance = how, tolerance
 
     def limit(self, calls: CallSet | None, single_buffer: bool) -> None:
@@ -395,16 +396,17 @@ class Compiler:
                 call_values,
                 sigs,
             )
-            # one op of a new entry and nothing else (no thread switch, no hook), or no op
-            # at all because the call compiled to none: later calls with the same values
-            # compile to the same in C
+            # no op at all (the call compiled to none), or one op of a new entry, and nothing
+            # else (no thread switch, no hook): later calls with the same values compile to
+            # the same in C
             if not plan.memo:
                 continue
-            if len(program) == ops + 1 and len(program.entries) == entries + 1:
+            if self._compiled_nothing:
+                if len(program) == ops:
+                    code.memo(calls, slots, nodes, i - 1, _vm.NO_ENTRY, None)
+            elif len(program) == ops + 1 and len(program.entries) == entries + 1:
                 frame_ends = program.frame_ends if plan.ends_frame else None
                 code.memo(calls, slots, nodes, i - 1, entries, frame_ends)
-            elif self._compiled_nothing:
-                code.memo(calls, slots, nodes, i - 1, _vm.NO_ENTRY, None)
 
     def _watch(self, sigs: Signatures) -> None:
         """Mark the functions `_scan_window_sizes` and `_stops` look for, as the trace

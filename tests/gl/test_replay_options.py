@@ -173,6 +173,15 @@ def test_a_programs_polls_of_its_query_compile_once_where_they_are_skipped(tmp_p
     w = TraceWriter()
     glx_context(w)
     occlusion_query(w, 4)
+    # (another thread's call first: the first poll compiles after a thread switch, an op
+    # that is not the poll's)
+    w.call(
+        "glXMakeCurrent",
+        ("dpy", "drawable", "ctx"),
+        {1: w.int(0), 2: w.opaque(0)},
+        ret=w.true,
+        thread=1,
+    )
     for available in [0] * 500 + [1]:  # GL_QUERY_RESULT_AVAILABLE: not yet, ..., yes
         w.call(
             "glGetQueryObjectiv",
@@ -182,7 +191,8 @@ def test_a_programs_polls_of_its_query_compile_once_where_they_are_skipped(tmp_p
     w.call("glXSwapBuffers", ("dpy", "drawable"), {1: w.int(7)})
     path = tmp_path / "polls.trace"
     path.write_bytes(w.snappy())
-    for how, compiled, ops in (("skip", 2, 0), ("run", 501, 501)):
+    # (the thread switch is an op of the first poll's: the only one, skipped)
+    for how, compiled, ops in (("skip", 3, 1), ("run", 501, 502)):
         with Replayer(str(path)) as replayer:
             replayer.compiler.handle_queries(how)
             seen: list[str] = []
