@@ -64,6 +64,10 @@ from pathlib import Path
 from reference import PEER, Run, measure, need_peer, peer_environment
 from tabulate import tabulate
 
+# Seconds a run may take before it is killed and shown as "fail". Under GALLIUM_NOOP the
+# corpus's longest replay takes about 2 s, and eglretrace's profiles can wait forever for
+# query results: there a hung peer costs a minute a run, not ten.
+TIMEOUT, NOOP_TIMEOUT = 600.0, 60.0
 DEFAULT_CORPUS = Path("/work/corpus/traces")
 DEFAULT_LONG = Path("/work/corpus/long")
 COMMANDS = {
@@ -287,9 +291,14 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
     parser.add_argument(
-        "--timeout", type=float, default=600, help="seconds after which a run is killed: a fail"
+        "--timeout",
+        type=float,
+        help=f"seconds after which a run is killed: a fail (default {TIMEOUT:g}, with --noop "
+        f"{NOOP_TIMEOUT:g})",
     )
     args = parser.parse_args()
+    if args.timeout is None:
+        args.timeout = NOOP_TIMEOUT if args.noop else TIMEOUT
     commands = [c.strip() for c in args.commands.split(",")]
     if unknown := set(commands) - set(COMMANDS):
         sys.exit(f"benchmarks/corpus.py: no command {', '.join(sorted(unknown))}")
