@@ -28,8 +28,9 @@ COMMANDS = {
 }
 # the commands whose work runs in a replay child (`retrace.replay.contain`) -> the modules
 # of that work, which a child forked before the command line is parsed imports meanwhile
+# (a replay's body imports the replayer itself: the command line's process never does)
 REPLAYING = {
-    "replay": ("retrace.replay.run",),
+    "replay": ("retrace.replay.run", "retrace.replay.replayer", "retrace.trace.callset"),
     "profile": ("retrace.profile.commands", "retrace.profile.driver"),
 }
 # the options that ask for help or the version, whatever comes after them
