@@ -28,10 +28,13 @@ COMMANDS = {
 }
 # the commands whose work runs in a replay child (`retrace.replay.contain`) -> the modules
 # of that work, which a child forked before the command line is parsed imports meanwhile
-# (a replay's body imports the replayer itself: the command line's process never does)
+# (a replay's body imports the replayer itself: the command line's process never does),
+# and "module:function", what it calls meanwhile (the GL registry, which every replay
+# loads: 2 ms)
+_REGISTRY = "retrace.gl.registry:load_registry"
 REPLAYING = {
-    "replay": ("retrace.replay.run", "retrace.replay.replayer", "retrace.trace.callset"),
-    "profile": ("retrace.profile.commands", "retrace.profile.driver"),
+    "replay": ("retrace.replay.run", "retrace.replay.replayer", "retrace.trace.callset", _REGISTRY),
+    "profile": ("retrace.profile.commands", "retrace.profile.driver", _REGISTRY),
 }
 # the options that ask for help or the version, whatever comes after them
 ASKING = ("-h", "--help", "--version")

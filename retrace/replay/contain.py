@@ -252,9 +252,10 @@ def _progress_words() -> mmap.mmap:
 def spare_child(modules: Sequence[str]) -> None:
     """In the command line, before click is imported, where the command replays: fork the
     replay child now. It starts loading the driver (`driver_process.open_ahead`) and
-    imports the replayer and `modules` (those of the command's work) while this process
-    parses the command line, then waits for the body `supervise` hands it; it ends at once
-    where none comes (the pipe's end: this process ended, or forked another child).
+    imports `modules` (those of the command's work; "module:function" calls the function
+    too) while this process parses the command line, then waits for the body `supervise`
+    hands it; it ends at once where none comes (the pipe's end: this process ended, or
+    forked another child).
 
     Only where a core is idle (`cores.idle`), or $RETRACE_SPARE_CHILD is 1 (0: never):
     the child imports again what this process imports too (the work's modules, pickle),
@@ -303,8 +304,11 @@ def _wait_for_work(
         outlive_stderr()  # (as the command line's `main` does, after this fork)
         load_libraries()
         open_ahead()  # first: the driver's loading is what the replay waits for
-        for module in modules:  # (not importlib's: -X importtime would not see them)
+        for name in modules:  # (not importlib's: -X importtime would not see them)
+            module, _, function = name.partition(":")
             __import__(module)
+            if function:
+                getattr(sys.modules[module], function)()
     except Exception as e:
         failed.append(e)
     chunks = []
