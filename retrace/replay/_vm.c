@@ -1105,8 +1105,8 @@ static int memo_reuse(Code *c, const CallRec *r, const int32_t *slot, const Node
  * `entry` (or no op at all: NO_ENTRY), which depends on nothing but the call's values, and
  * compiling it changed nothing else: compile() makes later calls of its signature with the
  * same values ops of that entry too (or nothing), and where `frame_ends` is a list (not None)
- * appends their op indices to it, as Python does for the calls that end frames.  False where the call has no key (strings, blobs) or its
- * signature has MEMOS_PER_SIG already.
+ * appends their op indices to it, as Python does for the calls that end frames.  False where
+ * the call has no key (strings, blobs) or its signature has MEMOS_PER_SIG already.
  */
 static PyObject *Code_memo(Code *c, PyObject *args) {
     Py_buffer calls, slots, nodes;

@@ -25,10 +25,11 @@ CALL_SIZE: int
 NODE_SIZE: int
 """Bytes per value node (`Node` in records.h)."""
 SIG_SKIP: int
-NO_ENTRY: int  # memo()'s entry for calls that compile to no op
 """`Code.set_sig` proto of a signature whose calls compile to nothing."""
 SIG_SLOW: int
 """`Code.set_sig` proto of a signature whose calls compile in Python."""
+NO_ENTRY: int
+"""`Code.memo` entry of a call that compiled to no op."""
 PROGRESS_CALL: int
 """Which int64 of the published buffer holds the call number running or last run."""
 PROGRESS_RUNNING: int

@@ -308,7 +308,6 @@ class Compiler:
         self._fixed: set[DrawableKey] = set()
         self._delivered = 0
         self._query_handling, self._query_tolerance = "skip", 0
-        self._compiled_nothing = False  # the last call `_add_call` saw compiled to no op
         self._hook: Callable[[int], None] = lambda call_no: None
         self._lookups: dict[str, Callable[[int], int]] = {}
         # by signature id: for the read-ahead, _BINDS, _SCANNED or _FRAME_END; for `_stops`, 1
@@ -384,7 +383,7 @@ class Compiler:
             )
             program = self.program
             ops, entries = len(program), len(program.entries)
-            self._add_call(
+            nothing = self._add_call(
                 plan,
                 bool(call_flags & _FAKE),
                 no,
@@ -397,11 +396,11 @@ class Compiler:
                 sigs,
             )
             # no op at all (the call compiled to none), or one op of a new entry, and nothing
-            # else (no thread switch, no hook): later calls with the same values compile to
-            # the same in C
+            # else (no thread switch, no hook; a hooked call is never compiled in C): later
+            # calls with the same values compile to the same in C
             if not plan.memo:
                 continue
-            if self._compiled_nothing:
+            if nothing:
                 if len(program) == ops:
                     code.memo(calls, slots, nodes, i - 1, _vm.NO_ENTRY, None)
             elif len(program) == ops + 1 and len(program.entries) == entries + 1:
@@ -538,12 +537,12 @@ class Compiler:
         ret: int,
         values: NodeLists,
         sigs: Signatures,
-    ) -> None:
-        """Compile one call into a Python entry (with its thread switch, hooks and frame end)."""
+    ) -> bool:
+        """Compile one call into a Python entry (with its thread switch, hooks and frame end);
+        whether its handler compiled it to nothing (the caller's memo of it)."""
         program = self.program
-        self._compiled_nothing = False
         if self._left_out(plan, fake, no, thread):
-            return
+            return False
         if thread != self._thread:
             if self._thread is not None:
                 program.add((self.ws.ws.switch_thread, (thread,)), no, plan.name_id)
@@ -556,10 +555,11 @@ class Compiler:
         except Unsupported as e:
             program.skipped[plan.name] += 1
             program.reasons.setdefault(plan.name, str(e))
-            return
+            return False
         except BadValue as e:  # the calls before it still run (see Replayer)
             raise TraceError.in_stream(self.path, offset, f"call {no} {plan.name}: {e}") from None
         self._emit(plan, no, entry)
+        return entry is None
 
     def _left_out(self, plan: _Plan, fake: bool, no: int, thread: int) -> bool:
         """Calls that compile to nothing here: GL calls outside the call subset or made with
@@ -585,7 +585,6 @@ class Compiler:
         if hooked and drawing and (swap or entry is None):
             program.add((self._hook, (no,)), no, plan.name_id)
         if entry is None:
-            self._compiled_nothing = not hooked
             return
         if swap:
             program.frame_ends.append(len(program))
