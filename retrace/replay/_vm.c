@@ -1381,6 +1381,140 @@ static PyTypeObject LocationsType = {
     .tp_new = Locations_new,
 };
 
+/* --- the program in use: glUseProgram without Python -------------------------------------
+ *
+ * GTK 4 calls glUseProgram before nearly every draw, each time with another program (170,091
+ * of the 643,935 calls of a 25 s recording of gtk4-widget-factory).  Through a Python
+ * function that recorded the program in use and pointed the uniform locations at its table,
+ * they were 13-17% of its replay.  A ProgramInUse is that function in C, the remapping of a
+ * direct glUseProgram's program: it makes the traced program `current`'s (its `program`
+ * attribute: a TracedContext), points `uniforms` (the Locations) at that program's table in
+ * `tables` (traced program -> its locations), and gives the driver's name for it from
+ * `names`.  Where it cannot stand in for Python it calls `use(traced)` instead, then gives
+ * the name all the same: where `current` is None (no context is current, or something
+ * watches program changes: Python says) and for program 0 (glUniform* then sets the bound
+ * pipeline's active program).
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *names, *tables, *use; /* dict, dict, callable */
+    Locations *uniforms;
+    PyObject *current; /* the context whose program it records, or NULL */
+} ProgramInUse;
+
+static PyTypeObject ProgramInUseType;
+static PyObject *str_program; /* "program", interned */
+
+/* The driver's name for traced program `key` (of value `v`), its use recorded: a new
+   reference, NULL with an exception set, or NULL without one (not in `names`: unchanged). */
+static PyObject *program_in_use(ProgramInUse *u, PyObject *key, uint64_t v) {
+    if (u->current && v) {
+        if (PyObject_SetAttr(u->current, str_program, key) < 0)
+            return NULL;
+        PyObject *table = PyDict_GetItemWithError(u->tables, key);
+        if (!table && PyErr_Occurred())
+            return NULL;
+        if (table && !PyDict_Check(table)) {
+            PyErr_SetString(PyExc_TypeError, "ProgramInUse: a program's table is not a dict");
+            return NULL;
+        }
+        Py_XSETREF(u->uniforms->table, Py_XNewRef(table));
+    } else {
+        PyObject *done = PyObject_CallOneArg(u->use, key);
+        if (!done)
+            return NULL;
+        Py_DECREF(done);
+    }
+    PyObject *real = PyDict_GetItemWithError(u->names, key);
+    return Py_XNewRef(real);
+}
+
+static PyObject *ProgramInUse_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *names, *uniforms, *tables, *use;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:ProgramInUse", &PyDict_Type, &names, &LocationsType,
+                          &uniforms, &PyDict_Type, &tables, &use))
+        return NULL;
+    ProgramInUse *u = (ProgramInUse *)PyType_GenericNew(type, NULL, NULL);
+    if (u) {
+        u->names = Py_NewRef(names);
+        u->uniforms = (Locations *)Py_NewRef(uniforms);
+        u->tables = Py_NewRef(tables);
+        u->use = Py_NewRef(use);
+    }
+    return (PyObject *)u;
+}
+
+static PyObject *ProgramInUse_call(ProgramInUse *u, PyObject *args, PyObject *kwargs) {
+    PyObject *key;
+    if (kwargs || !PyArg_ParseTuple(args, "O!", &PyLong_Type, &key)) {
+        if (kwargs)
+            PyErr_SetString(PyExc_TypeError, "ProgramInUse() takes one program");
+        return NULL;
+    }
+    uint64_t v = PyLong_AsUnsignedLongLongMask(key);
+    if (v == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *real = program_in_use(u, key, v);
+    return real || PyErr_Occurred() ? real : Py_NewRef(key);
+}
+
+static PyObject *ProgramInUse_get_current(ProgramInUse *u, void *closure) {
+    return Py_NewRef(u->current ? u->current : Py_None);
+}
+
+static int ProgramInUse_set_current(ProgramInUse *u, PyObject *value, void *closure) {
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "current cannot be deleted (set None)");
+        return -1;
+    }
+    Py_XSETREF(u->current, value == Py_None ? NULL : Py_NewRef(value));
+    return 0;
+}
+
+static int ProgramInUse_traverse(ProgramInUse *u, visitproc visit, void *arg) {
+    Py_VISIT(u->names);
+    Py_VISIT(u->uniforms);
+    Py_VISIT(u->tables);
+    Py_VISIT(u->use);
+    Py_VISIT(u->current);
+    return 0;
+}
+
+static int ProgramInUse_clear(ProgramInUse *u) {
+    Py_CLEAR(u->names);
+    Py_CLEAR(u->uniforms);
+    Py_CLEAR(u->tables);
+    Py_CLEAR(u->use);
+    Py_CLEAR(u->current);
+    return 0;
+}
+
+static void ProgramInUse_dealloc(ProgramInUse *u) {
+    PyObject_GC_UnTrack(u);
+    ProgramInUse_clear(u);
+    Py_TYPE(u)->tp_free((PyObject *)u);
+}
+
+static PyGetSetDef ProgramInUse_getset[] = {
+    {"current", (getter)ProgramInUse_get_current, (setter)ProgramInUse_set_current,
+     "the context whose program it records in C, or None (use(traced) records it)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ProgramInUseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "retrace.replay._vm.ProgramInUse",
+    .tp_basicsize = sizeof(ProgramInUse),
+    .tp_dealloc = (destructor)ProgramInUse_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)ProgramInUse_traverse,
+    .tp_clear = (inquiry)ProgramInUse_clear,
+    .tp_call = (ternaryfunc)ProgramInUse_call,
+    .tp_doc = "ProgramInUse(names, uniforms, tables, use): glUseProgram's remapping in C; "
+              "called with a traced program, records its use and gives the driver's name.",
+    .tp_getset = ProgramInUse_getset,
+    .tp_new = ProgramInUse_new,
+};
+
 /* The driver's name for a traced one, through a name table; unchanged when absent. */
 static int remap(PyObject *table, uint8_t type, uint64_t *v) {
     if (Py_IS_TYPE(table, &LocationsType)) {
@@ -1395,6 +1529,8 @@ static int remap(PyObject *table, uint8_t type, uint64_t *v) {
     PyObject *real;
     if (Py_IS_TYPE(table, &LocationsType)) {
         real = locations_get((Locations *)table, key);
+    } else if (Py_IS_TYPE(table, &ProgramInUseType)) {
+        real = program_in_use((ProgramInUse *)table, key, *v);
     } else if (PyDict_Check(table)) {
         real = PyDict_GetItemWithError(table, key);
         Py_XINCREF(real);
@@ -2888,13 +3024,17 @@ static int add_shared(PyObject *m) {
 }
 
 PyMODINIT_FUNC PyInit__vm(void) {
-    if (PyType_Ready(&CodeType) < 0 || PyType_Ready(&LocationsType) < 0)
+    if (PyType_Ready(&CodeType) < 0 || PyType_Ready(&LocationsType) < 0 ||
+        PyType_Ready(&ProgramInUseType) < 0)
+        return NULL;
+    if (!(str_program = PyUnicode_InternFromString("program")))
         return NULL;
     PyObject *m = PyModule_Create(&vm_module);
     if (!m)
         return NULL;
     Py_INCREF(&CodeType);
     if (PyModule_AddObjectRef(m, "Locations", (PyObject *)&LocationsType) < 0 ||
+        PyModule_AddObjectRef(m, "ProgramInUse", (PyObject *)&ProgramInUseType) < 0 ||
         PyModule_AddObject(m, "Code", (PyObject *)&CodeType) < 0 ||
         PyModule_AddIntConstant(m, "NATIVE_CALLS", NATIVE_CALLS) < 0 ||
         PyModule_AddIntConstant(m, "CALL_SIZE", sizeof(CallRec)) < 0 ||

@@ -261,3 +261,23 @@ class Locations:
         """The traced -> real table of the program in use, or None where it has none."""
     def __call__(self, traced: int, /) -> int:
         """One location, as a direct call maps it."""
+
+@final
+class ProgramInUse:
+    """A direct glUseProgram's remapping: records the traced program as `current`'s program,
+    points `uniforms` at its table in `tables`, and gives the driver's name from `names`
+    (unchanged where absent); where `current` is None, or for program 0, `use(traced)`
+    records it instead."""
+
+    current: Any  # the TracedContext whose program it records in C, or None
+
+    def __new__(
+        cls,
+        names: dict[int, int],
+        uniforms: Locations,
+        tables: dict[int, dict[int, int]],
+        use: Callable[[int], None],
+        /,
+    ) -> ProgramInUse: ...
+    def __call__(self, traced: int, /) -> int:
+        """glUseProgram(traced)'s bookkeeping, as a direct call does it: the driver's name."""

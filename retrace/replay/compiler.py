@@ -810,7 +810,7 @@ class Compiler:
             if p.object_class is None:
                 return code, None
             if function in _USE_PROGRAM:
-                return code, self._program_in_use()
+                return code, self.state.program_in_use
             if p.object_class in CONTAINER_CLASSES:
                 return code, self._lookup(p.object_class)  # through the current context
             return code, self.state.name_table(p.object_class)
@@ -969,19 +969,6 @@ class Compiler:
         if lookup is None:
             table = self._table(cls)
             lookup = self._lookups[cls] = table if callable(table) else _lookup(table)
-        return lookup
-
-    def _program_in_use(self) -> Callable[[int], int]:
-        """glUseProgram's lookup in a direct call: the driver's name, and the traced program
-        recorded as the one in use (uniform locations are looked up through it). A closure
-        over the class's lookup, made once (it runs at every call: a quarter of GTK 4's
-        calls are glUseProgram)."""
-        use, driver_name = self.state.use_program, self._lookup("program")
-
-        def lookup(traced: int) -> int:
-            use(traced)
-            return driver_name(traced)
-
         return lookup
 
     def _location(self, args: list[Any], program_index: int | None) -> Callable[[int], int]:

@@ -153,7 +153,7 @@ class Replayer:
         """Have `listener` observe every pass from now on, after those already listening
         (program changes only once one listens: glUseProgram calls go without it)."""
         self.listeners.append(listener)
-        self.state.on_program_change = self._program_change
+        self.state.watch_programs(self._program_change)
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1

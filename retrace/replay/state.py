@@ -129,7 +129,12 @@ class ReplayState:
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
         self.thread = 0
         # called when the program in use may have changed: glUseProgram, a context switch
-        self.on_program_change: Callable[[], None] = lambda: None
+        self._on_program_change: Callable[[], None] | None = None
+        # a direct glUseProgram's remapping: `use_program` and the name, in C while nothing
+        # watches program changes
+        self.program_in_use = _vm.ProgramInUse(
+            self.name_table("program"), self.uniform_locations, self.locations, self.use_program
+        )
 
     def reset(self) -> None:
         """Forget everything the last pass created (its contexts are destroyed)."""
@@ -158,8 +163,7 @@ class ReplayState:
         self.uniform_locations.set(None)
         self.mapped.clear()
         self.app_queries.clear()
-        self.current = None
-        self.current_drawable = None
+        self.bind(None, None)
         self.thread_current.clear()
         self.thread = 0
 
@@ -175,7 +179,18 @@ class ReplayState:
             return self.name_table(object_class)
         return self.current.containers.setdefault(object_class, {})
 
+    def bind(self, context: TracedContext | None, drawable: Drawable | None) -> None:
+        """From now on `context` and `drawable` are current (the display's already)."""
+        self.current, self.current_drawable = context, drawable
+        self.program_in_use.current = context if self._on_program_change is None else None
+
     # --- uniform locations ----------------------------------------------------------------
+
+    def watch_programs(self, on_change: Callable[[], None]) -> None:
+        """Call `on_change` whenever the program in use may have changed (glUseProgram in
+        Python from now on: `program_in_use` records none in C)."""
+        self._on_program_change = on_change
+        self.program_in_use.current = None
 
     def use_program(self, traced: int) -> None:
         if self.current is not None:
@@ -185,7 +200,8 @@ class ReplayState:
     def program_changed(self) -> None:
         """The program in use may have changed (glUseProgram, a context switch)."""
         self._uniforms_changed()
-        self.on_program_change()
+        if self._on_program_change is not None:
+            self._on_program_change()
 
     def _uniforms_changed(self) -> None:
         """The program glUniform* sets may have changed, or its table been made."""

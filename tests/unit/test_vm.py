@@ -709,6 +709,40 @@ def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp
     assert (locations(5), locations(-7), locations(11)) == (-1, -7, 111)
 
 
+def test_a_program_in_use_records_it_in_c_and_in_python_where_it_cannot(tmp_path):
+    """glUseProgram's remapping: the driver's name, the traced program made the current
+    context's and its uniform table the one direct glUniform* calls take; with no current
+    context (or one Python watches) and for program 0, `use` is called instead."""
+    w = TraceWriter
+    batch, sigs = batch_of(tmp_path, [("use", (w.int(p),), 0) for p in (5, 7, 0, 9)])
+    f = Recorder([U32])
+    used: list[int] = []
+    locations = _vm.Locations(lambda traced: -2)
+    tables = {5: {1: 10}, 9: {1: 90}}
+    programs = _vm.ProgramInUse({5: 50, 0: 0, 9: 0}, locations, tables, used.append)
+    code = new_code()
+    code.set_sig(sigs["use"], code.add_proto(f.address, f.types, (programs,)), 0, 1)
+    assert compile_all(code, batch) == 4
+
+    class Context:
+        program = 3
+
+    code.run(0, 4, [])  # no current context: Python's, every one
+    assert (used, f.calls, Context.program) == ([5, 7, 0, 9], [(50,), (7,), (0,), (0,)], 3)
+    used.clear()
+    context = programs.current = Context()
+    seen = []
+    for i in range(4):
+        code.run(i, i + 1, [])
+        seen.append((context.program, locations(1)))
+    # 7 has no table: locations pass unchanged; 0 is Python's (its `use` records nothing here)
+    assert seen == [(5, 10), (7, 1), (7, 1), (9, 90)]
+    assert used == [0] and f.calls[4:] == [(50,), (7,), (0,), (0,)]
+    assert programs.current is context and programs(5) == 50 and context.program == 5
+    programs.current = None
+    assert programs(9) == 0 and used == [0, 9] and context.program == 5
+
+
 def test_python_entries_brackets_and_errors():
     code = new_code()
     seen: list[object] = []

@@ -228,7 +228,7 @@ class WindowSystem:
             ):
                 self._new_surface(drawable, context)
             st.display.make_current(context.real, drawable.surface if drawable else None)
-        st.current, st.current_drawable = context, drawable
+        st.bind(context, drawable)
         if switching:
             st.program_changed()
         if switching and context is not None:
