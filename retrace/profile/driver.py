@@ -185,12 +185,6 @@ class Profiler(ReplayListener):
             return
         self._publish(first)
 
-    def program_change(self) -> None:
-        if self._pass == 0 and self._run == 0 and not self._looping:
-            current = self.replayer.state.current
-            program = current.program if current is not None else 0
-            self._rows.program_changed(self.replayer.program.code.position, program)
-
     # --- planning and passes -------------------------------------------------------------------
 
     def _resolve(self) -> None:
@@ -271,11 +265,14 @@ class Profiler(ReplayListener):
             self._live_line.start(self._pass_label(), total)
         started = time.perf_counter()
         self.replayer.last_frame = self._loop_stop() if self.options.loop else None
+        if self._pass == 0 and self._run == 0:  # (the first run's: `EventRows`)
+            self.replayer.state.log_programs(self.replayer.program.code, self._rows.programs)
         try:
             self._last_seconds = self.replayer.run_pass().seconds
             loops = self._loop() if self.options.loop else None
             counts = self.meter.end(loops)
         finally:
+            self.replayer.state.log_programs(None, None)
             self._looping = False
             self.meter.finish()
             if self._live_line is not None:
@@ -318,6 +315,7 @@ class Profiler(ReplayListener):
             self._rows.store_until(self.store, program, stop)
             self._checkpoint(self._pass, self._run)
         replayer.last_frame = None
+        replayer.state.log_programs(None, None)  # (the trace's changes only)
         self._looping = True
         began = time.perf_counter()
         meter, per_loop = self.meter, self.profile.frames_per_loop

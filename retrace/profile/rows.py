@@ -39,8 +39,11 @@ class EventRows:
             for what in (*META_FIELDS, CONTEXT):
                 meta_column(store, boundary, what)
 
-    def program_changed(self, op: int, program: int) -> None:
-        self._logs["program"].append((op, program))
+    @property
+    def programs(self) -> list[tuple[int, int]]:
+        """(op, traced program) from which on the calls run with that program in use: what
+        the replay logs in the first pass (`ReplayState.log_programs`)."""
+        return self._logs["program"]
 
     def context_changed(self, op: int, context: int) -> None:
         """From op `op` on, the calls run in context number `context`."""

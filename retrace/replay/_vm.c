@@ -1390,19 +1390,23 @@ static PyTypeObject LocationsType = {
  * direct glUseProgram's program: it makes the traced program `current`'s (its `program`
  * attribute: a TracedContext), points `uniforms` (the Locations) at that program's table in
  * `tables` (traced program -> its locations), and gives the driver's name for it from
- * `names`.  Where it cannot stand in for Python it calls `use(traced)` instead, then gives
- * the name all the same: where `current` is None (no context is current, or something
- * watches program changes: Python says) and for program 0 (glUniform* then sets the bound
- * pipeline's active program).
+ * `names`; with a log (a profile's first pass: `log(code, changes)`) it also appends (the op
+ * running in `code`, the program) to list `changes`.  Where it cannot stand in for Python
+ * it calls `use(traced)` instead, then gives the name all the same: where `current` is None
+ * (no context is current) and for program 0 (glUniform* then sets the bound pipeline's
+ * active program).
  */
 typedef struct {
     PyObject_HEAD
     PyObject *names, *tables, *use; /* dict, dict, callable */
     Locations *uniforms;
-    PyObject *current; /* the context whose program it records, or NULL */
+    PyObject *current;  /* the context whose program it records, or NULL */
+    PyObject *changes;  /* the list it logs changes in, or NULL */
+    PyObject *log_code; /* the Code whose running op a change is logged at */
 } ProgramInUse;
 
 static PyTypeObject ProgramInUseType;
+static PyTypeObject CodeType;
 static PyObject *str_program; /* "program", interned */
 
 /* The driver's name for traced program `key` (of value `v`), its use recorded: a new
@@ -1419,6 +1423,13 @@ static PyObject *program_in_use(ProgramInUse *u, PyObject *key, uint64_t v) {
             return NULL;
         }
         Py_XSETREF(u->uniforms->table, Py_XNewRef(table));
+        if (u->changes) {
+            PyObject *change = Py_BuildValue("(nO)", ((Code *)u->log_code)->position, key);
+            int failed = !change || PyList_Append(u->changes, change) < 0;
+            Py_XDECREF(change);
+            if (failed)
+                return NULL;
+        }
     } else {
         PyObject *done = PyObject_CallOneArg(u->use, key);
         if (!done)
@@ -1458,6 +1469,24 @@ static PyObject *ProgramInUse_call(ProgramInUse *u, PyObject *args, PyObject *kw
     return real || PyErr_Occurred() ? real : Py_NewRef(key);
 }
 
+static PyObject *ProgramInUse_log(ProgramInUse *u, PyObject *args) {
+    PyObject *code, *changes;
+    if (!PyArg_ParseTuple(args, "OO:log", &code, &changes))
+        return NULL;
+    if (code == Py_None && changes == Py_None) {
+        Py_CLEAR(u->changes);
+        Py_CLEAR(u->log_code);
+        Py_RETURN_NONE;
+    }
+    if (!Py_IS_TYPE(code, &CodeType) || !PyList_Check(changes)) {
+        PyErr_SetString(PyExc_TypeError, "log() takes a Code and a list, or None and None");
+        return NULL;
+    }
+    Py_XSETREF(u->log_code, Py_NewRef(code));
+    Py_XSETREF(u->changes, Py_NewRef(changes));
+    Py_RETURN_NONE;
+}
+
 static PyObject *ProgramInUse_get_current(ProgramInUse *u, void *closure) {
     return Py_NewRef(u->current ? u->current : Py_None);
 }
@@ -1477,6 +1506,8 @@ static int ProgramInUse_traverse(ProgramInUse *u, visitproc visit, void *arg) {
     Py_VISIT(u->tables);
     Py_VISIT(u->use);
     Py_VISIT(u->current);
+    Py_VISIT(u->changes);
+    Py_VISIT(u->log_code);
     return 0;
 }
 
@@ -1486,6 +1517,8 @@ static int ProgramInUse_clear(ProgramInUse *u) {
     Py_CLEAR(u->tables);
     Py_CLEAR(u->use);
     Py_CLEAR(u->current);
+    Py_CLEAR(u->changes);
+    Py_CLEAR(u->log_code);
     return 0;
 }
 
@@ -1501,6 +1534,13 @@ static PyGetSetDef ProgramInUse_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyMethodDef ProgramInUse_methods[] = {
+    {"log", (PyCFunction)ProgramInUse_log, METH_VARARGS,
+     "log(code, changes): append (code's running op, program) to list changes at every "
+     "program it records; log(None, None): no more"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject ProgramInUseType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "retrace.replay._vm.ProgramInUse",
     .tp_basicsize = sizeof(ProgramInUse),
@@ -1512,6 +1552,7 @@ static PyTypeObject ProgramInUseType = {
     .tp_doc = "ProgramInUse(names, uniforms, tables, use): glUseProgram's remapping in C; "
               "called with a traced program, records its use and gives the driver's name.",
     .tp_getset = ProgramInUse_getset,
+    .tp_methods = ProgramInUse_methods,
     .tp_new = ProgramInUse_new,
 };
 

@@ -264,10 +264,10 @@ class Locations:
 
 @final
 class ProgramInUse:
-    """A direct glUseProgram's remapping: records the traced program as `current`'s program,
-    points `uniforms` at its table in `tables`, and gives the driver's name from `names`
-    (unchanged where absent); where `current` is None, or for program 0, `use(traced)`
-    records it instead."""
+    """A direct glUseProgram's remapping: records the traced program as `current`'s program
+    (and in the list `log` gives), points `uniforms` at its table in `tables`, and gives the
+    driver's name from `names` (unchanged where absent); where `current` is None, or for
+    program 0, `use(traced)` records it instead."""
 
     current: Any  # the TracedContext whose program it records in C, or None
 
@@ -281,3 +281,6 @@ class ProgramInUse:
     ) -> ProgramInUse: ...
     def __call__(self, traced: int, /) -> int:
         """glUseProgram(traced)'s bookkeeping, as a direct call does it: the driver's name."""
+    def log(self, code: Code | None, changes: list[tuple[int, int]] | None, /) -> None:
+        """Append (`code`'s running op, the program) to `changes` at every program it
+        records from now on (None, None: no more)."""

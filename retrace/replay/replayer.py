@@ -90,9 +90,6 @@ class ReplayListener:
     def after_switch(self) -> None:
         """A context is current again, maybe another one."""
 
-    def program_change(self) -> None:
-        """The shader program in use changed."""
-
 
 class PassResult(NamedTuple):
     frames: int
@@ -150,10 +147,8 @@ class Replayer:
         self.close()
 
     def listen(self, listener: ReplayListener) -> None:
-        """Have `listener` observe every pass from now on, after those already listening
-        (program changes only once one listens: glUseProgram calls go without it)."""
+        """Have `listener` observe every pass from now on, after those already listening."""
         self.listeners.append(listener)
-        self.state.watch_programs(self._program_change)
 
     def _frame_end(self, drawable: Drawable | None) -> None:
         self.frame += 1
@@ -174,10 +169,6 @@ class Replayer:
     def _after_switch(self) -> None:
         for listener in self.listeners:
             listener.after_switch()
-
-    def _program_change(self) -> None:
-        for listener in self.listeners:
-            listener.program_change()
 
     def _snapshot(self, call_no: int) -> None:
         st = self.state

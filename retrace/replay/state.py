@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable
 from typing import TypeAlias
 
 from retrace.replay import _vm
@@ -128,10 +127,10 @@ class ReplayState:
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
         self.thread = 0
-        # called when the program in use may have changed: glUseProgram, a context switch
-        self._on_program_change: Callable[[], None] | None = None
-        # a direct glUseProgram's remapping: `use_program` and the name, in C while nothing
-        # watches program changes
+        # (op, traced program) at every change of the program in use (glUseProgram, a
+        # context switch) while `log_programs` asks, and the code whose op it is
+        self._program_log: tuple[_vm.Code, list[tuple[int, int]]] | None = None
+        # a direct glUseProgram's remapping: `use_program` and the name, in C
         self.program_in_use = _vm.ProgramInUse(
             self.name_table("program"), self.uniform_locations, self.locations, self.use_program
         )
@@ -182,15 +181,15 @@ class ReplayState:
     def bind(self, context: TracedContext | None, drawable: Drawable | None) -> None:
         """From now on `context` and `drawable` are current (the display's already)."""
         self.current, self.current_drawable = context, drawable
-        self.program_in_use.current = context if self._on_program_change is None else None
+        self.program_in_use.current = context
 
     # --- uniform locations ----------------------------------------------------------------
 
-    def watch_programs(self, on_change: Callable[[], None]) -> None:
-        """Call `on_change` whenever the program in use may have changed (glUseProgram in
-        Python from now on: `program_in_use` records none in C)."""
-        self._on_program_change = on_change
-        self.program_in_use.current = None
+    def log_programs(self, code: _vm.Code | None, changes: list[tuple[int, int]] | None) -> None:
+        """Append (the op running in `code`, the traced program now in use) to `changes` at
+        every change of the program in use from now on (None, None: no more)."""
+        self._program_log = None if code is None or changes is None else (code, changes)
+        self.program_in_use.log(code, changes)
 
     def use_program(self, traced: int) -> None:
         if self.current is not None:
@@ -200,8 +199,10 @@ class ReplayState:
     def program_changed(self) -> None:
         """The program in use may have changed (glUseProgram, a context switch)."""
         self._uniforms_changed()
-        if self._on_program_change is not None:
-            self._on_program_change()
+        if self._program_log is not None:
+            code, changes = self._program_log
+            current = self.current
+            changes.append((code.position, current.program if current is not None else 0))
 
     def _uniforms_changed(self) -> None:
         """The program glUniform* sets may have changed, or its table been made."""

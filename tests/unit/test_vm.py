@@ -739,8 +739,16 @@ def test_a_program_in_use_records_it_in_c_and_in_python_where_it_cannot(tmp_path
     assert seen == [(5, 10), (7, 1), (7, 1), (9, 90)]
     assert used == [0] and f.calls[4:] == [(50,), (7,), (0,), (0,)]
     assert programs.current is context and programs(5) == 50 and context.program == 5
+    changes: list[tuple[int, int]] = []
+    programs.log(code, changes)  # (op running, program) of those it records
+    code.run(0, 4, [])
+    programs.log(None, None)
+    code.run(0, 1, [])
+    assert changes == [(0, 5), (1, 7), (3, 9)]
+    with pytest.raises(TypeError):
+        programs.log(code, None)
     programs.current = None
-    assert programs(9) == 0 and used == [0, 9] and context.program == 5
+    assert programs(9) == 0 and used == [0, 0, 9] and context.program == 5
 
 
 def test_python_entries_brackets_and_errors():
