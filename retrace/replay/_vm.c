@@ -1391,7 +1391,8 @@ static PyTypeObject LocationsType = {
  * attribute: a TracedContext), points `uniforms` (the Locations) at that program's table in
  * `tables` (traced program -> its locations), and gives the driver's name for it from
  * `names`; with a log (a profile's first pass: `log(code, changes)`) it also appends (the op
- * running in `code`, the program) to list `changes`.  Where it cannot stand in for Python
+ * running in `code`, the program) to list `changes`, as `changed(program)` does for the
+ * changes Python makes.  Where it cannot stand in for Python
  * it calls `use(traced)` instead, then gives the name all the same: where `current` is None
  * (no context is current) and for program 0 (glUniform* then sets the bound pipeline's
  * active program).
@@ -1409,6 +1410,16 @@ static PyTypeObject ProgramInUseType;
 static PyTypeObject CodeType;
 static PyObject *str_program; /* "program", interned */
 
+/* Where `u` logs: append (the op running, program `key`); -1 with an exception set. */
+static int log_change(ProgramInUse *u, PyObject *key) {
+    if (!u->changes)
+        return 0;
+    PyObject *change = Py_BuildValue("(nO)", ((Code *)u->log_code)->position, key);
+    int failed = !change || PyList_Append(u->changes, change) < 0;
+    Py_XDECREF(change);
+    return failed ? -1 : 0;
+}
+
 /* The driver's name for traced program `key` (of value `v`), its use recorded: a new
    reference, NULL with an exception set, or NULL without one (not in `names`: unchanged). */
 static PyObject *program_in_use(ProgramInUse *u, PyObject *key, uint64_t v) {
@@ -1423,13 +1434,8 @@ static PyObject *program_in_use(ProgramInUse *u, PyObject *key, uint64_t v) {
             return NULL;
         }
         Py_XSETREF(u->uniforms->table, Py_XNewRef(table));
-        if (u->changes) {
-            PyObject *change = Py_BuildValue("(nO)", ((Code *)u->log_code)->position, key);
-            int failed = !change || PyList_Append(u->changes, change) < 0;
-            Py_XDECREF(change);
-            if (failed)
-                return NULL;
-        }
+        if (log_change(u, key))
+            return NULL;
     } else {
         PyObject *done = PyObject_CallOneArg(u->use, key);
         if (!done)
@@ -1487,6 +1493,16 @@ static PyObject *ProgramInUse_log(ProgramInUse *u, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *ProgramInUse_changed(ProgramInUse *u, PyObject *program) {
+    if (!PyLong_Check(program)) {
+        PyErr_SetString(PyExc_TypeError, "changed() takes a program");
+        return NULL;
+    }
+    if (log_change(u, program))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *ProgramInUse_get_current(ProgramInUse *u, void *closure) {
     return Py_NewRef(u->current ? u->current : Py_None);
 }
@@ -1538,6 +1554,9 @@ static PyMethodDef ProgramInUse_methods[] = {
     {"log", (PyCFunction)ProgramInUse_log, METH_VARARGS,
      "log(code, changes): append (code's running op, program) to list changes at every "
      "program it records; log(None, None): no more"},
+    {"changed", (PyCFunction)ProgramInUse_changed, METH_O,
+     "changed(program): the program in use changed in Python's way: logged like those it "
+     "records"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -284,3 +284,6 @@ class ProgramInUse:
     def log(self, code: Code | None, changes: list[tuple[int, int]] | None, /) -> None:
         """Append (`code`'s running op, the program) to `changes` at every program it
         records from now on (None, None: no more)."""
+    def changed(self, program: int, /) -> None:
+        """The program in use changed in Python's way (a context switch, program 0): logged
+        as those it records are, where it logs."""

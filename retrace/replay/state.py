@@ -127,10 +127,8 @@ class ReplayState:
         self.current_drawable: Drawable | None = None
         self.thread_current: dict[int, tuple[TracedContext | None, Drawable | None]] = {}
         self.thread = 0
-        # (op, traced program) at every change of the program in use (glUseProgram, a
-        # context switch) while `log_programs` asks, and the code whose op it is
-        self._program_log: tuple[_vm.Code, list[tuple[int, int]]] | None = None
-        # a direct glUseProgram's remapping: `use_program` and the name, in C
+        # a direct glUseProgram's remapping: `use_program` and the name, in C; it keeps the
+        # log of program changes `log_programs` asks for
         self.program_in_use = _vm.ProgramInUse(
             self.name_table("program"), self.uniform_locations, self.locations, self.use_program
         )
@@ -188,7 +186,6 @@ class ReplayState:
     def log_programs(self, code: _vm.Code | None, changes: list[tuple[int, int]] | None) -> None:
         """Append (the op running in `code`, the traced program now in use) to `changes` at
         every change of the program in use from now on (None, None: no more)."""
-        self._program_log = None if code is None or changes is None else (code, changes)
         self.program_in_use.log(code, changes)
 
     def use_program(self, traced: int) -> None:
@@ -199,10 +196,8 @@ class ReplayState:
     def program_changed(self) -> None:
         """The program in use may have changed (glUseProgram, a context switch)."""
         self._uniforms_changed()
-        if self._program_log is not None:
-            code, changes = self._program_log
-            current = self.current
-            changes.append((code.position, current.program if current is not None else 0))
+        current = self.current
+        self.program_in_use.changed(current.program if current is not None else 0)
 
     def _uniforms_changed(self) -> None:
         """The program glUniform* sets may have changed, or its table been made."""

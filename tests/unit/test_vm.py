@@ -712,7 +712,8 @@ def test_uniform_locations_are_mapped_through_the_table_set_and_the_fallback(tmp
 def test_a_program_in_use_records_it_in_c_and_in_python_where_it_cannot(tmp_path):
     """glUseProgram's remapping: the driver's name, the traced program made the current
     context's and its uniform table the one direct glUniform* calls take; with no current
-    context (or one Python watches) and for program 0, `use` is called instead."""
+    context and for program 0, `use` is called instead. Logged, those it records and
+    those Python says changed (`changed`)."""
     w = TraceWriter
     batch, sigs = batch_of(tmp_path, [("use", (w.int(p),), 0) for p in (5, 7, 0, 9)])
     f = Recorder([U32])
@@ -742,9 +743,11 @@ def test_a_program_in_use_records_it_in_c_and_in_python_where_it_cannot(tmp_path
     changes: list[tuple[int, int]] = []
     programs.log(code, changes)  # (op running, program) of those it records
     code.run(0, 4, [])
+    programs.changed(4)  # (at the op that ran last)
     programs.log(None, None)
     code.run(0, 1, [])
-    assert changes == [(0, 5), (1, 7), (3, 9)]
+    programs.changed(6)
+    assert changes == [(0, 5), (1, 7), (3, 9), (3, 4)]
     with pytest.raises(TypeError):
         programs.log(code, None)
     programs.current = None
