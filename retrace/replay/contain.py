@@ -295,15 +295,17 @@ def _wait_for_work(
     for number in _STOPS:  # until a body comes: die at once (the parent says why)
         signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
-    _die_with(parent)
     try:
-        from retrace.exits import outlive_stderr
-        from retrace.replay.ws.driver_process import open_ahead
         from retrace.trace.container import load_libraries
 
-        outlive_stderr()  # (as the command line's `main` does, after this fork)
         load_libraries()
+        from retrace.replay.ws.driver_process import open_ahead
+
+        _die_with(parent)  # (before: its dlopen would wait for the driver's loading)
         open_ahead()  # first: the driver's loading is what the replay waits for
+        from retrace.exits import outlive_stderr
+
+        outlive_stderr()  # (as the command line's `main` does, after this fork)
         for name in modules:  # (not importlib's: -X importtime would not see them)
             module, _, function = name.partition(":")
             __import__(module)

@@ -35,12 +35,15 @@ def load_libraries() -> None:
     extension module imported meanwhile would wait for it (15-35 ms measured) instead of
     importing alongside; tests/unit/test_startup.py checks that nothing the replay
     imports loads one after these."""
+    # (only the libraries: where a module is Python around one, as bisect, heapq, pickle and
+    # queue are, its Python imports later, alongside the driver's loading)
+    import _bisect  # noqa: F401  (the call sets')
+    import _heapq  # noqa: F401  (the read-ahead's queue)
+    import _pickle  # noqa: F401  (the work handed to a child forked first: `contain.spare_child`)
+    import _queue  # noqa: F401  (the read-ahead's)
     import array  # noqa: F401  (the call records')
-    import bisect  # noqa: F401  (the call sets')
     import fcntl  # noqa: F401  (a profile's store lock)
     import math  # noqa: F401  (the replay's values)
-    import pickle  # noqa: F401  (the work handed to a child forked first: `contain.spare_child`)
-    import queue  # noqa: F401  (the read-ahead's, with heapq)
 
     import cramjam  # noqa: F401  (snappy, which apitrace writes; zlib comes with it)
 
