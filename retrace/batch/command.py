@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import click
 
 from retrace.commands.options import count_option, refuse_misspelt_command, warm_option
 from retrace.errors import Interrupted, UsageError
+from retrace.replay.handlers import handling
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -248,18 +250,13 @@ class _Stopped(Exception):
         self.signal = number
 
 
-class _signals_as_interrupts:
+def _signals_as_interrupts() -> AbstractContextManager[None]:
     """SIGINT and SIGTERM stop the batch at the next job boundary of the main thread."""
 
-    def __enter__(self) -> None:
-        def stop(number: int, frame: Any) -> None:
-            raise _Stopped(number)
+    def stop(number: int, frame: Any) -> None:
+        raise _Stopped(number)
 
-        self._old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self._old.items():
-            signal.signal(number, handler)
+    return handling(dict.fromkeys((signal.SIGINT, signal.SIGTERM), stop))
 
 
 class _Progress:

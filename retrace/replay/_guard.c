@@ -12,6 +12,10 @@
  * supervising parent shares (retrace.replay.contain), then lets the fault take its course
  * (the previous handler, or death by the signal): the parent then blames retrace's sizing,
  * not the driver.
+ *
+ * action() and set_action() save and reinstate a signal's action as it is, for the handlers
+ * retrace installs for a while (retrace.replay.handlers): Python's signal module cannot put back a
+ * handler installed outside Python (a tracer's, such as apitrace's, or a host program's).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -108,11 +112,47 @@ static PyObject *guard_watch(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* action(number): the signal's action now, as the bytes of its struct sigaction */
+static PyObject *guard_action(PyObject *self, PyObject *arg) {
+    (void)self;
+    long number = PyLong_AsLong(arg);
+    if (number == -1 && PyErr_Occurred())
+        return NULL;
+    struct sigaction action;
+    if (sigaction((int)number, NULL, &action) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyBytes_FromStringAndSize((const char *)&action, sizeof action);
+}
+
+/* set_action(number, action): reinstate an action that action(number) returned */
+static PyObject *guard_set_action(PyObject *self, PyObject *args) {
+    (void)self;
+    int number;
+    Py_buffer saved;
+    if (!PyArg_ParseTuple(args, "iy*:set_action", &number, &saved))
+        return NULL;
+    struct sigaction action;
+    int sized = saved.len == (Py_ssize_t)sizeof action;
+    if (sized)
+        memcpy(&action, saved.buf, sizeof action);
+    PyBuffer_Release(&saved);
+    if (!sized) {
+        PyErr_SetString(PyExc_ValueError, "set_action() needs what action() returned");
+        return NULL;
+    }
+    if (sigaction(number, &action, NULL) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef guard_functions[] = {
     {"scratch", guard_scratch, METH_O,
      "scratch(n): address of n writable bytes that end where the guard begins"},
     {"watch", guard_watch, METH_O,
      "watch(buffer): record an overrun into the guard as (1, bytes past) int64s there"},
+    {"action", guard_action, METH_O, "action(number): the signal's action now, as bytes"},
+    {"set_action", guard_set_action, METH_VARARGS,
+     "set_action(number, action): reinstate an action that action() returned"},
     {NULL, NULL, 0, NULL},
 };
 

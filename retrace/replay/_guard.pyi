@@ -1,4 +1,5 @@
-"""Types of `_guard.c`: scratch memory followed by a guard, and the watch on the guard."""
+"""Types of `_guard.c`: scratch memory followed by a guard, the watch on the guard, and
+signal actions saved and reinstated as they are."""
 
 from typing_extensions import Buffer
 
@@ -16,3 +17,9 @@ def scratch(n: int, /) -> int:
 def watch(buffer: Buffer, /) -> None:
     """Record an overrun into the guard in `buffer` (a shared mapping) before the fault ends
     the process."""
+
+def action(number: int, /) -> bytes:
+    """The signal's action now (its struct sigaction), whoever installed it."""
+
+def set_action(number: int, action: bytes, /) -> None:
+    """Reinstate an action that `action` returned."""

@@ -45,6 +45,7 @@ from functools import partial
 from typing import NamedTuple, NoReturn
 
 from retrace.errors import Interrupted, RetraceError
+from retrace.replay.handlers import handling
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -184,24 +185,21 @@ def supervise(
             kill()
 
     release_lingering()
-    previous = {number: signal.signal(number, stop) for number in _STOPS}
-    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, kill)
-    try:
-        with sandbox.prepared(writes, display) as confine:
-            try:
-                work = _Work(body, errors_to, graceful)
-                child.append(_start(spare, work, words, confine, channel))
-            except BaseException:  # (no child: none of the pipes is kept)
-                channel.keep()
-                raise
-            channel.keep(channel.said_r, channel.hold_w)
-            if received:  # a signal came between the handler and the fork
-                stop(received.pop(), None)
-            status = _wait(child[0], channel)
-    finally:
-        signal.alarm(0)
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    with handling({**dict.fromkeys(_STOPS, stop), signal.SIGALRM: kill}):
+        try:
+            with sandbox.prepared(writes, display) as confine:
+                try:
+                    work = _Work(body, errors_to, graceful)
+                    child.append(_start(spare, work, words, confine, channel))
+                except BaseException:  # (no child: none of the pipes is kept)
+                    channel.keep()
+                    raise
+                channel.keep(channel.said_r, channel.hold_w)
+                if received:  # a signal came between the handler and the fork
+                    stop(received.pop(), None)
+                status = _wait(child[0], channel)
+        finally:
+            signal.alarm(0)
     killed = os.WIFSIGNALED(status)
     return Ending(
         code=0 if killed else os.WEXITSTATUS(status),

@@ -73,3 +73,31 @@ def test_ctrl_c_while_starting_is_one_line(command, spare, after):
     if proc.returncode != 0 or not after:  # (else done before the signal came)
         assert proc.returncode == 128 + signal.SIGINT, text
         assert text.splitlines()[-1].startswith("retrace: interrupted"), text
+
+
+# A preloaded library that handles SIGTERM before Python starts, as apitrace's tracer does
+# (it flushes its trace at a stop): Python records the handler as None.
+_PRELOAD_SOURCE = """
+#include <signal.h>
+static void flush_and_die(int number) { signal(number, SIG_DFL); raise(number); }
+__attribute__((constructor)) static void install(void) { signal(SIGTERM, flush_and_die); }
+"""
+
+
+def test_a_replay_under_a_tracer_that_handles_stops_ends_well(tmp_path):
+    """retrace put back the handlers it had replaced as Python reported them, and a handler
+    installed before Python started (reported as None) raised TypeError once the replay had
+    succeeded: an internal error, exit 70, under `apitrace trace retrace ...`."""
+    source, library = tmp_path / "preload.c", tmp_path / "preload.so"
+    source.write_text(_PRELOAD_SOURCE)
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", library, source], check=True)
+    for command in (["replay", "-b"], ["--pframes", "opengl: GPU Duration"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "retrace", *command, GEARS],
+            capture_output=True,
+            env={**os.environ, "LD_PRELOAD": str(library)},
+            timeout=300,
+        )
+        assert r.returncode == 0 and b"error" not in r.stderr, r.stderr.decode()
+        assert b"Rendered" in r.stdout or b"# frame" in r.stdout, r.stdout.decode()
