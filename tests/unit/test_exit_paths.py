@@ -66,10 +66,13 @@ def test_a_bug_in_retrace_is_one_line_unless_debugging(monkeypatch, capsys):
 
 
 def test_ctrl_c_while_the_modules_import_is_one_line(tmp_path):
-    """Ctrl-C before the command line has loaded (here a click that is interrupted as it
-    imports, in place of the real signal's moment) ends with click's own line and 130."""
+    """Ctrl-C before the command line has loaded (here a click that is sent SIGINT as it
+    imports, in place of the real signal's moment) ends with retrace's own line and 130,
+    never a traceback, and does not go on."""
     (tmp_path / "click").mkdir()
-    (tmp_path / "click" / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    (tmp_path / "click" / "__init__.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(60)\n"
+    )
     for args in (["--version"], ["replay", "-b", GEARS]):
         r = subprocess.run(
             [sys.executable, "-m", "retrace", *args],
