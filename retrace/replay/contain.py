@@ -45,7 +45,6 @@ from functools import partial
 from typing import NamedTuple, NoReturn
 
 from retrace.errors import Interrupted, RetraceError
-from retrace.replay.handlers import handling
 
 _PR_SET_PDEATHSIG = 1
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -160,6 +159,7 @@ def supervise(
     trailing separator, and files; made now where missing), and talk to a display server
     if `display`."""
     from retrace.replay import _guard, _vm, sandbox
+    from retrace.replay.handlers import handling
 
     spare = _spare.pop() if _spare else None
     words, channel = (spare.words, spare.channel) if spare else (_progress_words(), _Channel())
