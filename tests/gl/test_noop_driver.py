@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,7 +57,14 @@ def test_a_crash_of_the_noop_driver_itself_is_the_drivers():
     if r.returncode == 0:  # a Mesa whose noop driver does not crash there
         assert r.stdout.startswith(f"Rendered {frames_of(MAP_CRASH)} frames"), r.stdout
         return
-    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
-    assert r.stderr.startswith(
-        "retrace: error: driver crashed (SIGSEGV) at call 387 glMapBufferRange("
+    # The driver writes past the buffer it mapped at call 387: a fault there, or, where
+    # that memory is the heap's (its layout varies from run to run), a corruption that the
+    # C library aborts on later, having said so on stderr itself. retrace's own is one line.
+    lines = r.stderr.splitlines()
+    ours = [line for line in lines if line.startswith("retrace") or "Traceback" in line]
+    assert r.stdout == "" and ours == lines[-1:], r.stderr
+    assert re.match(
+        r"retrace: error: driver crashed \((SIGSEGV\) at call 387 glMapBufferRange\("
+        r"|SIGABRT\) at call \d+ gl)",
+        ours[0],
     ), r.stderr
