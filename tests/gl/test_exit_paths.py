@@ -100,4 +100,4 @@ def test_a_replay_under_a_tracer_that_handles_stops_ends_well(tmp_path):
             timeout=300,
         )
         assert r.returncode == 0 and b"error" not in r.stderr, r.stderr.decode()
-        assert b"Rendered" in r.stdout or b"# frame" in r.stdout, r.stdout.decode()
+        assert b"Rendered " in r.stdout, r.stdout.decode()  # (a profile's summary too)
