@@ -170,8 +170,8 @@ class TraceReader:
         """Yield every call of the trace, in delivery order, in batches: from the cache
         where this trace was read before, else from the file (keeping them for next time).
         With `ahead`, the file is read a batch ahead on another thread (`ahead.py`), and so
-        are the cache's batches checked where there are several (a 100 MB scan's CRCs cost
-        30 ms); close the iterator to stop early."""
+        are the cache's batches checked where there are several (a 100 MB scan's checksums
+        cost 7 ms); close the iterator to stop early."""
         if self._kept is not None:
             if ahead and self._kept.many_batches:
                 self.read_ahead = ReadAhead(self._kept_batches(self._kept, ReadAhead.LAG))

@@ -151,15 +151,13 @@ def test_a_damaged_cache_file_is_rebuilt_never_trusted(
         data.clear()
     else:  # an index made by another version of retrace, with its own (valid) checksum
         import marshal
-        import struct
-        import zlib
 
         facts = marshal.loads(bytes(data[index_at:]))
         facts["key"] = (facts["key"][0], "0.0.0", *facts["key"][2:])
         index = marshal.dumps(facts)
         data[index_at:] = index
-        struct.pack_into("<II", data, 8, cache.FORMAT, zlib.crc32(index))
-        data[24:32] = len(index).to_bytes(8, "little")
+        magic, version, _, at, _ = cache._PREFIX.unpack_from(data)
+        cache._PREFIX.pack_into(data, 0, magic, version, cache.checksum(index), at, len(index))
     scan.write_bytes(bytes(data))
     again, from_cache = read(BIG, ahead)
     assert not from_cache  # read from the trace, and kept again
