@@ -208,8 +208,9 @@ class Replayer:
     def _compile_and_run(self) -> None:
         done = 0
         running = True  # until a hook stops the replay (with `compile_all`, compiling goes on)
-        # the next batch is read on another core while this one compiles and replays
-        ahead = read_ahead_wanted()
+        # the next batch is read on another core while this one compiles and replays (a
+        # cached scan is handed out on this thread: the loop then keeps the GIL)
+        ahead = read_ahead_wanted() and not self.reader.from_cache
         batches = self.reader.batches(ahead)
         self.program.share_gil(ahead)
         try:

@@ -52,10 +52,6 @@ class ReadAhead(Generic[T]):
     `source` raises is raised to the caller after the items before it. `close()` stops
     the thread early (closing `source` there)."""
 
-    # When the thread asks `source` for item j, the caller may still use item j-2 (j-1
-    # waits in the queue): it is done with the items `LAG` or more before.
-    LAG = 3
-
     def __init__(self, source: Generator[T, None, None]) -> None:
         self._queue: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(1)
         self._stopping = False

@@ -235,7 +235,7 @@ class Kept:
         self.stream_bytes = stream_bytes  # decompressed bytes the read went through
         self.mapped = mapped  # the whole file
 
-    def batches(self, lag: int = 1) -> Iterator[tuple[Taken, int]]:
+    def batches(self) -> Iterator[tuple[Taken, int]]:
         """Each batch as `Scanner.take()` gave it, and the stream position it reached,
         every buffer's checksum checked first: `Damaged` where one fails, the batches before
         it handed out already (the reader reads the rest from the trace itself).
@@ -244,33 +244,33 @@ class Kept:
         starts the replay sooner (126 ms for a 341 MiB scan), and touches each page once:
         checked, then used while it is in the CPU's caches. A batch's pages leave the
         process's resident set (they stay in the page cache, and come back if touched
-        again) once `lag` more batches have been asked for: the caller is done with it
-        then (1 where it asks for the next when done with one; 3 where a thread checks
-        a batch ahead of it, `ReadAhead`), and the rest once it is done with all
-        (`release`). Peak RSS is then what reading the trace costs, not the whole file's
-        size (`_released`).
+        again) once the next is asked for: the caller is done with it then, and the rest
+        once it is done with all (`release`). Peak RSS is then what reading the trace
+        costs, not the whole file's size (`_released`).
+
+        On the caller's thread, not a thread of its own (`ReadAhead`): with XXH3 the
+        checks cost less than the handing over (GIL switches: 7600 futex calls on a
+        cached neverball-40s). corpus.py --noop, 5 interleaved runs, cached, on a
+        thread against here: glmark2-scenes 377 against 340 ms (CPU 431 against 400),
+        neverball-40s 875 against 834 (996, 917), gtk4-widget-factory-25s 1187 against
+        1095 (1377, 1203); traces of 3-7 MB within noise (15 runs, 0.96-1.03).
         """
         view = memoryview(self.mapped)
-        handed: list[tuple[tuple[int, int, int], ...]] = []  # sections not released yet
+        handed: tuple[tuple[int, int, int], ...] | None = None  # not released yet
         for sections, definitions, stream_bytes in self.index:
-            if len(handed) == lag:
-                _released(self.mapped, handed.pop(0))
+            if handed is not None:
+                _released(self.mapped, handed)
             parts = [view[at : at + n] for at, n, _sum in sections]
             for part, (_at, _n, expected) in zip(parts, sections, strict=True):
                 if checksum(part) != expected:
                     raise Damaged("batch damaged")
             calls, slots, nodes, pool, backtraces = parts
             yield (calls, slots, nodes, pool, backtraces, definitions), stream_bytes
-            handed.append(sections)
+            handed = sections
 
     def release(self) -> None:
         """Take the whole file out of the resident set: the caller is done with every batch."""
         _release(self.mapped, 0, len(self.mapped))
-
-    @property
-    def many_batches(self) -> bool:
-        """Whether checking the batches costs enough to be worth a thread (`ReadAhead`)."""
-        return len(self.index) > 1
 
     def error(self, path: str) -> TraceError | None:
         """The damage the read ended at, as it was raised then."""

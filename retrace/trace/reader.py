@@ -169,13 +169,10 @@ class TraceReader:
     def batches(self, ahead: bool = False) -> Generator[CallBatch, None, None]:
         """Yield every call of the trace, in delivery order, in batches: from the cache
         where this trace was read before, else from the file (keeping them for next time).
-        With `ahead`, the file is read a batch ahead on another thread (`ahead.py`), and so
-        are the cache's batches checked where there are several (a 100 MB scan's checksums
-        cost 7 ms); close the iterator to stop early."""
+        With `ahead`, the file is read a batch ahead on another thread (`ahead.py`); the
+        cache's batches are handed out here either way (`cache.Kept.batches` says why).
+        Close the iterator to stop early."""
         if self._kept is not None:
-            if ahead and self._kept.many_batches:
-                self.read_ahead = ReadAhead(self._kept_batches(self._kept, ReadAhead.LAG))
-                return self._batches(self.read_ahead)
             return self._batches(self._kept_batches(self._kept))
         if ahead:
             self.read_ahead = ReadAhead(self._scanned_batches())
@@ -204,10 +201,10 @@ class TraceReader:
     def _ended(self) -> None:
         self.counts = TraceCounts(self.calls_read, self.frames_read, self._after_frame)
 
-    def _kept_batches(self, kept: cache.Kept, lag: int = 1) -> Generator[cache.Taken, None, None]:
+    def _kept_batches(self, kept: cache.Kept) -> Generator[cache.Taken, None, None]:
         handed = 0  # the scanner's takes handed out (kept empty ones included)
         try:
-            for taken, self.stream_bytes in kept.batches(lag):
+            for taken, self.stream_bytes in kept.batches():
                 handed += 1
                 if len(taken[0]):
                     yield taken
