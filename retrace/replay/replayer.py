@@ -19,7 +19,6 @@ call the frame hook (snapshots, profiling) before the swap, as glretrace does.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import sys
 import time
 from collections import Counter
@@ -28,7 +27,7 @@ from typing import NamedTuple
 
 from retrace.errors import RetraceError, TraceError
 from retrace.gl.registry import load_registry
-from retrace.libc import libc
+from retrace.libc import map_large_blocks
 from retrace.replay.compiler import Compiler
 from retrace.replay.dispatch import Dispatch
 from retrace.replay.fidelity import Fidelity, FidelityError, GlErrors, enum_name
@@ -48,19 +47,6 @@ def rendered(frames: int, seconds: float) -> str:
     """glretrace's closing line, which scripts parse."""
     fps = frames / seconds if seconds else 0.0
     return f"Rendered {frames} frames in {seconds:g} secs, average of {fps:g} fps"
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
-def _keep_batches_out_of_heap() -> None:
-    """Have glibc always map large blocks (the reader's batches, a few MB each) rather
-    than move its threshold up to them: batches then go back to the system when freed
-    instead of leaving a heap that only grows (about 20 MB on a 400k-call trace)."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to tune
-        libc().mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
 
 
 # what --loop (replay and profile alike) warns of: a loop replays recorded calls in a state
@@ -103,7 +89,7 @@ class Replayer:
     def __init__(
         self, path: str, display: EglDisplay | None = None, snapshots: CallSet | None = None
     ) -> None:
-        _keep_batches_out_of_heap()
+        map_large_blocks()  # (done already where the child prepared: `load_libraries`)
         self.reader = TraceReader(path)
         registry = load_registry()  # (before waiting for a display still opening ahead)
         self.display = display or open_display()

@@ -34,7 +34,9 @@ def load_libraries() -> None:
     already. That thread holds the dynamic loader's lock while the driver loads, and an
     extension module imported meanwhile would wait for it (15-35 ms measured) instead of
     importing alongside; tests/unit/test_startup.py checks that nothing the replay
-    imports loads one after these."""
+    imports loads one after these. Looking a C function up (dlsym) takes that lock too, so
+    the C library's function the replay calls (mallopt) is called here first
+    (tests/gl/test_startup.py checks that the replay looks none up meanwhile)."""
     # (only the libraries: where a module is Python around one, as bisect, heapq, pickle and
     # queue are, its Python imports later, alongside the driver's loading)
     import _bisect  # noqa: F401  (the call sets')
@@ -47,7 +49,10 @@ def load_libraries() -> None:
 
     import cramjam  # noqa: F401  (snappy, which apitrace writes; zlib comes with it)
 
+    from retrace.libc import map_large_blocks
     from retrace.trace import _scanner  # noqa: F401
+
+    map_large_blocks()  # (the replay's malloc setting, whose lookup takes that lock too)
 
 
 # How apitrace's `info` names each container.

@@ -4,6 +4,7 @@ and a profile measures as soon."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -88,3 +89,46 @@ def test_the_replay_child_forked_before_parsing_imports_no_click():
     assert lines.count("pickle") == 2, "the work went to a child forked before parsing"
     assert lines.count("click.core") == 1  # the parent's
     assert "retrace.replay.compiler" in lines
+
+
+# the modules of each replaying command's child, imported while its display opens
+CHILD_MODULES = {
+    "replay": "retrace.replay.run, retrace.replay.replayer, retrace.trace.cache",
+    "profile": "retrace.profile.commands, retrace.profile.driver, retrace.backends.opengl",
+}
+
+
+@pytest.mark.parametrize("command", sorted(CHILD_MODULES))
+def test_the_replay_looks_up_no_c_function_while_the_display_opens(command):
+    """Looking up a C function (ctypes' dlsym) takes the dynamic loader's lock, which the
+    display's thread holds while the driver loads: from `open_ahead` to where it waits for
+    the display, the replaying child's main thread looks none up (the replayer's mallopt
+    waited 14 ms there, until `load_libraries` did it first)."""
+    check = "\n".join(
+        (
+            "import json, sys, threading",
+            "from retrace.trace.container import load_libraries",
+            "load_libraries()",
+            "from retrace.replay.ws import driver_process",
+            "main, looked_up, waiting = threading.get_ident(), [], []",
+            "def hook(event, args):",
+            "    if event == 'ctypes.dlsym' and threading.get_ident() == main and not waiting:",
+            "        looked_up.append(str(args[1]))",
+            "sys.addaudithook(hook)",
+            "take = driver_process.open_display",
+            "def taking():",
+            "    waiting.append(True)",
+            "    return take()",
+            "driver_process.open_display = taking",  # (before the replayer imports it)
+            "driver_process.open_ahead()",
+            f"import {CHILD_MODULES[command]}",
+            "from retrace.replay.replayer import Replayer",
+            f"Replayer({TRACE!r})",
+            "print(json.dumps([looked_up, waiting]))",
+        )
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    looked_up, waiting = json.loads(r.stdout)
+    assert waiting  # (the replayer took the display there, else the test shows nothing)
+    assert looked_up == []
