@@ -199,6 +199,8 @@ class Profiler(ReplayListener):
                 f"{len(self.plan)} passes: the later ones would never run (give --loop=N)"
             )
         self._rows.plan(list(self.profile.metrics))
+        if len(self.plan) <= 1 and self.repeats.runs == 1 and loop is None:
+            self.replayer.program.once()  # (one run of one pass: no op runs again)
         if self._saved is not None:
             self._restore_columns(self._saved)
 

@@ -400,6 +400,8 @@ typedef struct {
     Events ev;                                /* what the loop measures around events */
     int share_gil;                            /* run() lets the GIL go around direct calls */
     int in_begin;                             /* compiling: a glBegin block is open */
+    int once;        /* run once (`once()`): ops and arguments that have run leave the heap too */
+    size_t forgotten; /* with once: the ops before this one may have left memory */
 } Code;
 
 #define AT(vec, type) ((type *)(vec).data)
@@ -474,14 +476,23 @@ static void col_free(Col *v) {
 }
 
 /* Drop the whole pages of items [from, to) of an op array from the process: the file keeps
-   them. */
-static void col_drop(const Col *v, size_t item, size_t from, size_t to) {
+   them.  With `forget`, an array in the heap loses its pages there too (the whole pages
+   inside the items, its allocator's header before them untouched): they read as zeros
+   after, so only for items that are never read again (`Code.once`). */
+static void col_drop(const Col *v, size_t item, size_t from, size_t to, int forget) {
     static size_t page;
     if (!page)
         page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t a = from * item / page * page, b = to * item / page * page;
-    if (v->mapped && b > a)
-        madvise((char *)v->data + a, b - a, MADV_DONTNEED);
+    if (v->mapped) {
+        size_t a = from * item / page * page, b = to * item / page * page;
+        if (b > a)
+            madvise((char *)v->data + a, b - a, MADV_DONTNEED);
+    } else if (forget) {
+        uintptr_t a = ((uintptr_t)v->data + from * item + page - 1) / page * page;
+        uintptr_t b = ((uintptr_t)v->data + to * item) / page * page;
+        if (b > a)
+            madvise((void *)a, b - a, MADV_DONTNEED);
+    }
 }
 
 /* Drop ops [from, to) and their arguments from the process (`args_from`: where the arguments
@@ -491,17 +502,19 @@ static void ops_drop(Code *c, size_t from, size_t to, size_t *args_from) {
                                             fault maps the pages around it back) */
         const Op *op = &AT(c->ops, Op)[k - 1];
         if (op->proto != PY_OP) {
-            col_drop(&c->args, 8, *args_from, op->arg);
+            col_drop(&c->args, 8, *args_from, op->arg, c->once);
             *args_from = op->arg;
             break;
         }
     }
-    col_drop(&c->ops, sizeof(Op), from, to);
-    col_drop(&c->call_nos, 8, from, to);
-    col_drop(&c->name_ids, 4, from, to);
-    col_drop(&c->rows, 1, from, to);
-    col_drop(&c->checkable, 1, from, to);
-    col_drop(&c->work, 1, from, to);
+    col_drop(&c->ops, sizeof(Op), from, to, c->once);
+    col_drop(&c->call_nos, 8, from, to, 0); /* (the metadata stays: tables and messages) */
+    col_drop(&c->name_ids, 4, from, to, 0);
+    col_drop(&c->rows, 1, from, to, 0);
+    col_drop(&c->checkable, 1, from, to, 0);
+    col_drop(&c->work, 1, from, to, 0);
+    if (c->once && to > c->forgotten)
+        c->forgotten = to;
 }
 
 static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check,
@@ -2459,6 +2472,11 @@ static PyObject *Code_run(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
+    if (c->once && (size_t)start < c->forgotten) {
+        PyErr_Format(PyExc_RuntimeError, "run(): the ops before %zu have run once (once())",
+                     c->forgotten);
+        return NULL;
+    }
     Data *data = &c->data;
     if (data_flush(data))
         return NULL;
@@ -2577,7 +2595,7 @@ static PyObject *Code_column(Code *c, PyObject *args) {
     }
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
                                                 (Py_ssize_t)((size_t)(stop - start) * item));
-    col_drop(v, item, (size_t)start, (size_t)stop); /* (copied: its pages leave again) */
+    col_drop(v, item, (size_t)start, (size_t)stop, 0); /* (copied: its pages leave again) */
     PyObject *view = bytes ? PyMemoryView_FromObject(bytes) : NULL;
     Py_XDECREF(bytes);
     PyObject *typed = view ? PyObject_CallMethod(view, "cast", "s", format) : NULL;
@@ -2741,7 +2759,7 @@ static PyObject *Code_row_counts(Code *c, PyObject *args) {
     for (Py_ssize_t i = start; i < stop; i++)
         if (rows[i] <= ROW_LIST_END)
             counts[rows[i]]++;
-    col_drop(&c->rows, 1, (size_t)start, (size_t)stop);
+    col_drop(&c->rows, 1, (size_t)start, (size_t)stop, 0);
     PyObject *result = PyTuple_New(ROW_LIST_END + 1);
     for (int k = 0; result && k <= ROW_LIST_END; k++) {
         PyObject *n = PyLong_FromSize_t(counts[k]);
@@ -2780,7 +2798,20 @@ static PyObject *Code_is_direct(Code *c, PyObject *arg) {
     Py_ssize_t i = op_index(c, arg);
     if (i < 0)
         return NULL;
+    if (c->once && (size_t)i < c->forgotten) {
+        PyErr_Format(PyExc_RuntimeError, "is_direct(): op %zd has run once (once())", i);
+        return NULL;
+    }
     return PyBool_FromLong(AT(c->ops, Op)[i].proto != PY_OP);
+}
+
+/* once(): this code runs its ops one time only (a replay of one pass): once they have run,
+   they and their arguments leave memory, from the heap too, as the data pool's chunks and the
+   arrays in the file do; running them again is an error.  The per-op metadata stays. */
+static PyObject *Code_once(Code *c, PyObject *unused) {
+    (void)unused;
+    c->once = 1;
+    Py_RETURN_NONE;
 }
 
 /* share_gil(on): whether run() lets other threads run during runs of direct calls */
@@ -2854,6 +2885,9 @@ static PyMethodDef Code_methods[] = {
     {"row_counts", (PyCFunction)Code_row_counts, METH_VARARGS,
      "row_counts(start, stop) -> ops of each row kind among ops [start, stop)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
+    {"once", (PyCFunction)Code_once, METH_NOARGS,
+     "once(): ops leave memory, from the heap too, once they have run; running them again "
+     "is an error"},
     {"share_gil", (PyCFunction)Code_share_gil, METH_O,
      "share_gil(on): whether run() lets other threads run during runs of direct calls"},
     {NULL, NULL, 0, NULL},

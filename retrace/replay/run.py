@@ -79,6 +79,8 @@ def _replay(trace: str, options: ReplayOptions) -> None:
                 image.save_png(f"{options.snapshot_prefix}{call_no:010d}.png")
 
         replayer.on_snapshot = on_snapshot
+        if not options.loop:  # (--loop runs the last frame's ops again)
+            replayer.program.once()
         if options.verbose:
             replayer.check_errors()
         result = replayer.run_pass()

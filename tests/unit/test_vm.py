@@ -344,6 +344,37 @@ def test_the_op_arrays_leave_memory_once_run_too(tmp_path):
         assert resident_kib(file, op_arrays=True) <= LEFT_RESIDENT
 
 
+def anonymous_kib() -> int:
+    """KiB of this process's anonymous memory resident now (the heap's among them)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon:"))
+
+
+def test_a_program_run_once_leaves_its_ops_behind_in_the_heap_too(tmp_path):
+    """`once()` (a replay of one pass): the ops and their arguments, in the heap for a trace
+    this size, leave memory as they run, as the arrays in the data file do; the metadata
+    stays, and running the ops again is an error, not zeros called."""
+    calls = 200_000
+    batches, sigs = batches_of(tmp_path, [("f", (TraceWriter.int(k),), 0) for k in range(calls)])
+    f = ctypes.cast(ctypes.CDLL(None).abs, ctypes.c_void_p).value  # (no Python per call)
+    with tempfile.TemporaryFile(dir=tmp_path) as file:
+        code = new_code(file)
+        code.set_sig(sigs["f"], code.add_proto(f, bytes([U32]), (None,)), 0, 1)
+        for batch in batches:
+            assert compile_all(code, batch) == len(batch)
+        assert os.fstat(file.fileno()).st_size < _vm.OP_ARRAYS_AT  # (they are in the heap)
+        code.once()
+        before = anonymous_kib()
+        code.run(0, calls, [])
+        ops_and_arguments = calls * 16 // 1024  # (8 bytes an op, 8 its argument)
+        assert before - anonymous_kib() > ops_and_arguments * 3 // 4
+        assert code.column("call_nos", 0, calls).tolist() == list(range(calls))
+        with pytest.raises(RuntimeError, match="once"):
+            code.run(0, calls, [])
+        with pytest.raises(RuntimeError, match="once"):
+            code.is_direct(0)
+
+
 def test_a_data_file_that_cannot_take_the_data_is_an_error_naming_it(tmp_path):
     batch, sigs = batch_of(tmp_path, [("f", (TraceWriter.blob(b"x" * 100),), 0)])
     with open("/dev/full", "r+b") as full:
