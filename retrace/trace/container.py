@@ -41,6 +41,7 @@ def load_libraries() -> None:
     # queue are, its Python imports later, alongside the driver's loading)
     import _bisect  # noqa: F401  (the call sets')
     import _heapq  # noqa: F401  (the read-ahead's queue)
+    import _json  # noqa: F401  (a profile's store: its manifest)
     import _pickle  # noqa: F401  (the work handed to a child forked first: `contain.spare_child`)
     import _queue  # noqa: F401  (the read-ahead's)
     import array  # noqa: F401  (the call records')

@@ -4,7 +4,7 @@ replay is over), not to replay, measure or dump."""
 
 from __future__ import annotations
 
-import json
+import ast
 import subprocess
 import sys
 
@@ -73,19 +73,19 @@ CHILD_STEPS = {
 def libraries_loaded_after(steps: tuple[str, ...], first: tuple[str, ...]) -> list[str]:
     """The shared-library modules that `steps` load in a fresh interpreter after `first`."""
     check = "\n".join(
-        (
-            "import json, sys",
+        (  # (no json here: its library is one the steps may load)
+            "import sys",
             "def libraries():",
             "    return {n for n, m in list(sys.modules.items())",
             "            if (getattr(m, '__file__', None) or '').endswith('.so')}",
             *first,
             "before = libraries()",
             *steps,
-            "print(json.dumps(sorted(libraries() - before)))",
+            "print(repr(sorted(libraries() - before)))",
         )
     )
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
-    loaded: list[str] = json.loads(r.stdout)
+    loaded: list[str] = ast.literal_eval(r.stdout)
     return loaded
 
 
