@@ -200,7 +200,7 @@ class Profiler(ReplayListener):
             )
         self._rows.plan(list(self.profile.metrics))
         if len(self.plan) <= 1 and self.repeats.runs == 1 and loop is None:
-            self.replayer.program.once()  # (one run of one pass: no op runs again)
+            self.replayer.program.once(metadata=True)  # (one run of one pass; the tables)
         if self._saved is not None:
             self._restore_columns(self._saved)
 

@@ -400,7 +400,8 @@ typedef struct {
     Events ev;                                /* what the loop measures around events */
     int share_gil;                            /* run() lets the GIL go around direct calls */
     int in_begin;                             /* compiling: a glBegin block is open */
-    int once;        /* run once (`once()`): ops and arguments that have run leave the heap too */
+    int once;         /* run once (`once()`): ops and arguments that have run leave the heap too */
+    int once_meta;    /* ... and their metadata (`once(False)`: no table reads it after) */
     size_t forgotten; /* with once: the ops before this one may have left memory */
 } Code;
 
@@ -508,13 +509,24 @@ static void ops_drop(Code *c, size_t from, size_t to, size_t *args_from) {
         }
     }
     col_drop(&c->ops, sizeof(Op), from, to, c->once);
-    col_drop(&c->call_nos, 8, from, to, 0); /* (the metadata stays: tables and messages) */
-    col_drop(&c->name_ids, 4, from, to, 0);
-    col_drop(&c->rows, 1, from, to, 0);
-    col_drop(&c->checkable, 1, from, to, 0);
-    col_drop(&c->work, 1, from, to, 0);
+    col_drop(&c->call_nos, 8, from, to, c->once_meta); /* (unless tables read it after) */
+    col_drop(&c->name_ids, 4, from, to, c->once_meta);
+    col_drop(&c->rows, 1, from, to, c->once_meta);
+    col_drop(&c->checkable, 1, from, to, c->once_meta);
+    col_drop(&c->work, 1, from, to, c->once_meta);
     if (c->once && to > c->forgotten)
         c->forgotten = to;
+}
+
+/* 0 where the metadata of ops from `start` on is still there to read, else -1 with
+   RuntimeError (`once(False)`: it left memory behind the loop). */
+static int meta_kept(const Code *c, Py_ssize_t start, const char *what) {
+    if (c->once_meta && (size_t)start < c->forgotten) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the metadata of the ops before %zu has left (once())",
+                     what, c->forgotten);
+        return -1;
+    }
+    return 0;
 }
 
 static int push_meta(Code *c, uint64_t call_no, uint32_t name_id, uint8_t row, uint8_t check,
@@ -2593,6 +2605,8 @@ static PyObject *Code_column(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
+    if (meta_kept(c, start, "column()"))
+        return NULL;
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->data + (size_t)start * item,
                                                 (Py_ssize_t)((size_t)(stop - start) * item));
     col_drop(v, item, (size_t)start, (size_t)stop, 0); /* (copied: its pages leave again) */
@@ -2638,6 +2652,8 @@ static PyObject *Code_event_rows(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
+    if (meta_kept(c, start, "event_rows()"))
+        return NULL;
     Py_ssize_t logs = PyTuple_GET_SIZE(changes), columns = 3 + logs;
     Py_buffer ends, log[8];
     if (logs > 8) {
@@ -2754,6 +2770,8 @@ static PyObject *Code_row_counts(Code *c, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "op range out of bounds");
         return NULL;
     }
+    if (meta_kept(c, start, "row_counts()"))
+        return NULL;
     size_t counts[ROW_LIST_END + 1] = {0};
     const uint8_t *rows = c->rows.data;
     for (Py_ssize_t i = start; i < stop; i++)
@@ -2787,7 +2805,7 @@ static Py_ssize_t op_index(Code *c, PyObject *arg) {
 /* meta(i) -> (call_no, name_id, row, checkable) of one op */
 static PyObject *Code_meta(Code *c, PyObject *arg) {
     Py_ssize_t i = op_index(c, arg);
-    if (i < 0)
+    if (i < 0 || meta_kept(c, i, "meta()"))
         return NULL;
     return Py_BuildValue("(LIBB)", (long long)AT(c->call_nos, int64_t)[i],
                          AT(c->name_ids, uint32_t)[i], AT(c->rows, uint8_t)[i],
@@ -2805,12 +2823,17 @@ static PyObject *Code_is_direct(Code *c, PyObject *arg) {
     return PyBool_FromLong(AT(c->ops, Op)[i].proto != PY_OP);
 }
 
-/* once(): this code runs its ops one time only (a replay of one pass): once they have run,
-   they and their arguments leave memory, from the heap too, as the data pool's chunks and the
-   arrays in the file do; running them again is an error.  The per-op metadata stays. */
-static PyObject *Code_once(Code *c, PyObject *unused) {
-    (void)unused;
+/* once(metadata=True): this code runs its ops one time only (a replay of one pass): once
+   they have run, they and their arguments leave memory, from the heap too, as the data
+   pool's chunks and the arrays in the file do; running them again is an error.  With
+   `metadata` false their per-op metadata leaves too (nothing reads it after: a replay's, not
+   a profile's, whose tables do), and reading it is an error. */
+static PyObject *Code_once(Code *c, PyObject *args) {
+    int metadata = 1;
+    if (!PyArg_ParseTuple(args, "|p", &metadata))
+        return NULL;
     c->once = 1;
+    c->once_meta = !metadata;
     Py_RETURN_NONE;
 }
 
@@ -2885,9 +2908,10 @@ static PyMethodDef Code_methods[] = {
     {"row_counts", (PyCFunction)Code_row_counts, METH_VARARGS,
      "row_counts(start, stop) -> ops of each row kind among ops [start, stop)"},
     {"is_direct", (PyCFunction)Code_is_direct, METH_O, "is_direct(i) -> whether op i is native"},
-    {"once", (PyCFunction)Code_once, METH_NOARGS,
-     "once(): ops leave memory, from the heap too, once they have run; running them again "
-     "is an error"},
+    {"once", (PyCFunction)Code_once, METH_VARARGS,
+     "once(metadata=True): ops leave memory, from the heap too, once they have run, and "
+     "without `metadata` their per-op metadata too; running or reading them again is an "
+     "error"},
     {"share_gil", (PyCFunction)Code_share_gil, METH_O,
      "share_gil(on): whether run() lets other threads run during runs of direct calls"},
     {NULL, NULL, 0, NULL},

@@ -247,8 +247,9 @@ class Code:
         """(call_no, name_id, row, checkable) of op i."""
     def is_direct(self, i: int, /) -> bool:
         """Whether op i is a direct call."""
-    def once(self) -> None:
-        """Ops leave memory, from the heap too, once they have run; running them again is an
+    def once(self, metadata: bool = True, /) -> None:
+        """Ops leave memory, from the heap too, once they have run, and without `metadata`
+        their per-op metadata too; running them (or reading that metadata) again is an
         error."""
     def share_gil(self, on: bool, /) -> None:
         """Whether `run` lets other threads run during runs of direct calls."""

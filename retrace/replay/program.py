@@ -16,9 +16,9 @@ memory stays flat in the trace's length. The ops themselves (about 30 bytes
 each) move to the same file once their arrays outgrow 16 MiB, and leave the
 process behind the loop likewise. A program run one pass only (`once`: a replay
 without --loop, a profile of one run of one pass) drops its ops and their
-arguments behind the loop from the heap too; what still grows with the trace is
-the per-op metadata (about 15 bytes an op) and a few hundred bytes per Python
-entry.
+arguments behind the loop from the heap too, and a replay their per-op metadata
+as well; what still grows with the trace is a profile's per-op metadata (about 15
+bytes an op, which its tables read) and a few hundred bytes per Python entry.
 
 What the C side and this side must agree on (row and mark numbers, the event
 record, what an event measures, the query functions) is defined in `_vm.c`
@@ -164,12 +164,14 @@ class Program:
         """Run ops [start, end); returns where it stopped."""
         return self.code.run(start, len(self.code) if end is None else end, self.entries)
 
-    def once(self) -> None:
+    def once(self, *, metadata: bool) -> None:
         """This program runs one pass (a replay without --loop): ops and their arguments
         leave memory as soon as they have run, from the heap too, so that peak memory grows
-        only by the per-op metadata (about 15 bytes an op, against 40-50 with them); running
-        them again raises RuntimeError."""
-        self.code.once()
+        only by the per-op metadata (about 15 bytes an op, against 40-50 with them), and not
+        by that either without `metadata` (what a replay keeps: only a profile's tables read
+        the metadata of ops that have run); running them, or reading what left, again raises
+        RuntimeError."""
+        self.code.once(metadata)
 
     def share_gil(self, on: bool) -> None:
         """Whether `run` lets other threads run (a reader: `trace/ahead.py`) while it runs

@@ -80,7 +80,7 @@ def _replay(trace: str, options: ReplayOptions) -> None:
 
         replayer.on_snapshot = on_snapshot
         if not options.loop:  # (--loop runs the last frame's ops again)
-            replayer.program.once()
+            replayer.program.once(metadata=False)  # (no table reads it after)
         if options.verbose:
             replayer.check_errors()
         result = replayer.run_pass()

@@ -172,7 +172,8 @@ def test_ops_that_run_once_leave_the_heap_behind_the_loop(colors, command):
     """Where no op runs again (a replay, a profile of one pass run once: `Program.once`),
     the ops and their arguments leave memory as they run, from the heap too (each array of
     these traces is under 16 MiB): twice the calls (6 MiB more of them) peak in about the
-    same RSS, only the metadata more (3 MiB). Kept, they peaked 9-10 MiB higher."""
+    same RSS, a profile's only by the metadata its tables read (3 MiB), a replay's not by
+    that either (0.2-3 MiB measured). Kept, they peaked 9-10 MiB higher."""
     for trace in colors:  # (read once: both measured from the trace cache)
         peak_kib(*command, trace)
     short, long = (peak_kib(*command, trace) for trace in colors)

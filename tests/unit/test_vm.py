@@ -350,10 +350,12 @@ def anonymous_kib() -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("RssAnon:"))
 
 
-def test_a_program_run_once_leaves_its_ops_behind_in_the_heap_too(tmp_path):
+@pytest.mark.parametrize("metadata", [True, False], ids=["metadata-kept", "metadata-left"])
+def test_a_program_run_once_leaves_its_ops_behind_in_the_heap_too(tmp_path, metadata):
     """`once()` (a replay of one pass): the ops and their arguments, in the heap for a trace
-    this size, leave memory as they run, as the arrays in the data file do; the metadata
-    stays, and running the ops again is an error, not zeros called."""
+    this size, leave memory as they run, as the arrays in the data file do, and without
+    `metadata` (a replay's, which no table reads) their per-op metadata too; running the
+    ops, or reading metadata that left, again is an error, not zeros called or read."""
     calls = 200_000
     batches, sigs = batches_of(tmp_path, [("f", (TraceWriter.int(k),), 0) for k in range(calls)])
     f = ctypes.cast(ctypes.CDLL(None).abs, ctypes.c_void_p).value  # (no Python per call)
@@ -363,12 +365,26 @@ def test_a_program_run_once_leaves_its_ops_behind_in_the_heap_too(tmp_path):
         for batch in batches:
             assert compile_all(code, batch) == len(batch)
         assert os.fstat(file.fileno()).st_size < _vm.OP_ARRAYS_AT  # (they are in the heap)
-        code.once()
+        code.once(metadata)
         before = anonymous_kib()
         code.run(0, calls, [])
         ops_and_arguments = calls * 16 // 1024  # (8 bytes an op, 8 its argument)
-        assert before - anonymous_kib() > ops_and_arguments * 3 // 4
-        assert code.column("call_nos", 0, calls).tolist() == list(range(calls))
+        per_op_metadata = calls * 15 // 1024  # (call number 8, name 4, row, flags)
+        left = before - anonymous_kib()
+        if metadata:
+            assert ops_and_arguments * 3 // 4 < left < ops_and_arguments + per_op_metadata // 2
+            assert code.column("call_nos", 0, calls).tolist() == list(range(calls))
+            assert code.meta(0)[0] == 0
+        else:
+            assert left > (ops_and_arguments + per_op_metadata) * 3 // 4
+            for read in (
+                lambda: code.column("call_nos", 0, calls),
+                lambda: code.row_counts(0, calls),
+                lambda: code.meta(0),
+                lambda: code.event_rows(0, calls, 2, array.array("q"), 0, ()),
+            ):
+                with pytest.raises(RuntimeError, match="once"):
+                    read()
         with pytest.raises(RuntimeError, match="once"):
             code.run(0, calls, [])
         with pytest.raises(RuntimeError, match="once"):
